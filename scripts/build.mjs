@@ -1,0 +1,32 @@
+// Compiles src/ to CommonJS (build/src) and writes thin ESM entry points (build/esm) that re-export it, so ESM
+// and CommonJS users share one copy of the instrumentation state.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+rmSync(join(root, 'build'), { recursive: true, force: true });
+execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.json')], {
+  stdio: 'inherit',
+});
+
+const require = createRequire(import.meta.url);
+const esmEntries = { 'index.mjs': '../src/index.js', 'prom-client.mjs': '../src/prom-client.js' };
+mkdirSync(join(root, 'build/esm'), { recursive: true });
+for (const [file, target] of Object.entries(esmEntries)) {
+  let names;
+  try {
+    names = Object.keys(require(join(root, 'build/esm', target)));
+  } catch {
+    continue; // entry not written yet
+  }
+  const body = [
+    `import cjs from '${target}';`,
+    ...names.filter(n => n !== 'default' && n !== '__esModule').map(n => `export const ${n} = cjs.${n};`),
+    'export default cjs;',
+    '',
+  ].join('\n');
+  writeFileSync(join(root, 'build/esm', file), body);
+}

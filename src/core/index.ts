@@ -1,0 +1,6 @@
+/** The continuity core: pure TypeScript, no OpenTelemetry and no MCP SDK imports. */
+export * from './codecs';
+export * from './event-id';
+export * from './ledger';
+export * from './sse-frame-observer';
+export * from './verdict';

@@ -1,0 +1,130 @@
+/**
+ * The per-session ledger: what a session has consumed, across all its streams and connections.
+ *
+ * Bounded three ways: at most `maxSessions` sessions (least recently active evicted first), sessions idle for
+ * `maxIdleMs` are dropped, and each session remembers only its last `recentIds` ids (a fixed ring of hashes).
+ * Per frame the work is one hash and a bounded ring scan, with no allocation.
+ */
+import { hashEventId } from './event-id';
+
+export interface LedgerLimits {
+  /** Sessions tracked at once. Default 10 000. */
+  maxSessions: number;
+  /** A session with no activity for this long is forgotten. Default 30 minutes. */
+  maxIdleMs: number;
+  /** Ids remembered per session for duplicate detection. Default 64. */
+  recentIds: number;
+}
+
+export const DEFAULT_LEDGER_LIMITS: LedgerLimits = { maxSessions: 10_000, maxIdleMs: 30 * 60_000, recentIds: 64 };
+
+export class SessionRecord {
+  /** The last id consumed on any stream of the session. */
+  lastConsumedId: string | undefined = undefined;
+  /** When (monotonic ms) a stream of the session was last lost; cleared by the next verdict. */
+  lostAt: number | undefined = undefined;
+  /** When (monotonic ms) the session last did anything. */
+  lastActiveAt: number;
+  /** Resume attempts made for this session. */
+  resumeAttempts = 0;
+  private readonly ring: Float64Array;
+  private ringSize = 0;
+  private ringNext = 0;
+
+  constructor(
+    readonly key: string,
+    capacity: number,
+    now: number,
+  ) {
+    this.ring = new Float64Array(Math.max(1, capacity));
+    this.lastActiveAt = now;
+  }
+
+  /** True when `id` is among the ids recently consumed in this session. */
+  hasConsumed(id: string): boolean {
+    return this.hasHash(hashEventId(id));
+  }
+
+  /**
+   * Records a consumed id and tells whether it had been consumed before (a duplicate delivery).
+   * A duplicate is not added twice, so a replayed burst cannot flush the ring.
+   */
+  consume(id: string, now: number): boolean {
+    const hash = hashEventId(id);
+    this.lastConsumedId = id;
+    this.lastActiveAt = now;
+    if (this.hasHash(hash)) return true;
+    this.ring[this.ringNext] = hash;
+    this.ringNext = (this.ringNext + 1) % this.ring.length;
+    if (this.ringSize < this.ring.length) this.ringSize++;
+    return false;
+  }
+
+  private hasHash(hash: number): boolean {
+    const ring = this.ring;
+    for (let i = 0; i < this.ringSize; i++) if (ring[i] === hash) return true;
+    return false;
+  }
+}
+
+export class SessionLedger {
+  readonly limits: LedgerLimits;
+  /** Map order is recency order: a session is moved to the end when it is touched. */
+  private readonly sessions = new Map<string, SessionRecord>();
+
+  constructor(limits: Partial<LedgerLimits> = {}) {
+    this.limits = {
+      maxSessions: positiveInt(limits.maxSessions, DEFAULT_LEDGER_LIMITS.maxSessions),
+      maxIdleMs: positiveInt(limits.maxIdleMs, DEFAULT_LEDGER_LIMITS.maxIdleMs),
+      recentIds: positiveInt(limits.recentIds, DEFAULT_LEDGER_LIMITS.recentIds),
+    };
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** The record of a session, if it is still tracked. Does not change recency. */
+  peek(key: string): SessionRecord | undefined {
+    return this.sessions.get(key);
+  }
+
+  /**
+   * The record of a session, created if needed, and marked most recent. Called once per stream or resume,
+   * not per frame, so the recency bookkeeping stays off the hot path.
+   */
+  touch(key: string, now: number): SessionRecord {
+    let record = this.sessions.get(key);
+    if (record !== undefined) {
+      this.sessions.delete(key);
+    } else {
+      record = new SessionRecord(key, this.limits.recentIds, now);
+    }
+    record.lastActiveAt = now;
+    this.sessions.set(key, record);
+    this.evict(now);
+    return record;
+  }
+
+  forget(key: string): void {
+    this.sessions.delete(key);
+  }
+
+  clear(): void {
+    this.sessions.clear();
+  }
+
+  /** Drops sessions over the count limit and idle sessions at the old end of the recency order. */
+  evict(now: number): void {
+    for (const [key, record] of this.sessions) {
+      const overCount = this.sessions.size > this.limits.maxSessions;
+      const idle = now - record.lastActiveAt > this.limits.maxIdleMs;
+      if (!overCount && !idle) break;
+      this.sessions.delete(key);
+    }
+  }
+}
+
+function positiveInt(value: number | undefined, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 1 ? Math.floor(value) : fallback;
+}

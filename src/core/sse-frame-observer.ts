@@ -1,0 +1,259 @@
+/**
+ * An incremental, read-only SSE frame observer over raw response bytes.
+ *
+ * It sees what the SDK's parser hides from application code: frames without ids, explicit empty ids, comments
+ * (keep-alives) and the end of the stream. It follows eventsource-parser's rules for what is a frame (a blank
+ * line after at least one `data` line) and for ids (per frame; ids holding NUL are ignored), but keeps only ids:
+ * data lines are skipped with a native byte search, so memory stays bounded whatever the server sends.
+ */
+
+import { MAX_EVENT_ID_BYTES, oversizedIdKey } from './event-id';
+
+const LF = 10;
+const CR = 13;
+const COLON = 58;
+const SPACE = 32;
+
+/** Field being read on the current line. */
+const enum Field {
+  Unknown = 0,
+  Data = 1,
+  Id = 2,
+  Comment = 3,
+  Other = 4,
+}
+
+export interface SseFrameHandlers {
+  /** A frame was dispatched. `id` is undefined when the frame had no (valid) id line, '' for an empty id. */
+  onFrame(id: string | undefined): void;
+  /** A comment line (such as `: keepalive`) was seen. */
+  onComment?(): void;
+}
+
+export interface SseFrameObserverOptions {
+  /** Id bytes kept per frame; longer ids are reduced to a digest key. Default MAX_EVENT_ID_BYTES. */
+  maxIdBytes?: number;
+}
+
+const FIELD_NAME_MAX = 8;
+
+export class SseFrameObserver {
+  private readonly decoder = new TextDecoder();
+  private readonly maxIdBytes: number;
+  private atStreamStart = true;
+  private bomBytesSeen = 0;
+  private skipLf = false;
+  // Current line.
+  private field: Field = Field.Unknown;
+  private fieldName = new Uint8Array(FIELD_NAME_MAX);
+  private fieldNameLength = 0;
+  private lineEmpty = true;
+  private valueStarted = false;
+  private idBytes: Uint8Array[] = [];
+  private idLength = 0;
+  private idHasNul = false;
+  private idHash = 0x811c9dc5;
+  private chunkHasCr = false;
+  // Current frame.
+  private dataLines = 0;
+  private frameId: string | undefined = undefined;
+
+  framesSeen = 0;
+  commentsSeen = 0;
+  bytesSeen = 0;
+
+  constructor(
+    private readonly handlers: SseFrameHandlers,
+    options: SseFrameObserverOptions = {},
+  ) {
+    this.maxIdBytes = options.maxIdBytes ?? MAX_EVENT_ID_BYTES;
+  }
+
+  /** Feeds a chunk of the response body. Never throws on malformed input. */
+  push(chunk: Uint8Array): void {
+    this.bytesSeen += chunk.length;
+    // CR line ends are rare; knowing a chunk has none keeps line scanning on the native LF search.
+    this.chunkHasCr = chunk.indexOf(CR) !== -1;
+    let i = 0;
+    const n = chunk.length;
+    if (this.atStreamStart) i = this.skipBom(chunk);
+    while (i < n) {
+      if (this.skipLf) {
+        this.skipLf = false;
+        if (chunk[i] === LF) {
+          i++;
+          continue;
+        }
+      }
+      const byte = chunk[i]!;
+      if (byte === LF || byte === CR) {
+        this.endLine();
+        if (byte === CR) this.skipLf = true;
+        i++;
+        continue;
+      }
+      this.lineEmpty = false;
+      if (this.field === Field.Unknown) {
+        i = this.readFieldName(chunk, i);
+        continue;
+      }
+      if (this.field === Field.Id) {
+        i = this.readIdValue(chunk, i);
+        continue;
+      }
+      // Data, comments and unknown fields: nothing to keep, jump to the end of the line.
+      i = nextLineBreak(chunk, i, this.chunkHasCr);
+    }
+  }
+
+  /** The stream ended. A pending frame without its blank line is not dispatched, as in eventsource-parser. */
+  end(): void {
+    this.resetLine();
+    this.dataLines = 0;
+    this.frameId = undefined;
+  }
+
+  private skipBom(chunk: Uint8Array): number {
+    const bom = [0xef, 0xbb, 0xbf];
+    let i = 0;
+    while (i < chunk.length && this.bomBytesSeen < 3) {
+      if (chunk[i] !== bom[this.bomBytesSeen]) {
+        // Not a BOM after all: replay the bytes taken for one as the start of a field name.
+        const taken = this.bomBytesSeen;
+        this.atStreamStart = false;
+        this.bomBytesSeen = 3;
+        for (let k = 0; k < taken; k++) this.feedFieldByte(bom[k]!);
+        if (taken > 0) this.lineEmpty = false;
+        return i;
+      }
+      this.bomBytesSeen++;
+      i++;
+    }
+    if (this.bomBytesSeen >= 3) this.atStreamStart = false;
+    return i;
+  }
+
+  private readFieldName(chunk: Uint8Array, i: number): number {
+    const n = chunk.length;
+    while (i < n) {
+      const byte = chunk[i]!;
+      if (byte === LF || byte === CR) return i;
+      if (byte === COLON) {
+        this.field = this.classifyField(true);
+        this.valueStarted = false;
+        return i + 1;
+      }
+      this.feedFieldByte(byte);
+      i++;
+    }
+    return i;
+  }
+
+  private feedFieldByte(byte: number): void {
+    if (this.fieldNameLength === 0 && byte === COLON) return;
+    if (this.fieldNameLength < FIELD_NAME_MAX) this.fieldName[this.fieldNameLength] = byte;
+    this.fieldNameLength++;
+  }
+
+  private classifyField(hadColon: boolean): Field {
+    const len = this.fieldNameLength;
+    const f = this.fieldName;
+    if (len === 0 && hadColon) return Field.Comment;
+    if (len === 4 && f[0] === 100 && f[1] === 97 && f[2] === 116 && f[3] === 97) return Field.Data;
+    if (len === 2 && f[0] === 105 && f[1] === 100) return Field.Id;
+    return Field.Other;
+  }
+
+  private readIdValue(chunk: Uint8Array, i: number): number {
+    if (!this.valueStarted) {
+      this.valueStarted = true;
+      if (chunk[i] === SPACE) i++;
+    }
+    const end = nextLineBreak(chunk, i, this.chunkHasCr);
+    if (end > i) this.appendId(chunk, i, end);
+    return end;
+  }
+
+  private appendId(chunk: Uint8Array, start: number, end: number): void {
+    let hash = this.idHash;
+    for (let k = start; k < end; k++) {
+      const b = chunk[k]!;
+      if (b === 0) this.idHasNul = true;
+      hash = Math.imul(hash ^ b, 0x01000193);
+    }
+    this.idHash = hash;
+    const keep = Math.min(end, start + Math.max(0, this.maxIdBytes - this.idLength));
+    // Copy: the chunk belongs to the stream and may be reused after we return.
+    if (keep > start) this.idBytes.push(chunk.slice(start, keep));
+    this.idLength += end - start;
+  }
+
+  private endLine(): void {
+    if (this.lineEmpty) {
+      this.dispatch();
+      return;
+    }
+    let field = this.field;
+    // A line without a colon is a field name with an empty value.
+    if (field === Field.Unknown) field = this.classifyField(false);
+    if (field === Field.Data) this.dataLines++;
+    else if (field === Field.Id) this.takeId();
+    else if (field === Field.Comment) {
+      this.commentsSeen++;
+      this.handlers.onComment?.();
+    }
+    this.resetLine();
+  }
+
+  private takeId(): void {
+    if (this.idHasNul) return;
+    if (this.idLength > this.maxIdBytes) {
+      this.frameId = oversizedIdKey(this.idLength, this.idHash);
+      return;
+    }
+    if (this.idBytes.length === 0) {
+      this.frameId = '';
+    } else if (this.idBytes.length === 1) {
+      this.frameId = this.decoder.decode(this.idBytes[0]);
+    } else {
+      const all = new Uint8Array(this.idLength);
+      let offset = 0;
+      for (const part of this.idBytes) {
+        all.set(part, offset);
+        offset += part.length;
+      }
+      this.frameId = this.decoder.decode(all);
+    }
+  }
+
+  private dispatch(): void {
+    this.resetLine();
+    if (this.dataLines > 0) {
+      const id = this.frameId;
+      this.framesSeen++;
+      this.dataLines = 0;
+      this.frameId = undefined;
+      this.handlers.onFrame(id);
+      return;
+    }
+    this.frameId = undefined;
+  }
+
+  private resetLine(): void {
+    this.field = Field.Unknown;
+    this.fieldNameLength = 0;
+    this.lineEmpty = true;
+    this.valueStarted = false;
+    if (this.idBytes.length > 0) this.idBytes = [];
+    this.idLength = 0;
+    this.idHasNul = false;
+    this.idHash = 0x811c9dc5;
+  }
+}
+
+function nextLineBreak(chunk: Uint8Array, from: number, hasCr: boolean): number {
+  const lf = chunk.indexOf(LF, from);
+  const end = lf === -1 ? chunk.length : lf;
+  if (hasCr) for (let k = from; k < end; k++) if (chunk[k] === CR) return k;
+  return end;
+}

@@ -1,0 +1,91 @@
+/**
+ * The continuity verdict on the first frame of a resumed stream.
+ *
+ * A resume is only lossless when the first event after it continues the session's own log right after the
+ * cursor. "HTTP 200" proves nothing; the id of the first frame does. Pure: no I/O, no clocks.
+ */
+import { type DecodedEventId, type EventIdCodec, detectCodec, safeDecode } from './codecs';
+
+/** Why a resumed stream counts as forked. */
+export type ForkReason = 'id_missing' | 'id_regressed' | 'id_reused' | 'stream_changed' | 'cursor_dropped';
+
+export const FORK_REASONS: readonly ForkReason[] = [
+  'id_missing',
+  'id_regressed',
+  'id_reused',
+  'stream_changed',
+  'cursor_dropped',
+];
+
+/** Every way a resume attempt can end. */
+export type ResumeOutcome = 'resumed' | 'forked' | 'rejected' | 'failed' | 'inconclusive';
+
+export const RESUME_OUTCOMES: readonly ResumeOutcome[] = ['resumed', 'forked', 'rejected', 'failed', 'inconclusive'];
+
+export type FirstFrameVerdict =
+  | {
+      verdict: 'resumed';
+      /** False when the ids carried nothing to check order or stream against (opaque ids). */
+      continuityVerified: boolean;
+      /** Events skipped between the cursor and the first frame, for dense sequences (0 = contiguous). */
+      skippedEvents?: number;
+      /** Set when the ids' embedded clock went backwards: allowed (clocks jump), but worth a look. */
+      clockRegressed?: boolean;
+      codec?: string;
+    }
+  | { verdict: 'forked'; reason: ForkReason; codec?: string };
+
+export interface FirstFrameInput {
+  /** The Last-Event-ID the client sent. */
+  cursor: string;
+  /** The id of the first dispatched SSE frame: undefined when it had no id line, '' for an explicit empty id. */
+  firstId: string | undefined;
+  /** The codec setting; `auto` (or undefined) means: learn the format from the cursor. */
+  codec?: EventIdCodec;
+  /** True when the id was already consumed on any stream of this session (ids are unique per session). */
+  wasConsumed: (id: string) => boolean;
+}
+
+export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
+  const { cursor, firstId } = input;
+  if (firstId === undefined || firstId === '') return { verdict: 'forked', reason: 'id_missing' };
+  if (firstId === cursor || input.wasConsumed(firstId)) return { verdict: 'forked', reason: 'id_reused' };
+
+  const codec = input.codec === undefined || input.codec.name === 'auto' ? detectCodec(cursor) : input.codec;
+  if (codec === undefined) return { verdict: 'resumed', continuityVerified: false };
+
+  const before = safeDecode(codec, cursor);
+  if (before === undefined) return { verdict: 'resumed', continuityVerified: false, codec: codec.name };
+  const after = safeDecode(codec, firstId);
+  // The cursor is in the codec's format and the first id is not: it comes from another log.
+  if (after === undefined) return { verdict: 'forked', reason: 'stream_changed', codec: codec.name };
+  return compareDecoded(before, after, codec.name);
+}
+
+function compareDecoded(before: DecodedEventId, after: DecodedEventId, codec: string): FirstFrameVerdict {
+  let verified = false;
+  if (before.stream !== undefined && after.stream !== undefined) {
+    if (before.stream !== after.stream) return { verdict: 'forked', reason: 'stream_changed', codec };
+    verified = true;
+  }
+  let skippedEvents: number | undefined;
+  if (isFiniteNumber(before.sequence) && isFiniteNumber(after.sequence)) {
+    // At or before the cursor: a replay of old events, or a sequence that started again.
+    if (after.sequence <= before.sequence) return { verdict: 'forked', reason: 'id_regressed', codec };
+    verified = true;
+    if (before.dense && after.dense) skippedEvents = after.sequence - before.sequence - 1;
+  }
+  const clockRegressed =
+    isFiniteNumber(before.timeMs) && isFiniteNumber(after.timeMs) && after.timeMs < before.timeMs ? true : undefined;
+  return {
+    verdict: 'resumed',
+    continuityVerified: verified,
+    ...(skippedEvents !== undefined ? { skippedEvents } : {}),
+    ...(clockRegressed ? { clockRegressed } : {}),
+    codec,
+  };
+}
+
+function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}

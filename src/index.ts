@@ -1,0 +1,2 @@
+export * from './core';
+export * from './names';
