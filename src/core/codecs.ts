@@ -28,8 +28,12 @@ const INTEGER = /^(?:0|[1-9][0-9]{0,14})$/;
 const SDK = /^(.+)_([0-9]{10,15})_([0-9a-z]{1,16})$/;
 /** `<streamId>_<epochMs>_<counter base36 x4>_<rand x3>`: mcp-proxy / fastmcp. */
 const MCP_PROXY = /^(.+)_([0-9]{10,15})_([0-9a-z]{4})_([0-9a-z]{3})$/;
-/** `<streamId>:<hex sequence>`: Cloudflare agents' DurableObjectEventStore and similar per-stream counters. */
-const HEX_SEQUENCE = /^(.+):([0-9a-fA-F]{1,13})$/;
+/**
+ * `<streamId>:<hex sequence>`: Cloudflare agents' DurableObjectEventStore and similar per-stream counters.
+ * Counters are often zero-padded to 16 digits; leading zeros are skipped, and at most 13 significant digits
+ * (52 bits) are accepted so the sequence stays an exact number.
+ */
+const HEX_SEQUENCE = /^(.+):0*([0-9a-fA-F]{1,13})$/;
 
 export const integerCodec: EventIdCodec = {
   name: 'integer',

@@ -55,8 +55,15 @@ export function isOversizedKey(key: string): boolean {
 export function displayEventId(id: string | undefined, maxLength = 256): string | undefined {
   if (id === undefined) return undefined;
   if (isOversizedKey(id)) return `<oversized id: ${id.slice(OVERSIZED_PREFIX.length)}>`;
-  // Control characters would corrupt log lines and span viewers.
+  // Control characters (C0, DEL and C1, such as the 8-bit CSI U+009B) would corrupt log lines and span viewers.
   // eslint-disable-next-line no-control-regex
-  const printable = id.replace(/[\u0000-\u001f\u007f]/g, '\uFFFD');
-  return printable.length > maxLength ? `${printable.slice(0, maxLength)}…(${printable.length} chars)` : printable;
+  const printable = id.replace(/[\u0000-\u001f\u007f-\u009f]/g, '\uFFFD');
+  if (printable.length <= maxLength) return printable;
+  // Never cut a surrogate pair in half: a lone surrogate is not valid UTF-8 on export.
+  const cut = isHighSurrogate(printable.charCodeAt(maxLength - 1)) ? maxLength - 1 : maxLength;
+  return `${printable.slice(0, cut)}…(${printable.length} chars)`;
+}
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }

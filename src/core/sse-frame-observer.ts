@@ -38,7 +38,8 @@ export interface SseFrameObserverOptions {
 const FIELD_NAME_MAX = 8;
 
 export class SseFrameObserver {
-  private readonly decoder = new TextDecoder();
+  /** Decodes id values only; a BOM there is part of the id (the stream's BOM is skipped separately). */
+  private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   private readonly maxIdBytes: number;
   private atStreamStart = true;
   private bomBytesSeen = 0;
@@ -66,7 +67,10 @@ export class SseFrameObserver {
     private readonly handlers: SseFrameHandlers,
     options: SseFrameObserverOptions = {},
   ) {
-    this.maxIdBytes = options.maxIdBytes ?? MAX_EVENT_ID_BYTES;
+    const max = options.maxIdBytes;
+    // NaN would keep no id bytes at all (every id would read as ''), Infinity would keep ids unbounded.
+    this.maxIdBytes =
+      typeof max === 'number' && Number.isFinite(max) && max >= 0 ? Math.floor(max) : MAX_EVENT_ID_BYTES;
   }
 
   /** Feeds a chunk of the response body. Never throws on malformed input. */

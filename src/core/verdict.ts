@@ -49,17 +49,22 @@ export interface FirstFrameInput {
 export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
   const { cursor, firstId } = input;
   if (firstId === undefined || firstId === '') return { verdict: 'forked', reason: 'id_missing' };
-  if (firstId === cursor || input.wasConsumed(firstId)) return { verdict: 'forked', reason: 'id_reused' };
+  if (firstId === cursor) return { verdict: 'forked', reason: 'id_reused' };
 
+  // The codec's reading comes before the consumed-set check: a restarted sequence also reuses ids the session
+  // consumed long ago, and "restarted" is the diagnosis on-call needs.
   const codec = input.codec === undefined || input.codec.name === 'auto' ? detectCodec(cursor) : input.codec;
-  if (codec === undefined) return { verdict: 'resumed', continuityVerified: false };
-
-  const before = safeDecode(codec, cursor);
-  if (before === undefined) return { verdict: 'resumed', continuityVerified: false, codec: codec.name };
-  const after = safeDecode(codec, firstId);
-  // The cursor is in the codec's format and the first id is not: it comes from another log.
-  if (after === undefined) return { verdict: 'forked', reason: 'stream_changed', codec: codec.name };
-  return compareDecoded(before, after, codec.name);
+  const before = codec ? safeDecode(codec, cursor) : undefined;
+  let decoded: FirstFrameVerdict | undefined;
+  if (codec && before) {
+    const after = safeDecode(codec, firstId);
+    // The cursor is in the codec's format and the first id is not: it comes from another log.
+    if (after === undefined) return { verdict: 'forked', reason: 'stream_changed', codec: codec.name };
+    decoded = compareDecoded(before, after, codec.name);
+    if (decoded.verdict === 'forked') return decoded;
+  }
+  if (input.wasConsumed(firstId)) return { verdict: 'forked', reason: 'id_reused', ...(codec ? { codec: codec.name } : {}) };
+  return decoded ?? { verdict: 'resumed', continuityVerified: false, ...(codec ? { codec: codec.name } : {}) };
 }
 
 function compareDecoded(before: DecodedEventId, after: DecodedEventId, codec: string): FirstFrameVerdict {

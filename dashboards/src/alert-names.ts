@@ -1,0 +1,20 @@
+/**
+ * The alerting pack's alerts (alerts/forkwatch-alerts.rules.yml) that panels link to; each has a runbook at
+ * alerts/runbooks/<name>.md. test/dashboards/cross-references.test.ts keeps this list in step with the rules.
+ */
+export const ALERT = {
+  forksDetected: 'ForkwatchForksDetected',
+  lossBudgetBurn: 'ForkwatchResumeLossBudgetBurn',
+  serverUnknownCursors: 'ForkwatchServerUnknownCursors',
+  serverCursorsIgnored: 'ForkwatchServerCursorsIgnored',
+  resumesRejected: 'ForkwatchResumesRejected',
+  serverResumesRejected: 'ForkwatchServerResumesRejected',
+  gapSecondsHigh: 'ForkwatchResumeGapSecondsHigh',
+  gapEventsHigh: 'ForkwatchResumeGapEventsHigh',
+  duplicateDeliveries: 'ForkwatchDuplicateDeliveries',
+  targetWithoutMetrics: 'ForkwatchTargetWithoutMetrics',
+  metricsAbsent: 'ForkwatchMetricsAbsent',
+} as const;
+
+/** Error budget of the loss SLO that ForkwatchResumeLossBudgetBurn pages on: 99.5 % of 2xx resumes lossless. */
+export const LOSS_BUDGET = 0.005;

@@ -1,0 +1,111 @@
+/**
+ * Panel factories: each sets what every forkwatch panel must have (title, description, unit, the templated data
+ * source, runbook links, stable refIds) so overview.ts only says what differs.
+ */
+import * as common from '@grafana/grafana-foundation-sdk/common';
+import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
+import { PanelBuilder as HeatmapBuilder, YAxisConfigBuilder } from '@grafana/grafana-foundation-sdk/heatmap';
+import { PromQueryFormat } from '@grafana/grafana-foundation-sdk/prometheus';
+import { PanelBuilder as StatBuilder } from '@grafana/grafana-foundation-sdk/stat';
+import { PanelBuilder as TableBuilder } from '@grafana/grafana-foundation-sdk/table';
+import { PanelBuilder as TimeseriesBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
+import { DATASOURCE, query, runbookLinks } from './common';
+
+export interface Target {
+  expr: string;
+  legend?: string;
+}
+
+export interface PanelSpec {
+  title: string;
+  /** What the panel means, then what on-call does about it (Markdown). */
+  description: string;
+  /** A Grafana unit id (see dashboard-linter's panel-units-rule list). */
+  unit: string;
+  targets: readonly Target[];
+  /** Alerts whose runbooks explain this panel. */
+  alerts: readonly string[];
+  span: number;
+  height: number;
+}
+
+const REF_IDS = 'ABCDEFGHIJ';
+
+function targets(spec: PanelSpec) {
+  return spec.targets.map((t, i) => query(t.expr, t.legend).refId(REF_IDS[i] ?? `Q${i}`));
+}
+
+export function timeseries(spec: PanelSpec): TimeseriesBuilder {
+  return new TimeseriesBuilder()
+    .title(spec.title)
+    .description(spec.description)
+    .datasource(DATASOURCE)
+    .unit(spec.unit)
+    .min(0)
+    .links(runbookLinks(spec.alerts))
+    .targets(targets(spec))
+    .legend(
+      new common.VizLegendOptionsBuilder()
+        .showLegend(true)
+        .displayMode(common.LegendDisplayMode.Table)
+        .placement(common.LegendPlacement.Bottom)
+        .calcs(['lastNotNull', 'max']),
+    )
+    .tooltip(new common.VizTooltipOptionsBuilder().mode(common.TooltipDisplayMode.Multi).sort(common.SortOrder.Descending))
+    .span(spec.span)
+    .height(spec.height);
+}
+
+/** A single number over the whole time range (instant query). */
+export function stat(spec: PanelSpec): StatBuilder {
+  return new StatBuilder()
+    .title(spec.title)
+    .description(spec.description)
+    .datasource(DATASOURCE)
+    .unit(spec.unit)
+    .links(runbookLinks(spec.alerts))
+    .targets(targets(spec).map(t => t.instant()))
+    .colorMode(common.BigValueColorMode.Background)
+    .graphMode(common.BigValueGraphMode.None)
+    .reduceOptions(new common.ReduceDataOptionsBuilder().calcs(['lastNotNull']).values(false))
+    .span(spec.span)
+    .height(spec.height);
+}
+
+/** A classic Prometheus histogram drawn as Grafana's own buckets (no re-bucketing: calculate=false). */
+export function heatmap(spec: PanelSpec): HeatmapBuilder {
+  return new HeatmapBuilder()
+    .title(spec.title)
+    .description(spec.description)
+    .datasource(DATASOURCE)
+    .unit(spec.unit)
+    .links(runbookLinks(spec.alerts))
+    .targets(targets(spec).map(t => t.format(PromQueryFormat.Heatmap)))
+    .calculate(false)
+    .yAxis(new YAxisConfigBuilder().unit(spec.unit).axisLabel(spec.unit === 's' ? 'gap' : 'events'))
+    .cellGap(1)
+    .showLegend()
+    .span(spec.span)
+    .height(spec.height);
+}
+
+/** Instant query as rows: one row per series, labels as columns. */
+export function table(spec: PanelSpec, hiddenColumns: readonly string[]): TableBuilder {
+  return new TableBuilder()
+    .title(spec.title)
+    .description(spec.description)
+    .datasource(DATASOURCE)
+    .unit(spec.unit)
+    .links(runbookLinks(spec.alerts))
+    .targets(targets(spec).map(t => t.instant().format(PromQueryFormat.Table)))
+    .withTransformation({
+      id: 'organize',
+      options: { excludeByName: Object.fromEntries(hiddenColumns.map(c => [c, true])) },
+    })
+    .span(spec.span)
+    .height(spec.height);
+}
+
+export function row(title: string): dashboard.RowBuilder {
+  return new dashboard.RowBuilder(title);
+}

@@ -1,0 +1,140 @@
+// Runs fork-lab scenarios: starts the MCP server processes and the proxy, then a client process (CommonJS or
+// ESM) that plays the app, and returns the client's report. Used by the README's fork lab and by the tests.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startProxy } from './proxy.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+/** Server B configurations, by scenario. Server A always has a correct event store. */
+export const SCENARIOS = {
+  healthy: { a: {}, b: null, client: 'healthy', story: 'the resume lands on the process that holds the log' },
+  'silent-fork': {
+    a: {},
+    b: { store: 'sdk-example', hydrate: true, keepAliveMs: 200 },
+    client: 'silent-fork',
+    story: "the resume lands on a process with the SDK's own store and no log: 200, keep-alives only",
+  },
+  'live-fork-sdk-ids': {
+    a: {},
+    b: { store: { idFormat: 'sdk', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 150, count: 2 } },
+    client: 'post-stream-fork',
+    story: 'a tool call stream resumes on a process that opens a fresh stream with live events (SDK-format ids)',
+  },
+  'live-fork-integer-ids': {
+    a: { store: { idFormat: 'integer' } },
+    b: { store: { idFormat: 'integer', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 150, count: 2 } },
+    client: 'live-fork',
+    story: 'the resume lands on a process whose integer ids start again from 1',
+  },
+  'fork-then-return': {
+    a: { store: { idFormat: 'hex-sequence' } },
+    b: { store: { idFormat: 'hex-sequence', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 150, count: 2 } },
+    client: 'fork-then-return',
+    story: 'after a fork, the next reconnect returns to the first process, which replays from the wrong cursor',
+  },
+  'fail-loud': {
+    a: { store: { idFormat: 'integer' } },
+    b: { store: { idFormat: 'integer', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 150, count: 2 } },
+    client: 'fail-loud',
+    instrumentation: { onFork: 'abort' },
+    story: "the integer-id fork again, with forkwatch's fail-loud mode on",
+  },
+  'live-fork-no-store': {
+    a: {},
+    b: { store: null, hydrate: true, ticker: { everyMs: 150, count: 2 } },
+    client: 'live-fork',
+    story: 'the resume lands on a process without an event store, which ignores Last-Event-ID',
+  },
+  'rejected-400': {
+    a: {},
+    b: { store: { idFormat: 'sdk', unknownCursor: 'validate' }, hydrate: true },
+    client: 'rejected',
+    story: 'the resume lands on a process that validates cursors: 400',
+  },
+  'rejected-404': { a: {}, b: { hydrate: false }, client: 'rejected', story: 'the resume lands on a process without the session: 404' },
+  'rejected-409': {
+    a: { store: { idFormat: 'sdk', unknownCursor: 'validate' } },
+    b: null,
+    client: 'rejected',
+    resumeTo: 'A',
+    story: 'the resume reaches the right process while the old stream is still open there: 409',
+  },
+};
+
+export async function startServer(config) {
+  const child = spawn(process.execPath, [join(here, 'mcp-server.mjs')], {
+    env: { ...process.env, LAB_SERVER: JSON.stringify(config) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error('lab server did not start')), 15000);
+    child.stdout.on('data', chunk => {
+      out += chunk;
+      const m = /LISTENING (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    child.once('exit', code => reject(new Error(`lab server exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
+}
+
+/**
+ * Runs one scenario end to end and returns the client's report.
+ * options: moduleSystem 'cjs' | 'esm', instrumentation (ForkwatchInstrumentation config), verdictTimeoutMs,
+ * resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort.
+ */
+export async function runLabScenario(name, options = {}) {
+  const scenario = SCENARIOS[name];
+  if (!scenario) throw new Error(`unknown scenario ${name}`);
+  const servers = {};
+  const work = mkdtempSync(join(tmpdir(), 'fork-lab-'));
+  let proxy;
+  try {
+    servers.A = await startServer({ name: 'A', ...scenario.a });
+    if (scenario.b) servers.B = await startServer({ name: 'B', ...scenario.b });
+    proxy = await startProxy(
+      { A: servers.A.url, B: (servers.B ?? servers.A).url },
+      { post: 'A', get: 'A', resume: 'A' },
+    );
+    const reportFile = join(work, 'report.json');
+    const esm = options.moduleSystem === 'esm';
+    const args = esm ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'client.mjs')] : [join(here, 'client.cjs')];
+    const env = {
+      ...process.env,
+      LAB_REPORT: reportFile,
+      LAB_CLIENT: JSON.stringify({
+        proxyUrl: proxy.url,
+        scenario: scenario.client,
+        resumeTo: scenario.resumeTo ?? 'B',
+        verdictTimeoutMs: options.verdictTimeoutMs ?? 1500,
+        instrumentation: { ...scenario.instrumentation, ...options.instrumentation },
+        metricsPort: options.metricsPort,
+        resolveFrom: options.resolveFrom,
+      }),
+    };
+    const { code, stderr } = await new Promise(resolve => {
+      const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'inherit', 'pipe'] });
+      let err = '';
+      child.stderr.on('data', c => (err += c));
+      const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 45000);
+      child.on('exit', c => {
+        clearTimeout(timer);
+        resolve({ code: c, stderr: err });
+      });
+    });
+    if (code !== 0) throw new Error(`lab client (${name}, ${options.moduleSystem ?? 'cjs'}) exited ${code}:\n${stderr}`);
+    return { ...JSON.parse(readFileSync(reportFile, 'utf8')), name, story: scenario.story, stderr };
+  } finally {
+    await proxy?.close();
+    for (const s of Object.values(servers)) s.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,148 @@
+/** Command-line options of `forkwatch probe`. */
+import { parseArgs } from 'node:util';
+
+/** Protocol versions that have Last-Event-ID resumption, oldest first. */
+export const RESUMABLE_PROTOCOL_VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25'] as const;
+/** The first version without sessions or resumption (SEP-2567, SEP-2575). */
+export const FIRST_UNRESUMABLE_VERSION = '2026-07-28';
+
+export interface ProbeOptions {
+  url: URL;
+  /** Extra request headers, authentication included. */
+  headers: Record<string, string>;
+  /** Bound on every step: one HTTP exchange, or the wait for a stream's first frame. */
+  timeoutMs: number;
+  /** Repeated resumes over fresh connections (condition 4). */
+  resumes: number;
+  protocolVersion: string;
+  json: boolean;
+  promFile?: string;
+  pushgateway?: URL;
+  pushJob: string;
+}
+
+export const DEFAULTS = { timeoutMs: 5000, resumes: 10, protocolVersion: '2025-11-25', pushJob: 'forkwatch_probe' };
+
+/** Environment variable read for the bearer token when --bearer is absent: keeps secrets out of `ps`. */
+export const TOKEN_ENV = 'FORKWATCH_PROBE_TOKEN';
+
+export const PROBE_USAGE = `Usage: forkwatch probe <url> [options]
+
+Tests whether a streamable-HTTP MCP endpoint resumes sessions without losing messages.
+
+Options:
+  --bearer <token>          send Authorization: Bearer <token> (default: $${TOKEN_ENV})
+  -H, --header 'Name: v'    extra request header; repeatable
+  --timeout <ms>            bound on each step (default ${DEFAULTS.timeoutMs})
+  --resumes <K>             repeated resumes over fresh connections (default ${DEFAULTS.resumes})
+  --protocol-version <v>    version to ask for: ${RESUMABLE_PROTOCOL_VERSIONS.join(', ')} (default ${DEFAULTS.protocolVersion})
+  --json                    print the report as JSON
+  --prom-file <path>        write Prometheus text format (atomically, for a textfile collector)
+  --pushgateway <url>       PUT Prometheus text format to a Pushgateway
+  --push-job <name>         Pushgateway job name (default ${DEFAULTS.pushJob})
+  -h, --help                show this help
+
+Exit codes: 0 resumable, 1 not resumable, 2 could not test (or not applicable: no SSE, protocol ${FIRST_UNRESUMABLE_VERSION}).
+`;
+
+export type ParsedProbeArgs = { kind: 'options'; options: ProbeOptions } | { kind: 'help' } | { kind: 'error'; message: string };
+
+export function parseProbeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedProbeArgs {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      options: {
+        bearer: { type: 'string' },
+        header: { type: 'string', short: 'H', multiple: true },
+        timeout: { type: 'string' },
+        resumes: { type: 'string' },
+        'protocol-version': { type: 'string' },
+        json: { type: 'boolean' },
+        'prom-file': { type: 'string' },
+        pushgateway: { type: 'string' },
+        'push-job': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    return { kind: 'error', message: (error as Error).message };
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { kind: 'help' };
+  if (positionals.length !== 1) return { kind: 'error', message: 'expected exactly one <url>' };
+
+  const url = parseHttpUrl(positionals[0]!);
+  if (url === undefined) return { kind: 'error', message: `not an http(s) URL: ${positionals[0]}` };
+
+  const headers: Record<string, string> = {};
+  for (const raw of values.header ?? []) {
+    const colon = raw.indexOf(':');
+    const name = colon > 0 ? raw.slice(0, colon).trim() : '';
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return { kind: 'error', message: `bad header (want 'Name: value'): ${raw}` };
+    headers[name.toLowerCase()] = raw.slice(colon + 1).trim();
+  }
+  const token = values.bearer ?? env[TOKEN_ENV];
+  if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+  // fetch refuses URLs with credentials: turn them into a Basic header unless another one was given.
+  if (url.username !== '' || url.password !== '') {
+    const user = decodeURIComponent(url.username);
+    const password = decodeURIComponent(url.password);
+    headers.authorization ??= `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+    url.username = '';
+    url.password = '';
+  }
+
+  const timeoutMs = positiveInt(values.timeout, DEFAULTS.timeoutMs);
+  const resumes = positiveInt(values.resumes, DEFAULTS.resumes);
+  if (timeoutMs === undefined) return { kind: 'error', message: '--timeout must be a positive integer (ms)' };
+  if (resumes === undefined) return { kind: 'error', message: '--resumes must be a positive integer' };
+
+  const protocolVersion = values['protocol-version'] ?? DEFAULTS.protocolVersion;
+  if (!(RESUMABLE_PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)) {
+    return { kind: 'error', message: `--protocol-version must be one of ${RESUMABLE_PROTOCOL_VERSIONS.join(', ')}` };
+  }
+
+  let pushgateway: URL | undefined;
+  if (values.pushgateway !== undefined) {
+    pushgateway = parseHttpUrl(values.pushgateway);
+    if (pushgateway === undefined) return { kind: 'error', message: `not an http(s) URL: ${values.pushgateway}` };
+  }
+  const pushJob = values['push-job'] ?? DEFAULTS.pushJob;
+  if (pushJob === '') return { kind: 'error', message: '--push-job must not be empty' };
+
+  return {
+    kind: 'options',
+    options: {
+      url,
+      headers,
+      timeoutMs,
+      resumes,
+      protocolVersion,
+      json: values.json ?? false,
+      ...(values['prom-file'] !== undefined ? { promFile: values['prom-file'] } : {}),
+      ...(pushgateway !== undefined ? { pushgateway } : {}),
+      pushJob,
+    },
+  };
+}
+
+function parseHttpUrl(text: string): URL | undefined {
+  try {
+    const url = new URL(text);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function positiveInt(text: string | undefined, fallback: number): number | undefined {
+  if (text === undefined) return fallback;
+  return /^[1-9][0-9]{0,8}$/.test(text) ? Number(text) : undefined;
+}
+
+/** The target as shown in reports and metric labels: no credentials, no query string, no fragment. */
+export function displayTarget(url: URL): string {
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}

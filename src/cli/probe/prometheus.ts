@@ -1,0 +1,107 @@
+/**
+ * The probe's results in Prometheus text format, for a node-exporter textfile collector (`--prom-file`, written
+ * atomically) or a Pushgateway (`--pushgateway`). Every sample is labelled with the probed target, so several
+ * probes can share a collector directory or a Pushgateway.
+ */
+import { randomBytes } from 'node:crypto';
+import { rename, unlink, writeFile } from 'node:fs/promises';
+import { RESUME_OUTCOMES } from '../../core/verdict';
+import { CONDITIONS, type ProbeReport, VERDICTS } from './report';
+
+type MetricType = 'gauge' | 'counter';
+
+interface ProbeMetric {
+  name: string;
+  type: MetricType;
+  help: string;
+}
+
+/** The probe's metric families: the one place their names are written. */
+export function probeMetrics() {
+  const m = (name: string, type: MetricType, help: string): ProbeMetric => ({ name: `forkwatch_probe_${name}`, type, help });
+  return {
+    resumable: m('resumable', 'gauge', '1 when the last probe found the endpoint session-resumable, else 0.'),
+    verdict: m('verdict', 'gauge', 'Verdict of the last probe: 1 for the verdict it reached, 0 for the others.'),
+    conditionOk: m('condition_ok', 'gauge', '1 when the condition passed in the last probe, else 0.'),
+    conditionTested: m('condition_tested', 'gauge', '1 when the last probe could decide the condition (pass or fail).'),
+    resumeAttempts: m('resume_attempts_total', 'counter', 'Repeated resume attempts of the last probe, by outcome (reset every run).'),
+    resumeForkedRatio: m('resume_forked_ratio', 'gauge', 'Share of the repeated resumes that forked in the last probe (NaN: none made).'),
+    durationSeconds: m('duration_seconds', 'gauge', 'Wall time of the last probe.'),
+    lastRunTimestamp: m('last_run_timestamp_seconds', 'gauge', 'Unix time the last probe finished.'),
+  };
+}
+
+/** All metric family names, for tests and documentation. */
+export function probeMetricNames(): string[] {
+  return Object.values(probeMetrics()).map(metric => metric.name);
+}
+
+export function renderPrometheus(report: ProbeReport, finishedAt = Date.now()): string {
+  const metrics = probeMetrics();
+  const target = { target: report.target };
+  const lines: string[] = [];
+  const family = (metric: ProbeMetric, samples: Array<[Record<string, string>, number]>) => {
+    lines.push(`# HELP ${metric.name} ${metric.help}`, `# TYPE ${metric.name} ${metric.type}`);
+    for (const [labels, value] of samples) lines.push(`${metric.name}${formatLabels({ ...target, ...labels })} ${formatValue(value)}`);
+  };
+  const bit = (value: boolean) => (value ? 1 : 0);
+
+  family(metrics.resumable, [[{}, bit(report.verdict === 'resumable')]]);
+  family(metrics.verdict, VERDICTS.map(v => [{ verdict: v }, bit(report.verdict === v)]));
+  family(metrics.conditionOk, CONDITIONS.map(c => [{ condition: c }, bit(report.conditions[c].status === 'pass')]));
+  family(
+    metrics.conditionTested,
+    CONDITIONS.map(c => [{ condition: c }, bit(['pass', 'fail'].includes(report.conditions[c].status))]),
+  );
+  family(metrics.resumeAttempts, RESUME_OUTCOMES.map(o => [{ outcome: o }, report.resumes.outcomes[o]]));
+  family(metrics.resumeForkedRatio, [[{}, report.resumes.forkedRatio ?? Number.NaN]]);
+  family(metrics.durationSeconds, [[{}, report.durationMs / 1000]]);
+  family(metrics.lastRunTimestamp, [[{}, Math.floor(finishedAt / 1000)]]);
+  return `${lines.join('\n')}\n`;
+}
+
+function formatLabels(labels: Record<string, string>): string {
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
+  return parts.length === 0 ? '' : `{${parts.join(',')}}`;
+}
+
+function formatValue(value: number): string {
+  if (Number.isNaN(value)) return 'NaN';
+  if (value === Infinity) return '+Inf';
+  if (value === -Infinity) return '-Inf';
+  return String(value);
+}
+
+/**
+ * Writes the file through a temporary name in the same directory and a rename, so the textfile collector never
+ * reads half a file. The temporary name does not end in `.prom`, so the collector ignores it.
+ */
+export async function writePromFile(path: string, text: string): Promise<void> {
+  const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  try {
+    await writeFile(temp, text, { mode: 0o644 });
+    await rename(temp, path);
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The Pushgateway URL for one probe target: job plus a `target` grouping label (base64url, since URLs hold `/`). */
+export function pushgatewayUrl(base: URL, job: string, target: string): URL {
+  const root = base.href.replace(/\/+$/, '');
+  const encoded = Buffer.from(target).toString('base64url');
+  return new URL(`${root}/metrics/job/${encodeURIComponent(job)}/target@base64/${encoded}`);
+}
+
+/** PUT replaces the group's metrics, so a target's old results never linger next to new ones. */
+export async function pushToGateway(url: URL, text: string, timeoutMs: number): Promise<void> {
+  const response = await fetch(url, {
+    method: 'PUT',
+    headers: { 'content-type': 'text/plain; version=0.0.4' },
+    body: text,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const body = await response.text().catch(() => '');
+  if (!response.ok) throw new Error(`Pushgateway answered ${response.status}: ${body.slice(0, 200)}`);
+}

@@ -1,0 +1,48 @@
+/** The human-readable report: one line per condition, then the verdict and what it means. */
+import { displayEventId } from '../../core/event-id';
+import { CONDITIONS, CONDITION_TITLES, type ConditionStatus, type ProbeReport, type ProbeVerdict } from './report';
+
+const STATUS_WORD: Record<ConditionStatus, string> = {
+  pass: 'PASS',
+  fail: 'FAIL',
+  not_tested: 'UNTESTED',
+  not_applicable: 'N/A',
+};
+
+const VERDICT_LINE: Record<ProbeVerdict, string> = {
+  resumable: 'RESUMABLE',
+  not_resumable: 'NOT RESUMABLE',
+  untestable: 'COULD NOT TEST',
+  not_applicable: 'NOT APPLICABLE',
+};
+
+const MEANING: Record<ProbeVerdict, string> = {
+  resumable: 'A client that loses a stream gets the missed events back, on any replica that answered.',
+  not_resumable: 'Clients that lose a stream can lose messages; see the failed conditions above.',
+  untestable: 'The probe could not reach a verdict; fix what is reported above and run it again.',
+  not_applicable: 'There is no session stream to resume, so nothing can fork silently.',
+};
+
+export function renderText(report: ProbeReport): string {
+  const lines: string[] = [];
+  lines.push(`forkwatch probe ${report.target}`);
+  const negotiated = report.protocol.negotiated ?? 'none';
+  const session = report.session.id === null ? 'no session' : `session ${displayEventId(report.session.id, 12)}`;
+  lines.push(`  protocol ${negotiated} (asked ${report.protocol.requested}), ${session}`);
+  if (report.cursor.real !== null) lines.push(`  cursor ${displayEventId(report.cursor.real, 80)}`);
+  lines.push('');
+  const width = Math.max(...CONDITIONS.map(c => CONDITION_TITLES[c].length));
+  for (const name of CONDITIONS) {
+    const c = report.conditions[name];
+    lines.push(`  ${STATUS_WORD[c.status].padEnd(8)} ${CONDITION_TITLES[name].padEnd(width)}  ${c.detail}`);
+  }
+  const forked = report.resumes.details.filter(d => d.outcome !== 'resumed');
+  if (forked.length > 0) {
+    lines.push('', '  resumes that did not resume:');
+    for (const d of forked.slice(0, 10)) lines.push(`    #${d.attempt} ${d.outcome} (${d.status ?? 'no answer'}): ${d.detail}`);
+    if (forked.length > 10) lines.push(`    … ${forked.length - 10} more (see --json)`);
+  }
+  for (const note of report.notes) lines.push(`  note: ${note}`);
+  lines.push('', `verdict: ${VERDICT_LINE[report.verdict]} (exit ${report.exitCode})`, `  ${MEANING[report.verdict]}`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,163 @@
+/**
+ * Resume attempts: a GET with Last-Event-ID on a fresh connection, judged by its first frame.
+ *
+ * A resume from a real cursor must replay, as its first frame, exactly what followed the cursor on its stream.
+ * The core verdict (`decideFirstFrame`) rules out the forks it knows (missing, reused, regressed ids, another
+ * stream); on top, the probe knows which frame must come, so anything else, or nothing at all, is a loss.
+ */
+import { decideFirstFrame } from '../../core/verdict';
+import { displayEventId } from '../../core/event-id';
+import { type Exchange, type McpHttp, findResponse, parseJson } from './mcp-http';
+import type { ConditionResult, ResumeAttempt } from './report';
+import { SseReader } from './sse-reader';
+
+export interface ResumeTarget {
+  cursor: string;
+  /** Id of the request whose response followed the cursor on its stream. */
+  responseTo: string | number;
+  /** Ids consumed up to and including the cursor: a replay must not start with one of them. */
+  consumedUpToCursor: ReadonlySet<string>;
+}
+
+/** First wait after a 409, doubled per retry up to MAX_CONFLICT_BACKOFF_MS. */
+const CONFLICT_BACKOFF_MS = 25;
+const MAX_CONFLICT_BACKOFF_MS = 400;
+
+/**
+ * GET with Last-Event-ID. A 409 ("stream already has an active connection") is retried within the step's time:
+ * the server may not have noticed yet that the previous attempt's connection closed; real clients retry too.
+ */
+async function resumeGet(http: McpHttp, step: string, cursor: string): Promise<{ exchange: Exchange; conflicts: number }> {
+  const deadline = http.deadline();
+  let backoff = CONFLICT_BACKOFF_MS;
+  let conflicts = 0;
+  for (;;) {
+    const exchange = await http.send(step, 'GET', { lastEventId: cursor });
+    if (exchange.status !== 409 || Date.now() + backoff >= deadline) return { exchange, conflicts };
+    await exchange.close();
+    conflicts++;
+    await new Promise(resolve => setTimeout(resolve, backoff));
+    backoff = Math.min(backoff * 2, MAX_CONFLICT_BACKOFF_MS);
+  }
+}
+
+export async function resumeOnce(http: McpHttp, step: string, attempt: number, target: ResumeTarget): Promise<ResumeAttempt> {
+  const started = Date.now();
+  const { exchange, conflicts } = await resumeGet(http, step, target.cursor);
+  const base = { attempt, status: exchange.status === 0 ? null : exchange.status, conflictRetries: conflicts };
+  const done = (rest: Omit<ResumeAttempt, 'attempt' | 'status' | 'conflictRetries' | 'ms'>): ResumeAttempt => ({
+    ...base,
+    ...rest,
+    ms: Date.now() - started,
+  });
+
+  if (exchange.status === 0) return done({ outcome: 'failed', reason: 'no_response', detail: exchange.error ?? 'no response' });
+  if (exchange.status < 200 || exchange.status >= 300) {
+    const message = await errorMessage(http, exchange);
+    return done({ outcome: 'rejected', reason: `http_${exchange.status}`, detail: `answered ${exchange.status}${message}` });
+  }
+  if (exchange.mediaType !== 'text/event-stream' || exchange.response?.body == null) {
+    await exchange.close();
+    return done({ outcome: 'failed', reason: 'not_sse', detail: `answered ${exchange.status} with ${exchange.mediaType || 'no content type'}` });
+  }
+
+  const reader = new SseReader(exchange.response.body);
+  try {
+    const read = await reader.next(http.deadline());
+    if (read.kind === 'timeout') {
+      return done({
+        outcome: 'forked',
+        reason: 'no_frame',
+        detail: `answered ${exchange.status} but sent no frame within ${http.timeoutMs} ms (${reader.comments} keep-alive comments): the replay is missing`,
+      });
+    }
+    if (read.kind === 'eof') {
+      return done({ outcome: 'forked', reason: 'eof_without_frames', detail: `answered ${exchange.status} and ended the stream without a frame` });
+    }
+    if (read.kind === 'error') return done({ outcome: 'failed', reason: 'stream_error', detail: read.error });
+
+    const { id, data } = read.frame;
+    const firstEventId = id === undefined || id === '' ? null : id;
+    const shown = firstEventId === null ? 'no id' : `id ${displayEventId(firstEventId)}`;
+    const replayedResponse = findResponse(parseJson(data), target.responseTo) !== undefined;
+    const verdict = decideFirstFrame({
+      cursor: target.cursor,
+      firstId: id,
+      wasConsumed: seen => target.consumedUpToCursor.has(seen),
+    });
+    if (verdict.verdict === 'forked') {
+      return done({
+        outcome: 'forked',
+        reason: verdict.reason,
+        firstEventId,
+        replayedResponse,
+        ...(verdict.codec ? { codec: verdict.codec } : {}),
+        detail: `first frame (${shown}) does not continue the cursor's log: ${verdict.reason}`,
+      });
+    }
+    if (!replayedResponse) {
+      return done({
+        outcome: 'forked',
+        reason: 'wrong_first_frame',
+        firstEventId,
+        replayedResponse,
+        detail: `first frame (${shown}) is not the response that followed the cursor`,
+      });
+    }
+    return done({
+      outcome: 'resumed',
+      firstEventId,
+      replayedResponse,
+      continuityVerified: verdict.continuityVerified,
+      ...(verdict.codec ? { codec: verdict.codec } : {}),
+      detail: `replayed the response (${shown}) as the first frame`,
+    });
+  } finally {
+    await reader.cancel();
+    await exchange.close();
+  }
+}
+
+/** Condition 3: a cursor that never existed must be refused with a 4xx, not served a (silent) fresh stream. */
+export async function checkBogusCursor(http: McpHttp, bogus: string): Promise<ConditionResult> {
+  const exchange = await http.send('bogus_cursor', 'GET', { lastEventId: bogus });
+  const evidence = { cursor: bogus, status: exchange.status === 0 ? null : exchange.status };
+  if (exchange.status === 0) return { status: 'not_tested', detail: `no answer: ${exchange.error}`, evidence };
+  if (exchange.status >= 400 && exchange.status < 500) {
+    const message = await errorMessage(http, exchange);
+    return { status: 'pass', detail: `refused with ${exchange.status}${message}`, evidence };
+  }
+  if (exchange.status < 200 || exchange.status >= 300) {
+    const message = await errorMessage(http, exchange);
+    return { status: 'fail', detail: `answered ${exchange.status}${message}, not a 4xx refusal`, evidence };
+  }
+  if (exchange.mediaType !== 'text/event-stream' || exchange.response?.body == null) {
+    await exchange.close();
+    return { status: 'fail', detail: `answered ${exchange.status} (${exchange.mediaType || 'no content type'}) instead of refusing`, evidence };
+  }
+  const reader = new SseReader(exchange.response.body);
+  try {
+    const read = await reader.next(http.deadline());
+    const accepted = `answered ${exchange.status} to a cursor that never existed`;
+    if (read.kind === 'frame') {
+      const id = read.frame.id ? `id ${displayEventId(read.frame.id)}` : 'no id';
+      return { status: 'fail', detail: `${accepted} and served a frame (${id}): a fresh stream`, evidence: { ...evidence, firstEventId: read.frame.id ?? null } };
+    }
+    if (read.kind === 'eof') return { status: 'fail', detail: `${accepted}, then ended the stream`, evidence };
+    return {
+      status: 'fail',
+      detail: `${accepted} and kept a silent stream open (${reader.comments} keep-alive comments in ${http.timeoutMs} ms): a lost log would go unnoticed`,
+      evidence,
+    };
+  } finally {
+    await reader.cancel();
+    await exchange.close();
+  }
+}
+
+/** `: <JSON-RPC error message>` from an error body, or '' — read within a short bound. */
+async function errorMessage(http: McpHttp, exchange: Exchange): Promise<string> {
+  const read = await http.readResponse(exchange, undefined, Math.min(http.deadline(), Date.now() + 1000));
+  const error = read.message?.error as { message?: unknown } | undefined;
+  return typeof error?.message === 'string' ? `: ${error.message.slice(0, 200)}` : '';
+}

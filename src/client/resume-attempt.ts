@@ -1,0 +1,177 @@
+/**
+ * One resume attempt of a client stream, from the GET that carries the cursor to its verdict: owns the span,
+ * its two span events and the metrics, and makes sure each attempt is concluded exactly once.
+ */
+import { type Span, SpanStatusCode, context, trace } from '@opentelemetry/api';
+import { displayEventId } from '../core/event-id';
+import type { SessionRecord } from '../core/ledger';
+import type { FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdict';
+import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../names';
+import { type ForkwatchRuntime, nowMs } from '../runtime';
+import { hashSessionId } from '../session-id';
+import type { ResumeVerdictInfo } from '../types';
+
+export interface ResumeAttemptInit {
+  transport: ClientTransportLabel;
+  session: SessionRecord;
+  sessionId: string | undefined;
+  protocolVersion: string | undefined;
+  /** The Last-Event-ID sent, or undefined when the client dropped a cursor it held. */
+  cursor: string | undefined;
+  /** The cursor the client held for this stream (equal to `cursor` unless it was dropped). */
+  heldCursor: string;
+  /** When the stream being resumed was lost (monotonic ms), if known. */
+  lostAt: number | undefined;
+}
+
+export class ResumeAttempt {
+  readonly span: Span;
+  readonly startedAt = nowMs();
+  readonly attemptNumber: number;
+  private concluded = false;
+  outcome: ResumeOutcome | undefined;
+  reason: ForkReason | undefined;
+  httpStatus: number | undefined;
+
+  constructor(
+    private readonly runtime: ForkwatchRuntime,
+    readonly init: ResumeAttemptInit,
+  ) {
+    const settings = runtime.settings;
+    this.attemptNumber = ++init.session.resumeAttempts;
+    this.span = runtime.tracer.startSpan(SPAN.clientResume, { attributes: this.baseAttributes() }, context.active());
+    const ids = settings.captureEventIds;
+    this.span.addEvent(SPAN_EVENT.resumeCursor, {
+      ...(ids && init.cursor !== undefined ? { [ATTR.cursor]: displayEventId(init.cursor) } : {}),
+      ...(ids && init.session.lastConsumedId !== undefined
+        ? { [ATTR.lastConsumedId]: displayEventId(init.session.lastConsumedId) }
+        : {}),
+      [ATTR.cursorHeld]: init.cursor === undefined,
+      [ATTR.attempt]: this.attemptNumber,
+      ...this.sessionAttributes(),
+      ...(init.protocolVersion ? { [ATTR.mcpProtocolVersion]: init.protocolVersion } : {}),
+    });
+  }
+
+  get isConcluded(): boolean {
+    return this.concluded;
+  }
+
+  /** The context to run the resume GET in, so that HTTP spans and injected headers belong to this attempt. */
+  get context() {
+    return trace.setSpan(context.active(), this.span);
+  }
+
+  concludeWithFirstFrame(firstId: string | undefined, verdict: FirstFrameVerdict): void {
+    if (!this.begin(verdict.verdict === 'resumed' ? 'resumed' : 'forked')) return;
+    const now = nowMs();
+    const m = this.runtime.instruments;
+    const ids = this.runtime.settings.captureEventIds;
+    const attrs: Record<string, string | number | boolean> = {
+      [ATTR.verdict]: verdict.verdict,
+      [ATTR.timeToFirstFrameMs]: Math.round(now - this.startedAt),
+    };
+    if (ids && firstId !== undefined) attrs[ATTR.firstEventId] = displayEventId(firstId) ?? '';
+    if (verdict.codec) attrs[ATTR.codec] = verdict.codec;
+    if (verdict.verdict === 'forked') {
+      attrs[ATTR.reason] = verdict.reason;
+      this.reason = verdict.reason;
+    } else {
+      attrs[ATTR.continuityVerified] = verdict.continuityVerified;
+      if (verdict.clockRegressed) attrs[ATTR.clockRegressed] = true;
+      if (verdict.skippedEvents !== undefined) {
+        attrs[ATTR.skippedEvents] = verdict.skippedEvents;
+        m.clientResumeSkippedEvents.record(verdict.skippedEvents);
+      }
+    }
+    if (this.init.lostAt !== undefined) {
+      const gapSeconds = Math.max(0, (now - this.init.lostAt) / 1000);
+      attrs[ATTR.gapSeconds] = gapSeconds;
+      m.clientResumeGapSeconds.record(gapSeconds);
+    }
+    this.finish(attrs);
+  }
+
+  /** The client reconnected without the cursor it held (SDK issue #2499): forked before any frame. */
+  concludeCursorDropped(): void {
+    if (!this.begin('forked')) return;
+    this.reason = 'cursor_dropped';
+    this.finish({ [ATTR.verdict]: 'forked', [ATTR.reason]: 'cursor_dropped' });
+  }
+
+  concludeRejected(status: number | undefined): void {
+    if (!this.begin('rejected')) return;
+    this.httpStatus = status;
+    this.finish(status !== undefined ? { [ATTR.httpStatusCode]: status } : {});
+  }
+
+  concludeFailed(error: unknown): void {
+    if (!this.begin('failed')) return;
+    const type = error instanceof Error ? error.name || 'Error' : typeof error;
+    this.span.recordException(error instanceof Error ? error : String(error));
+    this.finish({ [ATTR.errorType]: type });
+  }
+
+  /** No frame before the stream ended or before the verdict timeout: the attempt cannot be judged. */
+  concludeInconclusive(why: 'stream_ended' | 'timeout' | 'cancelled'): void {
+    if (!this.begin('inconclusive')) return;
+    this.finish({ [ATTR.verdict]: 'inconclusive', [ATTR.reason]: why });
+  }
+
+  verdictInfo(firstEventId?: string): ResumeVerdictInfo {
+    return {
+      side: 'client',
+      transport: this.init.transport,
+      outcome: this.outcome ?? 'inconclusive',
+      ...(this.reason ? { reason: this.reason } : {}),
+      cursor: this.init.heldCursor,
+      ...(firstEventId !== undefined ? { firstEventId } : {}),
+      ...(this.init.sessionId !== undefined ? { sessionId: this.init.sessionId } : {}),
+      ...(this.httpStatus !== undefined ? { httpStatus: this.httpStatus } : {}),
+    };
+  }
+
+  private begin(outcome: ResumeOutcome): boolean {
+    if (this.concluded) return false;
+    this.concluded = true;
+    this.outcome = outcome;
+    return true;
+  }
+
+  private finish(eventAttributes: Record<string, string | number | boolean>): void {
+    const outcome = this.outcome!;
+    const transport = this.init.transport;
+    const m = this.runtime.instruments;
+    m.clientResumes.add(1, { transport, outcome });
+    if (outcome === 'forked' && this.reason) m.clientForks.add(1, { transport, reason: this.reason });
+    this.span.addEvent(SPAN_EVENT.resumeFirstFrame, { [ATTR.outcome]: outcome, ...eventAttributes });
+    this.span.setAttribute(ATTR.outcome, outcome);
+    if (this.reason) this.span.setAttribute(ATTR.reason, this.reason);
+    if (this.httpStatus !== undefined) this.span.setAttribute(ATTR.httpStatusCode, this.httpStatus);
+    if (outcome === 'forked') {
+      this.span.setStatus({ code: SpanStatusCode.ERROR, message: `session forked on resume: ${this.reason}` });
+    } else if (outcome === 'rejected' || outcome === 'failed') {
+      this.span.setStatus({ code: SpanStatusCode.ERROR, message: `resume ${outcome}` });
+    }
+    this.span.end();
+    // The gap is closed (or known lost); a later resume measures from its own loss.
+    this.init.session.lostAt = undefined;
+  }
+
+  private baseAttributes() {
+    return {
+      [ATTR.transport]: this.init.transport,
+      ...this.sessionAttributes(),
+      ...(this.init.protocolVersion ? { [ATTR.mcpProtocolVersion]: this.init.protocolVersion } : {}),
+    };
+  }
+
+  private sessionAttributes(): Record<string, string> {
+    const id = this.init.sessionId;
+    if (id === undefined) return {};
+    return {
+      [ATTR.sessionHash]: hashSessionId(id),
+      ...(this.runtime.settings.captureRawSessionId ? { [ATTR.mcpSessionId]: id } : {}),
+    };
+  }
+}

@@ -1,0 +1,295 @@
+/**
+ * ForkwatchInstrumentation: decides, on the first frame of every resumed MCP SSE stream, whether the session
+ * resumed or silently forked, and reports it as spans and metrics.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  InstrumentationBase,
+  InstrumentationNodeModuleDefinition,
+  InstrumentationNodeModuleFile,
+  isWrapped,
+  safeExecuteInTheMiddle,
+} from '@opentelemetry/instrumentation';
+import { Hook as RequireHook } from 'require-in-the-middle';
+import { resolveCodec } from './core/codecs';
+import { SessionLedger } from './core/ledger';
+import { type ForkwatchInstruments, createInstruments } from './metrics';
+import type { ForkwatchRuntime, ResolvedSettings } from './runtime';
+import {
+  ALL_TARGETS,
+  type PatchTarget,
+  SDK_V1_FILES,
+  SDK_V1_PACKAGE,
+  SDK_V1_SUPPORTED,
+  SDK_V2_PACKAGES,
+  SDK_V2_SUPPORTED,
+  type Wrap,
+  versionSatisfies,
+} from './targets';
+import type { ForkwatchInstrumentationConfig, ResumeVerdictInfo } from './types';
+import { PACKAGE_NAME, PACKAGE_VERSION } from './version';
+
+const DEFAULT_VERDICT_TIMEOUT_MS = 10_000;
+
+export class ForkwatchInstrumentation
+  extends InstrumentationBase<ForkwatchInstrumentationConfig>
+  implements ForkwatchRuntime
+{
+  // `declare`: InstrumentationBase's constructor calls enable() and _updateMetricInstruments() before
+  // subclass field initialisers would run, and an initialiser would then wipe what they set.
+  declare private _instruments: ForkwatchInstruments;
+  declare private _settings: ResolvedSettings;
+  declare private _clientLedger: SessionLedger;
+  declare private _cjsHook: RequireHook | undefined;
+  declare private _patched: Map<object, PatchTarget>;
+  declare private _warnedVersions: Set<string>;
+
+  constructor(config: ForkwatchInstrumentationConfig = {}) {
+    super(PACKAGE_NAME, PACKAGE_VERSION, config);
+  }
+
+  // --- ForkwatchRuntime: what the patch modules read at event time ---
+
+  override get tracer() {
+    return super.tracer;
+  }
+
+  get instruments(): ForkwatchInstruments {
+    if (!this._instruments) this._updateMetricInstruments();
+    return this._instruments;
+  }
+
+  get settings(): ResolvedSettings {
+    if (!this._settings) this._settings = this.resolveSettings(this.getConfig());
+    return this._settings;
+  }
+
+  get diag() {
+    return this._diag;
+  }
+
+  get clientLedger(): SessionLedger {
+    if (!this._clientLedger) this._clientLedger = new SessionLedger(this.getConfig().ledger);
+    return this._clientLedger;
+  }
+
+  get enabled(): boolean {
+    return this.isEnabled();
+  }
+
+  notifyFork(info: ResumeVerdictInfo): void {
+    const hook = this.getConfig().onForkDetected;
+    if (typeof hook !== 'function') return;
+    safeExecuteInTheMiddle(
+      () => hook(info),
+      error => {
+        if (error) this._diag.error('onForkDetected hook threw', error);
+      },
+      true,
+    );
+  }
+
+  // --- InstrumentationBase ---
+
+  override setConfig(config: ForkwatchInstrumentationConfig = {}): void {
+    super.setConfig(config);
+    this._settings = this.resolveSettings(this.getConfig());
+    if (this._clientLedger) this._clientLedger = new SessionLedger(this.getConfig().ledger);
+  }
+
+  protected override _updateMetricInstruments(): void {
+    this._instruments = createInstruments(this.meter);
+  }
+
+  protected init() {
+    const v1Files = SDK_V1_FILES.flatMap(({ file, targets }) =>
+      (['esm', 'cjs'] as const).map(
+        flavor =>
+          new InstrumentationNodeModuleFile(
+            `${SDK_V1_PACKAGE}/dist/${flavor}/${file}`,
+            // Accept every version here and check it in patchModule, so an unsupported one gets a diagnostic.
+            ['*'],
+            (exports: any, version?: string) => this.patchModule(exports, targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED),
+            (exports: any) => this.unpatchModule(exports, targets),
+          ),
+      ),
+    );
+    return [
+      new InstrumentationNodeModuleDefinition(SDK_V1_PACKAGE, ['*'], undefined, undefined, v1Files),
+      ...Object.entries(SDK_V2_PACKAGES).map(
+        ([name, targets]) =>
+          new InstrumentationNodeModuleDefinition(
+            name,
+            ['*'],
+            (exports: any, version?: string) => this.patchModule(exports, targets, name, version, SDK_V2_SUPPORTED),
+            (exports: any) => this.unpatchModule(exports, targets),
+          ),
+      ),
+    ];
+  }
+
+  override enable(): void {
+    super.enable();
+    this.enableCommonJsHook();
+  }
+
+  override disable(): void {
+    super.disable();
+    this._cjsHook?.unhook();
+    this._cjsHook = undefined;
+    for (const [proto, target] of this.patchedPrototypes()) this.unpatchPrototype(proto, target);
+  }
+
+  /**
+   * The manual API, for bundled apps and anywhere module hooks do not run: pass the MCP SDK modules (or any
+   * object exporting the transport classes) and forkwatch patches the classes it knows.
+   *
+   *   instrumentation.manuallyInstrument(await import('@modelcontextprotocol/sdk/client/streamableHttp.js'));
+   */
+  manuallyInstrument(...modules: object[]): void {
+    for (const moduleExports of modules) this.patchModule(moduleExports, ALL_TARGETS, 'manual', undefined, undefined);
+  }
+
+  // --- patching ---
+
+  /**
+   * @modelcontextprotocol/sdk 1.x has no resolvable main entry, so require-in-the-middle's name-based hooks
+   * never fire for it under CommonJS. A private hook with the exact file names does, and so does a look
+   * into require.cache for an SDK that was loaded before forkwatch.
+   */
+  private enableCommonJsHook(): void {
+    if (this._cjsHook) return;
+    const byName = new Map<string, PatchTarget[]>();
+    for (const { file, targets } of SDK_V1_FILES) byName.set(`${SDK_V1_PACKAGE}/dist/cjs/${file}`, targets);
+    // require-in-the-middle matches internal files by their path without the `.js` extension.
+    const hookNames = [...byName.keys()].map(name => name.replace(/\.js$/, ''));
+    try {
+      this._cjsHook = new RequireHook(hookNames, { internals: true }, (exports, name, basedir) => {
+        const targets = byName.get(`${name.replace(/\\/g, '/')}.js`);
+        if (targets) this.patchModule(exports, targets, SDK_V1_PACKAGE, readPackageVersion(basedir), SDK_V1_SUPPORTED);
+        return exports;
+      });
+    } catch (error) {
+      this._diag.error('could not install the CommonJS hook; use manuallyInstrument()', error);
+    }
+    this.patchAlreadyLoaded(byName);
+  }
+
+  private patchAlreadyLoaded(byName: Map<string, PatchTarget[]>): void {
+    const cache = typeof require === 'function' ? require.cache : undefined;
+    if (!cache) return;
+    for (const filename of Object.keys(cache)) {
+      const normalized = filename.replace(/\\/g, '/');
+      const marker = normalized.lastIndexOf('/node_modules/');
+      if (marker === -1) continue;
+      const inPackage = normalized.slice(marker + '/node_modules/'.length);
+      const v1 = byName.get(inPackage);
+      if (v1) {
+        const basedir = normalized.slice(0, marker) + `/node_modules/${SDK_V1_PACKAGE}`;
+        this.patchModule(cache[filename]?.exports, v1, SDK_V1_PACKAGE, readPackageVersion(basedir), SDK_V1_SUPPORTED);
+        continue;
+      }
+      for (const [pkg, targets] of Object.entries(SDK_V2_PACKAGES)) {
+        if (inPackage === `${pkg}/dist/index.cjs`) {
+          const basedir = normalized.slice(0, marker) + `/node_modules/${pkg}`;
+          this.patchModule(cache[filename]?.exports, targets, pkg, readPackageVersion(basedir), SDK_V2_SUPPORTED);
+        }
+      }
+    }
+  }
+
+  private patchModule(
+    moduleExports: any,
+    targets: readonly PatchTarget[],
+    packageName: string,
+    version: string | undefined,
+    supported: string | undefined,
+  ): any {
+    if (!this.isEnabled() || !moduleExports) return moduleExports;
+    if (supported && version !== undefined && !versionSatisfies(version, supported)) {
+      this.warnOnce(`${packageName}@${version}`, `${packageName}@${version} is outside the supported range ${supported}: not instrumented`);
+      return moduleExports;
+    }
+    for (const target of targets) {
+      const cls = safeGet(moduleExports, target.exportName);
+      if (typeof cls !== 'function') continue;
+      const proto = cls.prototype;
+      const missing = target.methods.filter(m => typeof proto?.[m] !== 'function');
+      if (missing.length > 0) {
+        this.warnOnce(
+          `${packageName}@${version}:${target.exportName}`,
+          `${packageName}@${version ?? '?'} ${target.exportName} lacks ${missing.join(', ')}: not instrumented`,
+        );
+        continue;
+      }
+      // ESM and CommonJS hooks can both match one file, and two instrumentations can share a class.
+      if (target.methods.some(m => isWrapped(proto[m]))) continue;
+      target.patch(proto, this, this._wrap as unknown as Wrap);
+      this.patchedPrototypes().set(proto, target);
+      this._diag.debug(`patched ${target.exportName} of ${packageName}@${version ?? '?'}`);
+    }
+    return moduleExports;
+  }
+
+  private unpatchModule(moduleExports: any, targets: readonly PatchTarget[]): void {
+    for (const target of targets) {
+      const proto = safeGet(moduleExports, target.exportName)?.prototype;
+      if (proto) this.unpatchPrototype(proto, target);
+    }
+  }
+
+  private unpatchPrototype(proto: any, target: PatchTarget): void {
+    for (const m of target.methods) if (isWrapped(proto[m])) this._unwrap(proto, m);
+    this.patchedPrototypes().delete(proto);
+  }
+
+  private patchedPrototypes(): Map<object, PatchTarget> {
+    if (!this._patched) this._patched = new Map();
+    return this._patched;
+  }
+
+  private warnOnce(key: string, message: string): void {
+    if (!this._warnedVersions) this._warnedVersions = new Set();
+    if (this._warnedVersions.has(key)) return;
+    this._warnedVersions.add(key);
+    this._diag.warn(message);
+  }
+
+  private resolveSettings(config: ForkwatchInstrumentationConfig): ResolvedSettings {
+    const codec = resolveCodec(config.codec);
+    if (!codec) this._diag.warn(`unknown codec ${JSON.stringify(config.codec)}; using auto`);
+    const timeout = config.verdictTimeoutMs;
+    const validTimeout = typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0;
+    if (timeout !== undefined && !validTimeout) this._diag.warn(`invalid verdictTimeoutMs ${timeout}; using ${DEFAULT_VERDICT_TIMEOUT_MS}`);
+    if (config.onFork !== undefined && config.onFork !== 'record' && config.onFork !== 'abort') {
+      this._diag.warn(`invalid onFork ${JSON.stringify(config.onFork)}; using 'record'`);
+    }
+    return {
+      onFork: config.onFork === 'abort' ? 'abort' : 'record',
+      codec: codec ?? resolveCodec('auto')!,
+      verdictTimeoutMs: validTimeout ? timeout : DEFAULT_VERDICT_TIMEOUT_MS,
+      captureEventIds: config.captureEventIds !== false,
+      captureRawSessionId: config.captureRawSessionId === true,
+      propagateContext: config.propagateContext !== false,
+    };
+  }
+}
+
+function safeGet(moduleExports: any, name: string): any {
+  try {
+    return moduleExports?.[name];
+  } catch {
+    return undefined;
+  }
+}
+
+function readPackageVersion(basedir: string | undefined): string | undefined {
+  if (!basedir) return undefined;
+  try {
+    const version = JSON.parse(readFileSync(join(basedir, 'package.json'), 'utf8')).version;
+    return typeof version === 'string' ? version : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * What the patch modules need from the instrumentation, read at event time so that setConfig(), a new
+ * MeterProvider or a new TracerProvider take effect without re-patching.
+ */
+import type { DiagLogger, Tracer } from '@opentelemetry/api';
+import type { EventIdCodec } from './core/codecs';
+import type { SessionLedger } from './core/ledger';
+import type { ForkwatchInstruments } from './metrics';
+import type { OnForkMode, ResumeVerdictInfo } from './types';
+
+export interface ResolvedSettings {
+  onFork: OnForkMode;
+  codec: EventIdCodec;
+  verdictTimeoutMs: number;
+  captureEventIds: boolean;
+  captureRawSessionId: boolean;
+  propagateContext: boolean;
+}
+
+export interface ForkwatchRuntime {
+  readonly tracer: Tracer;
+  readonly instruments: ForkwatchInstruments;
+  readonly settings: ResolvedSettings;
+  readonly diag: DiagLogger;
+  /** Sessions seen by client transports. */
+  readonly clientLedger: SessionLedger;
+  /** Runs the user's onForkDetected hook safely. */
+  notifyFork(info: ResumeVerdictInfo): void;
+  /** False once the instrumentation is disabled: patched code then passes everything straight through. */
+  readonly enabled: boolean;
+}
+
+/** Monotonic milliseconds: wall-clock jumps must not distort gap times. */
+export function nowMs(): number {
+  return performance.now();
+}

@@ -1,0 +1,14 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * Session ids are bearer-like secrets on some servers, so spans carry a short hash by default. Client and server
+ * hash the same way, which keeps their spans joinable.
+ */
+export function hashSessionId(sessionId: string): string {
+  return createHash('sha256').update(sessionId).digest('hex').slice(0, 16);
+}
+
+/** Protocol revisions from 2026-07-28 have no resumability: forkwatch stays silent for them. */
+export function protocolHasResumability(version: string | undefined): boolean {
+  return version === undefined || version === '' || version < '2026-07-28';
+}

@@ -1,0 +1,73 @@
+/**
+ * The classes forkwatch patches, where they live in each package, and which versions are supported.
+ * The instrumentation hooks (module definitions, the CommonJS hook, the manual API) all work from this table.
+ */
+import type { ForkwatchRuntime } from './runtime';
+import { STREAMABLE_HTTP_CLIENT_METHODS, patchStreamableHttpClient } from './client/streamable-http-client';
+
+type Fn = (...args: any[]) => any;
+export type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
+
+export interface PatchTarget {
+  /** Export name of the class in its module. */
+  exportName: string;
+  /** Prototype methods that must exist; all are wrapped and unwrapped together. */
+  methods: readonly string[];
+  patch(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void;
+}
+
+export const STREAMABLE_HTTP_CLIENT: PatchTarget = {
+  exportName: 'StreamableHTTPClientTransport',
+  methods: STREAMABLE_HTTP_CLIENT_METHODS,
+  patch: patchStreamableHttpClient,
+};
+
+export interface SdkFileTarget {
+  /** Path inside `dist/cjs` and `dist/esm` of @modelcontextprotocol/sdk. */
+  file: string;
+  targets: PatchTarget[];
+}
+
+/** @modelcontextprotocol/sdk 1.x: dual build, one file per transport. */
+export const SDK_V1_PACKAGE = '@modelcontextprotocol/sdk';
+export const SDK_V1_SUPPORTED = '>=1.17.0 <2';
+export const SDK_V1_FILES: SdkFileTarget[] = [{ file: 'client/streamableHttp.js', targets: [STREAMABLE_HTTP_CLIENT] }];
+
+/** @modelcontextprotocol/client and /server 2.x: bundled, classes exported from the package root. */
+export const SDK_V2_SUPPORTED = '>=2.0.0 <3';
+export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
+  '@modelcontextprotocol/client': [STREAMABLE_HTTP_CLIENT],
+};
+
+/** Every target, for the manual API, which matches classes by export name. */
+export const ALL_TARGETS: PatchTarget[] = [
+  ...new Set([...SDK_V1_FILES.flatMap(f => f.targets), ...Object.values(SDK_V2_PACKAGES).flat()]),
+];
+
+/** Minimal semver range check for the `>=a.b.c <d` ranges above; prerelease tags are compared as release. */
+export function versionSatisfies(version: string | undefined, range: string): boolean {
+  if (!version) return false;
+  const parse = (v: string) => v.replace(/^[^\d]*/, '').split(/[.+-]/).slice(0, 3).map(n => Number(n) || 0);
+  const cmp = (a: number[], b: number[]) => {
+    for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) - (b[i] ?? 0);
+    return 0;
+  };
+  const v = parse(version);
+  return range.split(/\s+/).every(part => {
+    const m = /^(>=|<=|>|<|=)?(.+)$/.exec(part);
+    if (!m) return false;
+    const c = cmp(v, parse(m[2]!));
+    switch (m[1]) {
+      case '>=':
+        return c >= 0;
+      case '<=':
+        return c <= 0;
+      case '>':
+        return c > 0;
+      case '<':
+        return c < 0;
+      default:
+        return c === 0;
+    }
+  });
+}

@@ -1,0 +1,48 @@
+/** Public configuration and hook types of ForkwatchInstrumentation. */
+import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
+import type { BuiltinCodecName, EventIdCodec } from './core/codecs';
+import type { LedgerLimits } from './core/ledger';
+import type { ForkReason, ResumeOutcome } from './core/verdict';
+
+/** What forkwatch knows about a resume when it reaches a verdict. */
+export interface ResumeVerdictInfo {
+  /** `client` for a resumed stream seen by the client transport. */
+  side: 'client';
+  transport: 'streamable_http' | 'sse';
+  outcome: ResumeOutcome;
+  /** Set when outcome is `forked`. */
+  reason?: ForkReason;
+  /** The Last-Event-ID that was sent (or, for cursor_dropped, the cursor the client held but did not send). */
+  cursor?: string;
+  /** The id of the first frame of the resumed stream, if any. */
+  firstEventId?: string;
+  /** The Mcp-Session-Id, raw: this is the application's own data, handed to its own hook. */
+  sessionId?: string;
+  /** HTTP status of the resume GET, when known. */
+  httpStatus?: number;
+}
+
+export type OnForkMode = 'record' | 'abort';
+
+export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
+  /**
+   * `record` (default): report forks and leave the stream alone.
+   * `abort`: fail loud: the forked frame never reaches the SDK's handlers, the stream is cancelled, its automatic
+   * reconnection is not scheduled, and the transport's onerror receives a StreamForkDetected error.
+   */
+  onFork?: OnForkMode;
+  /** Called on every fork verdict, in both modes. Exceptions are caught and logged. */
+  onForkDetected?: (info: ResumeVerdictInfo) => void;
+  /** How to read event ids: a built-in codec name (default `auto`) or your own codec. */
+  codec?: BuiltinCodecName | EventIdCodec;
+  /** A resumed stream with no frame after this long is `inconclusive`. Default 10 000 ms. */
+  verdictTimeoutMs?: number;
+  /** Put event ids (cursor, first id) on spans. Default true. */
+  captureEventIds?: boolean;
+  /** Put the raw Mcp-Session-Id on spans as `mcp.session.id`. Default false: only a hash is recorded. */
+  captureRawSessionId?: boolean;
+  /** Bounds of the per-session ledger. */
+  ledger?: Partial<LedgerLimits>;
+  /** Inject the trace context into resume GETs, so the server's resume span joins the client's trace. Default true. */
+  propagateContext?: boolean;
+}

@@ -1,0 +1,277 @@
+import { describe, expect, test } from 'vitest';
+import {
+  type EventIdCodec,
+  FORK_REASONS,
+  decideFirstFrame,
+  hexSequenceCodec,
+  integerCodec,
+  mcpProxyCodec,
+  opaqueCodec,
+  sdkCodec,
+} from '../../src/core';
+
+const UUID = '550e8400-e29b-41d4-a716-446655440000';
+const OTHER_UUID = '6ba7b810-9dad-11d1-80b4-00c04fd430c8';
+const never = () => false;
+
+function decide(cursor: string, firstId: string | undefined, extra: { codec?: EventIdCodec; consumed?: string[] } = {}) {
+  const consumed = new Set(extra.consumed ?? []);
+  return decideFirstFrame({ cursor, firstId, codec: extra.codec, wasConsumed: id => consumed.has(id) });
+}
+
+describe('the textbook fork', () => {
+  test('cursor 4821 answered with event 1 is a fork: id_regressed', () => {
+    expect(decide('4821', '1')).toEqual({ verdict: 'forked', reason: 'id_regressed', codec: 'integer' });
+  });
+});
+
+describe('id_missing', () => {
+  test('a first frame without an id line', () => {
+    expect(decide('4821', undefined)).toEqual({ verdict: 'forked', reason: 'id_missing' });
+  });
+
+  test('a first frame with an explicit empty id', () => {
+    expect(decide('4821', '')).toEqual({ verdict: 'forked', reason: 'id_missing' });
+  });
+
+  test('is decided before anything else, even with opaque ids', () => {
+    expect(decide(UUID, undefined)).toEqual({ verdict: 'forked', reason: 'id_missing' });
+  });
+});
+
+describe('id_reused', () => {
+  test('the first id repeats the cursor', () => {
+    expect(decide('4821', '4821')).toEqual({ verdict: 'forked', reason: 'id_reused' });
+    expect(decide(UUID, UUID)).toEqual({ verdict: 'forked', reason: 'id_reused' });
+  });
+
+  test('the first id was already consumed on some stream of the session', () => {
+    // 4900 is after the cursor, so only the consumed set can tell it is a replay.
+    expect(decide('4821', '4900', { consumed: ['4900'] })).toEqual({
+      verdict: 'forked',
+      reason: 'id_reused',
+      codec: 'integer',
+    });
+    // Opaque ids: the consumed set is the only evidence there is.
+    expect(decide(UUID, OTHER_UUID, { consumed: [OTHER_UUID] })).toEqual({ verdict: 'forked', reason: 'id_reused' });
+  });
+
+  test('a restarted sequence is diagnosed as such even when its ids were consumed long ago', () => {
+    expect(decide('4821', '1', { consumed: ['1'] })).toMatchObject({ verdict: 'forked', reason: 'id_regressed' });
+    expect(decide('abc:00ff', 'xyz:0001', { consumed: ['xyz:0001'] })).toMatchObject({ reason: 'stream_changed' });
+  });
+
+  test('wasConsumed is asked about the first id, not the cursor', () => {
+    const asked: string[] = [];
+    decideFirstFrame({ cursor: '1', firstId: '2', wasConsumed: id => (asked.push(id), false) });
+    expect(asked).toEqual(['2']);
+  });
+});
+
+describe('stream_changed', () => {
+  test('sdk ids of another stream', () => {
+    expect(decide(`${UUID}_1732000000000_ab12cd34`, `${OTHER_UUID}_1732000000500_zz12cd34`)).toEqual({
+      verdict: 'forked',
+      reason: 'stream_changed',
+      codec: 'sdk',
+    });
+  });
+
+  test('the standalone GET stream is not a request stream', () => {
+    expect(decide('_GET_stream_1732000000000_ab12cd34', `${UUID}_1732000000001_ab12cd35`)).toMatchObject({
+      verdict: 'forked',
+      reason: 'stream_changed',
+    });
+  });
+
+  test('hex-sequence ids of another stream, even with a later sequence', () => {
+    expect(decide('abc:0000000000000005', 'xyz:0000000000000006')).toMatchObject({
+      verdict: 'forked',
+      reason: 'stream_changed',
+    });
+  });
+
+  test('mcp-proxy ids of another stream', () => {
+    expect(decide(`${UUID}_1732000000000_0001_abc`, `${OTHER_UUID}_1732000000001_0002_abd`)).toMatchObject({
+      verdict: 'forked',
+      reason: 'stream_changed',
+      codec: 'mcp-proxy',
+    });
+  });
+
+  test.each([
+    ['4821', OTHER_UUID, 'integer'],
+    [`${UUID}_1732000000000_ab12cd34`, '4822', 'sdk'],
+    ['abc:00000000000000ff', 'abc-0100', 'hex-sequence'],
+    [`${UUID}_1732000000000_0001_abc`, `${UUID}_1732000000001_ab12cd34`, 'mcp-proxy'],
+  ])('cursor %j in a codec format, first id %j not in it', (cursor, firstId, codec) => {
+    expect(decide(cursor, firstId)).toEqual({ verdict: 'forked', reason: 'stream_changed', codec });
+  });
+
+  test('an explicit codec that does not understand the first id', () => {
+    expect(decide('4821', 'x4822', { codec: integerCodec })).toMatchObject({ reason: 'stream_changed' });
+  });
+});
+
+describe('id_regressed', () => {
+  test('a sequence before the cursor', () => {
+    expect(decide('100', '99')).toMatchObject({ verdict: 'forked', reason: 'id_regressed' });
+    expect(decide('100', '0')).toMatchObject({ verdict: 'forked', reason: 'id_regressed' });
+  });
+
+  test('a per-stream hex sequence that restarted', () => {
+    expect(decide('abc:00000000000000ff', 'abc:0000000000000001')).toEqual({
+      verdict: 'forked',
+      reason: 'id_regressed',
+      codec: 'hex-sequence',
+    });
+  });
+
+  test('an equal sequence written differently', () => {
+    expect(decide('abc:00000000000000ff', 'abc:FF')).toMatchObject({ verdict: 'forked', reason: 'id_regressed' });
+  });
+});
+
+describe('resumed', () => {
+  test('a contiguous dense sequence skips nothing', () => {
+    expect(decide('5', '6')).toEqual({ verdict: 'resumed', continuityVerified: true, skippedEvents: 0, codec: 'integer' });
+  });
+
+  test('a gap in a dense sequence counts the skipped events', () => {
+    expect(decide('5', '9')).toEqual({ verdict: 'resumed', continuityVerified: true, skippedEvents: 3, codec: 'integer' });
+  });
+
+  test('a hex sequence continues on the same stream', () => {
+    expect(decide('abc:00000000000000ff', 'abc:0000000000000100')).toEqual({
+      verdict: 'resumed',
+      continuityVerified: true,
+      skippedEvents: 0,
+      codec: 'hex-sequence',
+    });
+  });
+
+  test('sdk ids of the same stream verify the stream, without a skipped count', () => {
+    const verdict = decide(`${UUID}_1732000000000_ab12cd34`, `${UUID}_1732000000001_ef56ab78`);
+    expect(verdict).toEqual({ verdict: 'resumed', continuityVerified: true, codec: 'sdk' });
+  });
+
+  test('opaque ids cannot be verified', () => {
+    expect(decide(UUID, OTHER_UUID)).toEqual({ verdict: 'resumed', continuityVerified: false });
+  });
+
+  test('an explicit codec that cannot read the cursor leaves continuity unverified', () => {
+    expect(decide(UUID, OTHER_UUID, { codec: integerCodec })).toEqual({
+      verdict: 'resumed',
+      continuityVerified: false,
+      codec: 'integer',
+    });
+    expect(decide('4821', '1', { codec: opaqueCodec })).toEqual({
+      verdict: 'resumed',
+      continuityVerified: false,
+      codec: 'opaque',
+    });
+  });
+});
+
+describe('clocks are hints, never evidence of a fork', () => {
+  test('sdk ids whose clock went backwards: resumed, flagged clockRegressed', () => {
+    expect(decide(`${UUID}_1732000000000_ab12cd34`, `${UUID}_1731999999000_ef56ab78`)).toEqual({
+      verdict: 'resumed',
+      continuityVerified: true,
+      clockRegressed: true,
+      codec: 'sdk',
+    });
+  });
+
+  test('mcp-proxy ids whose clock went backwards: resumed, flagged clockRegressed', () => {
+    expect(decide(`${UUID}_1732000000000_0009_abc`, `${UUID}_1731000000000_000a_abd`)).toMatchObject({
+      verdict: 'resumed',
+      clockRegressed: true,
+    });
+  });
+
+  test('an equal clock is not a regression', () => {
+    const verdict = decide(`${UUID}_1732000000000_ab12cd34`, `${UUID}_1732000000000_ef56ab78`);
+    expect(verdict).toEqual({ verdict: 'resumed', continuityVerified: true, codec: 'sdk' });
+  });
+
+  test('a sequence that advances while its clock goes back is resumed', () => {
+    const clocked: EventIdCodec = {
+      name: 'clocked',
+      decode: id => {
+        const [seq, ms] = id.split('@').map(Number);
+        return { sequence: seq, dense: true, timeMs: ms };
+      },
+    };
+    expect(decide('10@2000', '11@1000', { codec: clocked })).toEqual({
+      verdict: 'resumed',
+      continuityVerified: true,
+      skippedEvents: 0,
+      clockRegressed: true,
+      codec: 'clocked',
+    });
+  });
+});
+
+describe('user codecs', () => {
+  test('a throwing codec on the cursor leaves continuity unverified', () => {
+    const throwing: EventIdCodec = {
+      name: 'throwing',
+      decode() {
+        throw new Error('boom');
+      },
+    };
+    expect(decide('a', 'b', { codec: throwing })).toEqual({
+      verdict: 'resumed',
+      continuityVerified: false,
+      codec: 'throwing',
+    });
+  });
+
+  test('non-finite or non-numeric sequences are ignored', () => {
+    const weird: EventIdCodec = {
+      name: 'weird',
+      decode: id => ({ sequence: id === 'a' ? Number.NaN : ('7' as unknown as number) }),
+    };
+    expect(decide('a', 'b', { codec: weird })).toEqual({ verdict: 'resumed', continuityVerified: false, codec: 'weird' });
+  });
+
+  test('a sparse sequence verifies order without counting skipped events', () => {
+    const sparse: EventIdCodec = { name: 'sparse', decode: id => ({ sequence: Number(id) }) };
+    expect(decide('10', '50', { codec: sparse })).toEqual({ verdict: 'resumed', continuityVerified: true, codec: 'sparse' });
+    expect(decide('10', '5', { codec: sparse })).toMatchObject({ reason: 'id_regressed' });
+  });
+
+  test('a user codec named auto means detection from the cursor', () => {
+    const auto: EventIdCodec = { name: 'auto', decode: () => undefined };
+    expect(decide('4821', '1', { codec: auto })).toMatchObject({ reason: 'id_regressed', codec: 'integer' });
+  });
+
+  test('every explicit built-in codec decides the textbook case the same way', () => {
+    expect(decide('4821', '1', { codec: integerCodec })).toMatchObject({ reason: 'id_regressed' });
+    expect(decide('abc:ff', 'abc:1', { codec: hexSequenceCodec })).toMatchObject({ reason: 'id_regressed' });
+    expect(decide(`${UUID}_1732000000000_ab12cd34`, `${OTHER_UUID}_1732000000000_ab12cd34`, { codec: sdkCodec })).toMatchObject({
+      reason: 'stream_changed',
+    });
+    expect(decide(`${UUID}_1732000000000_0001_abc`, '1', { codec: mcpProxyCodec })).toMatchObject({
+      reason: 'stream_changed',
+    });
+  });
+});
+
+describe('verdict shape', () => {
+  test('every fork reason the verdict can produce is listed', () => {
+    const produced = [
+      decide('1', undefined),
+      decide('1', '1'),
+      decide('1', 'x'),
+      decide('2', '1'),
+    ].map(v => (v.verdict === 'forked' ? v.reason : undefined));
+    for (const reason of produced) expect(FORK_REASONS).toContain(reason);
+  });
+
+  test('pure: the same input gives the same verdict', () => {
+    const input = { cursor: '4821', firstId: '4822', wasConsumed: never };
+    expect(decideFirstFrame(input)).toEqual(decideFirstFrame(input));
+  });
+});

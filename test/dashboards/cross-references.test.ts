@@ -1,0 +1,56 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { ALERT, LOSS_BUDGET } from '../../dashboards/src/alert-names';
+import { RUNBOOKS_INDEX } from '../../dashboards/src/common';
+import { loadDashboard, panelsOf, queriesOf } from './dashboard-model';
+import { analyse } from './promql';
+import { ALERTS_DIR, alertNames, loadRules, recordedNames } from './rule-files';
+
+const overview = loadDashboard('forkwatch-overview.json');
+const rules = loadRules();
+const RUNBOOK_URL = /^https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/main\/alerts\/runbooks\/(\w+)\.md$/;
+
+describe('dashboard ↔ alerting pack', () => {
+  test('the alerting pack is there to cross-check (alerts/*.rules.yml)', () => {
+    expect(alertNames(rules).size).toBeGreaterThan(0);
+    expect(recordedNames(rules).size).toBeGreaterThan(0);
+  });
+
+  test('the dashboard knows exactly the Forkwatch alerts the rules define', () => {
+    expect([...alertNames(rules)].sort()).toEqual(Object.values(ALERT).sort());
+  });
+
+  test('every runbook a panel links to exists in alerts/runbooks/', () => {
+    const links = panelsOf(overview).flatMap(p => (p.links ?? []).map(l => l.url ?? ''));
+    const runbooks = links.flatMap(url => RUNBOOK_URL.exec(url)?.[1] ?? []);
+    expect(runbooks.length).toBeGreaterThan(5);
+    for (const name of new Set(runbooks)) {
+      expect(existsSync(join(ALERTS_DIR, 'runbooks', `${name}.md`)), `alerts/runbooks/${name}.md`).toBe(true);
+    }
+    expect(links.filter(url => url === RUNBOOKS_INDEX).length).toBe(panelsOf(overview).length);
+  });
+
+  test('every recording rule a panel reads is recorded by the alerting pack', () => {
+    const used = queriesOf(overview).flatMap(q => analyse(q.expr).selectors.flatMap(s => s.metric ?? []));
+    const recorded = used.filter(name => name.includes(':'));
+    expect(recorded.length).toBeGreaterThan(0);
+    for (const name of recorded) expect(recordedNames(rules), name).toContain(name);
+  });
+
+  test("every alert's dashboard_url opens this dashboard", () => {
+    for (const r of rules.filter(x => x.alert)) {
+      expect(r.annotations?.dashboard_url, r.alert).toMatch(new RegExp(`/d/${overview.uid}(/|$)`));
+    }
+  });
+
+  test("the SLO panel's error-budget line is the budget the burn-rate alerts use", () => {
+    const burn = rules.filter(r => r.alert === ALERT.lossBudgetBurn);
+    expect(burn.length).toBeGreaterThan(0);
+    for (const r of burn) {
+      const budgets = [...r.expr.matchAll(/\(\s*[\d.]+\s*\*\s*([\d.]+)\s*\)/g)].map(m => Number(m[1]));
+      expect(budgets.length).toBeGreaterThan(0);
+      expect(new Set(budgets)).toEqual(new Set([LOSS_BUDGET]));
+    }
+  });
+});

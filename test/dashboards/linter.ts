@@ -1,0 +1,214 @@
+/**
+ * grafana/dashboard-linter's rules (lint/rules.go, NewRuleSet), re-implemented because its Go binary cannot be
+ * installed here, plus forkwatch's own rules. Exclusions are read from dashboards/.lint, in dashboard-linter's
+ * format, so the real linter can be pointed at the same file.
+ *
+ * Deliberate differences: panel rules apply to every non-row panel (upstream skips heatmaps and a few others), and
+ * target-counter-agg-rule checks the metric name (upstream checks the selector text, which ends in `}` whenever
+ * there are matchers, so it only catches bare counters). The Loki rules (target-logql-*) do not apply.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { DASHBOARDS_DIR, type Dashboard, type Panel, panelsOf } from './dashboard-model';
+import { SAMPLE_DURATIONS, type Selector, analyse, analyseLabelValues } from './promql';
+import { VALID_UNITS } from './units';
+
+export interface Problem {
+  rule: string;
+  dashboard: string;
+  panel?: string;
+  targetIdx?: number;
+  message: string;
+}
+
+type Report = (message: string, where?: { panel?: Panel; targetIdx?: number }) => void;
+type Rule = (d: Dashboard, report: Report) => void;
+
+const TEMPLATED_DATASOURCE = ['$datasource', '${datasource}'];
+const usesTemplatedDatasource = (ref?: { uid?: string }) => TEMPLATED_DATASOURCE.includes(ref?.uid ?? '');
+
+/** Labels every query must filter on, per kind of series (see targetVariablesRule). */
+const SCOPE_LABELS = ['cluster', 'namespace', 'job', 'instance'];
+
+function templateRule(name: string): Rule {
+  return (d, report) => {
+    const t = d.templating?.list?.find(v => v.name === name);
+    if (!t) return report(`is missing the ${name} template`);
+    if (!usesTemplatedDatasource(t.datasource)) report(`${name} template should use datasource '$datasource'`);
+    if (t.type !== 'query') report(`${name} template should be a Prometheus query, is '${t.type}'`);
+    if (t.label !== name[0]?.toUpperCase() + name.slice(1)) report(`${name} template label is '${t.label}'`);
+    if (!t.multi) report(`${name} template should be a multi select`);
+    if (t.allValue !== '.+') report(`${name} template allValue should be '.+', is '${t.allValue}'`);
+  };
+}
+
+function eachTarget(d: Dashboard, fn: (panel: Panel, expr: string, targetIdx: number) => void) {
+  for (const panel of panelsOf(d)) (panel.targets ?? []).forEach((t, i) => fn(panel, t.expr ?? '', i));
+}
+
+function requiredMatcherRule(label: string): Rule {
+  return (d, report) =>
+    eachTarget(d, (panel, expr, targetIdx) => {
+      for (const s of analyse(expr).selectors) {
+        if (!s.matchers.some(m => m.name === label && m.op === '=~' && m.value === `$${label}`)) {
+          report(`${s.metric ?? 'selector'} lacks ${label}=~"$${label}"`, { panel, targetIdx });
+        }
+      }
+    });
+}
+
+/**
+ * The scope labels a series carries: all for raw series, the level of a `level:metric:ops` recording rule, none
+ * known for ALERTS (each alert keeps its own; target-job-rule still asks for job there).
+ */
+function scopeLabelsOf(s: Selector): string[] {
+  if (s.metric === 'ALERTS') return [];
+  const level = s.metric?.includes(':') ? s.metric.split(':')[0] : undefined;
+  return level === undefined ? SCOPE_LABELS : SCOPE_LABELS.filter(l => level.split('_').includes(l));
+}
+
+export const RULES: Record<string, Rule> = {
+  'template-datasource-rule': (d, report) => {
+    const ds = (d.templating?.list ?? []).filter(v => v.type === 'datasource');
+    if (ds.length === 0) report('does not have a templated data source');
+    for (const v of ds) {
+      if (v.name !== 'datasource' && v.name !== `${v.query}_datasource`) report(`data source variable named '${v.name}'`);
+      if (v.query !== 'prometheus') report(`data source variable of type '${v.query}', not prometheus`);
+    }
+  },
+  'template-job-rule': templateRule('job'),
+  'template-instance-rule': templateRule('instance'),
+  'template-label-promql-rule': (d, report) => {
+    for (const v of (d.templating?.list ?? []).filter(x => x.type === 'query')) {
+      const parsed = analyseLabelValues(v.query ?? '');
+      if ('error' in parsed) report(`template '${v.name}': ${parsed.error}`);
+      else for (const e of parsed.selector?.syntaxErrors ?? []) report(`template '${v.name}': ${e}`);
+    }
+  },
+  'template-on-time-change-reload-rule': (d, report) => {
+    for (const v of (d.templating?.list ?? []).filter(x => x.type === 'query')) {
+      if (v.refresh !== 2) report(`variable '${v.name}' refresh is ${v.refresh}, should be 2 (on time range change)`);
+    }
+  },
+  'panel-datasource-rule': (d, report) => {
+    for (const panel of panelsOf(d)) {
+      if (!usesTemplatedDatasource(panel.datasource)) report(`uses '${panel.datasource?.uid}'`, { panel });
+      (panel.targets ?? []).forEach((t, targetIdx) => {
+        if (!usesTemplatedDatasource(t.datasource)) report(`target uses '${t.datasource?.uid}'`, { panel, targetIdx });
+      });
+    }
+  },
+  'panel-title-description-rule': (d, report) => {
+    for (const panel of panelsOf(d)) if (!panel.title || !panel.description) report('has no title or description', { panel });
+  },
+  'panel-units-rule': (d, report) => {
+    for (const panel of panelsOf(d)) {
+      const units = [panel.fieldConfig?.defaults?.unit];
+      if (panel.type === 'heatmap') units.push(panel.options?.yAxis?.unit);
+      for (const unit of units) if (!VALID_UNITS.has(unit ?? '')) report(`has no or invalid unit '${unit}'`, { panel });
+    }
+  },
+  'panel-no-targets-rule': (d, report) => {
+    for (const panel of panelsOf(d)) if (!panel.targets?.length) report('has no targets', { panel });
+  },
+  'target-promql-rule': (d, report) =>
+    eachTarget(d, (panel, expr, targetIdx) => {
+      if (expr.trim() === '') report('empty query', { panel, targetIdx });
+      for (const e of analyse(expr).syntaxErrors) report(e, { panel, targetIdx });
+    }),
+  'target-rate-interval-rule': (d, report) =>
+    eachTarget(d, (panel, expr, targetIdx) => {
+      for (const r of analyse(expr).ranges) {
+        if (r.range === SAMPLE_DURATIONS.__rate_interval) continue;
+        if (r.fn === undefined) report(`range [${r.range}] outside a function`, { panel, targetIdx });
+        else if (r.fn === 'rate' || r.fn === 'irate') report(`${r.fn}() should use $__rate_interval`, { panel, targetIdx });
+      }
+    }),
+  'target-job-rule': requiredMatcherRule('job'),
+  'target-instance-rule': requiredMatcherRule('instance'),
+  'target-counter-agg-rule': (d, report) =>
+    eachTarget(d, (panel, expr, targetIdx) => {
+      for (const s of analyse(expr).selectors) {
+        if (s.metric?.endsWith('_total') && !['rate', 'irate', 'increase'].includes(s.rangeFunction ?? '')) {
+          report(`counter ${s.metric} is not aggregated with rate, irate or increase`, { panel, targetIdx });
+        }
+      }
+    }),
+  'uneditable-dashboard': (d, report) => {
+    if (d.editable !== false) report("is editable, it should be set to 'editable: false'");
+  },
+
+  // forkwatch's own rules.
+  'dashboard-identity-rule': (d, report) => {
+    if (!d.title) report('dashboard has no title');
+    if (!/^[A-Za-z0-9_-]{1,40}$/.test(d.uid ?? '')) report(`uid '${d.uid}' missing or not a stable id`);
+    if (d.id !== undefined && d.id !== null) report('dashboard files carry no numeric id');
+    if ((d.schemaVersion ?? 0) < 41) report(`schemaVersion ${d.schemaVersion} is not current`);
+  },
+  'panel-ids-rule': (d, report) => {
+    const seen = new Set<number>();
+    for (const panel of d.panels ?? []) {
+      for (const p of [panel, ...(panel.panels ?? [])]) {
+        if (typeof p.id !== 'number' || seen.has(p.id)) report(`panel id ${p.id} missing or repeated`, { panel: p });
+        seen.add(p.id ?? -1);
+      }
+    }
+    for (const panel of panelsOf(d)) {
+      const refIds = (panel.targets ?? []).map(t => t.refId);
+      if (refIds.some(r => !r) || new Set(refIds).size !== refIds.length) report('refIds missing or repeated', { panel });
+    }
+  },
+  'panel-runbook-link-rule': (d, report) => {
+    for (const panel of panelsOf(d)) {
+      if (!(panel.links ?? []).some(l => l.url?.includes('/alerts/runbooks'))) report('links to no runbook', { panel });
+    }
+  },
+  'target-variables-rule': (d, report) =>
+    eachTarget(d, (panel, expr, targetIdx) => {
+      for (const s of analyse(expr).selectors) {
+        for (const label of scopeLabelsOf(s)) {
+          if (!s.matchers.some(m => m.name === label && m.op === '=~' && m.value === `$${label}`)) {
+            report(`${s.metric} lacks ${label}=~"$${label}"`, { panel, targetIdx });
+          }
+        }
+      }
+    }),
+};
+
+interface Exclusion {
+  dashboard?: string;
+  panel?: string;
+  targetIdx?: string;
+}
+
+export function loadExclusions(): Record<string, Exclusion[]> {
+  const file = parseYaml(readFileSync(join(DASHBOARDS_DIR, '.lint'), 'utf8')) as {
+    exclusions?: Record<string, { entries?: Exclusion[] }>;
+  };
+  return Object.fromEntries(Object.entries(file.exclusions ?? {}).map(([rule, e]) => [rule, e.entries ?? []]));
+}
+
+const excluded = (p: Problem, entries: Exclusion[]) =>
+  entries.some(
+    e =>
+      (e.dashboard === undefined || e.dashboard === p.dashboard) &&
+      (e.panel === undefined || e.panel === p.panel) &&
+      (e.targetIdx === undefined || Number(e.targetIdx) === p.targetIdx),
+  );
+
+export function lintDashboard(d: Dashboard, exclusions: Record<string, Exclusion[]> = {}): Problem[] {
+  const problems: Problem[] = [];
+  for (const [rule, check] of Object.entries(RULES)) {
+    check(d, (message, where = {}) => {
+      const problem: Problem = { rule, dashboard: d.title ?? '', message };
+      if (where.panel) problem.panel = where.panel.title ?? `#${where.panel.id}`;
+      if (where.targetIdx !== undefined) problem.targetIdx = where.targetIdx;
+      if (!excluded(problem, exclusions[rule] ?? [])) problems.push(problem);
+    });
+  }
+  return problems;
+}
+
+export const formatProblem = (p: Problem) =>
+  `[${p.rule}] ${p.dashboard}${p.panel ? ` / ${p.panel}` : ''}${p.targetIdx !== undefined ? ` #${p.targetIdx}` : ''}: ${p.message}`;

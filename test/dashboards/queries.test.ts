@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { METRIC_SPECS } from '../../src/names';
+import { type LabTarget, startLabTarget } from '../support/lab-target';
+import { scrapeMetricFamilies } from '../support/scrape';
+import { loadDashboard, queriesOf } from './dashboard-model';
+import { analyse, analyseLabelValues } from './promql';
+import { loadRules, recordedNames } from './rule-files';
+
+const overview = loadDashboard('forkwatch-overview.json');
+const queries = queriesOf(overview);
+const variableQueries = (overview.templating?.list ?? []).filter(v => v.type === 'query');
+
+/** Series names Prometheus itself writes. */
+const PROMETHEUS_SERIES = ['ALERTS', 'ALERTS_FOR_STATE', 'up'];
+
+describe('every dashboard query parses with @prometheus-io/lezer-promql', () => {
+  test('the parser reports a broken query (so a clean parse means something)', () => {
+    expect(analyse('sum by (job (rate(x_total[$__rate_interval]))').syntaxErrors).not.toEqual([]);
+    expect(analyse('rate(x_total{job=~"$job"}[$__rate_interval])').syntaxErrors).toEqual([]);
+  });
+
+  test.each(queries.map(q => [`${q.where}${q.targetIdx ? ` #${q.targetIdx}` : ''}`, q.expr]))('%s', (_, expr) => {
+    const a = analyse(expr);
+    expect(a.syntaxErrors).toEqual([]);
+    expect(a.selectors.length).toBeGreaterThan(0);
+  });
+
+  test.each(variableQueries.map(v => [v.name, v.query ?? '']))('variable %s', (_, query) => {
+    const parsed = analyseLabelValues(query);
+    if ('error' in parsed) throw new Error(parsed.error);
+    expect(parsed.selector?.syntaxErrors ?? []).toEqual([]);
+  });
+});
+
+describe('every metric name is in a real scrape of the fork lab or recorded by the rules', () => {
+  let target: LabTarget;
+  const known = new Set<string>(PROMETHEUS_SERIES);
+  const exported = new Set<string>();
+
+  beforeAll(async () => {
+    target = await startLabTarget('forked');
+    await target.runScenario();
+    const families = scrapeMetricFamilies(await (await fetch(target.metricsUrl)).text());
+    for (const [name, type] of families) {
+      const series = type === 'histogram' ? ['_bucket', '_sum', '_count'].map(s => name + s) : [name];
+      for (const s of series) exported.add(s);
+    }
+    for (const s of [...exported, ...recordedNames(loadRules())]) known.add(s);
+  });
+  afterAll(() => target?.stop());
+
+  test('the scrape holds every forkwatch metric family of src/names.ts', () => {
+    for (const spec of METRIC_SPECS) {
+      expect(exported, spec.prometheusName).toContain(spec.kind === 'histogram' ? `${spec.prometheusName}_bucket` : spec.prometheusName);
+    }
+  });
+
+  test('panels and annotations name only known series', () => {
+    const unknown = queries.flatMap(q =>
+      analyse(q.expr).selectors.flatMap(s => (s.metric && !known.has(s.metric) ? [`${q.where}: ${s.metric}`] : [])),
+    );
+    expect(unknown).toEqual([]);
+  });
+
+  test('{__name__=~…} selectors of the variables match exported series', () => {
+    for (const v of variableQueries) {
+      const parsed = analyseLabelValues(v.query ?? '');
+      if ('error' in parsed) throw new Error(parsed.error);
+      const nameRegex = parsed.selector?.selectors[0]?.matchers.find(m => m.name === '__name__' && m.op === '=~');
+      expect(nameRegex, v.name).toBeDefined();
+      const matching = [...exported].filter(s => new RegExp(`^(?:${nameRegex?.value})$`).test(s));
+      expect(matching.length, v.name).toBeGreaterThan(0);
+    }
+  });
+
+  test('every forkwatch metric is on the dashboard', () => {
+    const used = new Set(queries.flatMap(q => analyse(q.expr).selectors.flatMap(s => s.metric ?? [])));
+    for (const spec of METRIC_SPECS) {
+      const names = spec.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map(s => spec.prometheusName + s) : [spec.prometheusName];
+      expect(names.some(n => used.has(n)), spec.prometheusName).toBe(true);
+    }
+  });
+
+  test('label values in matchers are values the instrumentation can emit', () => {
+    const bad: string[] = [];
+    for (const q of queries) {
+      for (const s of analyse(q.expr).selectors) {
+        const spec = METRIC_SPECS.find(m => s.metric === m.prometheusName);
+        for (const m of s.matchers) {
+          const allowed = spec?.labels[m.name];
+          if (!allowed || m.value.includes('$')) continue;
+          const values = m.op === '=~' || m.op === '!~' ? m.value.split('|') : [m.value];
+          for (const v of values) if (!allowed.includes(v)) bad.push(`${q.where}: ${s.metric}{${m.name}} "${v}"`);
+        }
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+});
