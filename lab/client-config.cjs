@@ -13,6 +13,7 @@ function readConfig() {
     verdictTimeoutMs: config.verdictTimeoutMs ?? 1500,
     metricsPort: config.metricsPort,
     resolveFrom: config.resolveFrom,
+    sdkLine: config.sdk ?? 'v1',
     forkwatchEntry: config.forkwatchEntry ?? path.join(__dirname, '../build/src/index.js'),
     instrumentation: { verdictTimeoutMs: config.verdictTimeoutMs ?? 1500, ...config.instrumentation },
   };

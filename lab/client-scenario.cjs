@@ -29,7 +29,10 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
     reconnectionOptions: { initialReconnectionDelay: 300, maxReconnectionDelay: 600, reconnectionDelayGrowFactor: 1, maxRetries: 2 },
   });
   const client = new Client({ name: 'fork-lab-app', version: '1.0.0' });
-  client.setNotificationHandler(LoggingMessageNotificationSchema, n => received.push(n.params.data));
+  const onLog = n => received.push(n.params.data);
+  // 1.x takes the notification's schema, 2.x its method name.
+  if (LoggingMessageNotificationSchema) client.setNotificationHandler(LoggingMessageNotificationSchema, onLog);
+  else client.setNotificationHandler('notifications/message', onLog);
   client.onerror = error => errors.push({ name: error?.name, message: String(error?.message ?? error) });
 
   const emit = async count => {

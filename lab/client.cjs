@@ -12,11 +12,14 @@ async function main() {
     metricsPort: config.metricsPort,
   });
   const load = sdkLoader(config.resolveFrom);
-  const sdk = {
-    ...load('@modelcontextprotocol/sdk/client/index.js'),
-    ...load('@modelcontextprotocol/sdk/client/streamableHttp.js'),
-    ...load('@modelcontextprotocol/sdk/types.js'),
-  };
+  const sdk =
+    config.sdkLine === 'v2'
+      ? { ...load('@modelcontextprotocol/client') }
+      : {
+          ...load('@modelcontextprotocol/sdk/client/index.js'),
+          ...load('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+          ...load('@modelcontextprotocol/sdk/types.js'),
+        };
   const report = await runScenario({ sdk, telemetry, ...config });
   writeReport({ ...report, moduleSystem: 'cjs', forkInfos, sdkPatched: sdk.StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true });
   await telemetry.shutdown();

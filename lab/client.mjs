@@ -15,11 +15,14 @@ const telemetry = setupTelemetry({
 });
 try {
   const load = sdkLoader(config.resolveFrom, 'esm');
-  const sdk = {
-    ...(await load('@modelcontextprotocol/sdk/client/index.js')),
-    ...(await load('@modelcontextprotocol/sdk/client/streamableHttp.js')),
-    ...(await load('@modelcontextprotocol/sdk/types.js')),
-  };
+  const sdk =
+    config.sdkLine === 'v2'
+      ? { ...(await import('@modelcontextprotocol/client')) }
+      : {
+          ...(await load('@modelcontextprotocol/sdk/client/index.js')),
+          ...(await load('@modelcontextprotocol/sdk/client/streamableHttp.js')),
+          ...(await load('@modelcontextprotocol/sdk/types.js')),
+        };
   const report = await runScenario({ sdk, telemetry, ...config });
   writeReport({ ...report, moduleSystem: 'esm', forkInfos, sdkPatched: sdk.StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true });
   await telemetry.shutdown();

@@ -118,6 +118,7 @@ export async function runLabScenario(name, options = {}) {
         instrumentation: { ...scenario.instrumentation, ...options.instrumentation },
         metricsPort: options.metricsPort,
         resolveFrom: options.resolveFrom,
+        sdk: options.sdk,
       }),
     };
     const { code, stderr } = await new Promise(resolve => {

@@ -22,15 +22,15 @@ export function overviewSpec(data) {
   const long = rates.flatMap(r =>
     Object.keys(SERIES_COLORS).map(series => ({ seconds: r.seconds, series, value: r[series] })),
   );
-  const buckets = data.gapHistogram.map(b => ({ ...b, bucket: b.le === '+Inf' ? '> 600 s' : `≤ ${b.le} s` }));
-  const axisX = { title: `seconds since the first forked run (step ${data.stepSeconds} s)` };
+  const buckets = data.gapHistogram.map(b => ({ ...b, bucket: b.le }));
+  const axisX = { title: `seconds into the run (step ${data.stepSeconds} s, rate over ${data.rateInterval})` };
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     background: 'white',
     padding: 16,
     title: {
-      text: `Forkwatch / Overview — ${data.source}, "${data.scenario}" scenario`,
-      subtitle: 'HTTP dashboards see every 2xx resume; the shaded gap is what was lost behind those 200s.',
+      text: `Forkwatch / Overview — ${data.source}, ${data.scenario} scenario (job="${data.job}")`,
+      subtitle: 'HTTP dashboards count every 2xx resume as success; the shaded gap down to the lossless resumes is what was lost behind those 200s.',
       anchor: 'start',
       fontSize: 16,
     },
@@ -67,13 +67,19 @@ export function overviewSpec(data) {
         ],
       },
       {
-        width: 300,
+        width: 420,
         height: 300,
         title: 'Resume gap time (client), resumes per bucket',
         data: { values: buckets },
         mark: { type: 'bar', color: '#5794f2' },
         encoding: {
-          x: { field: 'bucket', type: 'ordinal', sort: { field: 'upper' }, title: 'gap (histogram bucket)', axis: { labelAngle: 0 } },
+          x: {
+            field: 'bucket',
+            type: 'ordinal',
+            sort: { field: 'upper' },
+            title: 'gap ≤ le (seconds, histogram bucket)',
+            axis: { labelAngle: -45 },
+          },
           y: { field: 'count', type: 'quantitative', title: 'resumes in the run' },
         },
       },

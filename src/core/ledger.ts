@@ -25,6 +25,8 @@ export class SessionRecord {
   lostAt: number | undefined = undefined;
   /** When (monotonic ms) the session last did anything. */
   lastActiveAt: number;
+  /** lastActiveAt when the record was last moved to the young end of the ledger's recency order. */
+  placedAt: number;
   /** Resume attempts made for this session. */
   resumeAttempts = 0;
   private readonly ring: Float64Array;
@@ -38,6 +40,7 @@ export class SessionRecord {
   ) {
     this.ring = new Float64Array(Math.max(1, capacity));
     this.lastActiveAt = now;
+    this.placedAt = now;
   }
 
   /** True when `id` is among the ids recently consumed in this session. */
@@ -101,6 +104,7 @@ export class SessionLedger {
       record = new SessionRecord(key, this.limits.recentIds, now);
     }
     record.lastActiveAt = now;
+    record.placedAt = now;
     this.sessions.set(key, record);
     this.evict(now);
     return record;
@@ -114,13 +118,24 @@ export class SessionLedger {
     this.sessions.clear();
   }
 
-  /** Drops sessions over the count limit and idle sessions at the old end of the recency order. */
+  /**
+   * Drops idle sessions and sessions over the count limit, oldest first. Frames update a session's activity
+   * without reordering the map (that would cost a delete and a set per frame), so a session that was active
+   * since it was placed gets a second chance: it moves to the young end instead of being evicted.
+   */
   evict(now: number): void {
     for (const [key, record] of this.sessions) {
-      const overCount = this.sessions.size > this.limits.maxSessions;
       const idle = now - record.lastActiveAt > this.limits.maxIdleMs;
-      if (!overCount && !idle) break;
+      if (idle) {
+        this.sessions.delete(key);
+        continue;
+      }
+      if (this.sessions.size <= this.limits.maxSessions) break;
       this.sessions.delete(key);
+      if (record.lastActiveAt > record.placedAt) {
+        record.placedAt = record.lastActiveAt;
+        this.sessions.set(key, record);
+      }
     }
   }
 }

@@ -229,3 +229,16 @@ describe('SessionLedger eviction', () => {
     );
   });
 });
+
+describe('SessionLedger second chance', () => {
+  test('keeps a session that stayed busy since it was touched and evicts an idle-since-touch one instead', () => {
+    const ledger = new SessionLedger({ maxSessions: 2, maxIdleMs: 60_000, recentIds: 4 });
+    const busy = ledger.touch('busy', 0);
+    ledger.touch('quiet', 1);
+    busy.consume('frame-1', 5); // activity after placement, without a touch
+    ledger.touch('new', 10);
+    expect(ledger.peek('busy')).toBeDefined();
+    expect(ledger.peek('quiet')).toBeUndefined();
+    expect(ledger.size).toBe(2);
+  });
+});

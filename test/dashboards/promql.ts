@@ -1,9 +1,11 @@
 /**
- * PromQL analysis with @prometheus-io/lezer-promql (the grammar Prometheus' own UI uses). Node names are those of
- * version 0.315.0, pinned in package.json: they changed between releases.
+ * PromQL analysis for the dashboard lint, with @prometheus-io/lezer-promql (the grammar Prometheus' own UI uses;
+ * node names are those of the pinned 0.315.0). Beyond test/support/promql.ts it expands Grafana variables first and
+ * records the context dashboard-linter's rules need: which function takes each range selector, and its range.
  */
 import type { SyntaxNode } from '@lezer/common';
 import { parser } from '@prometheus-io/lezer-promql';
+import { unquote } from '../support/promql';
 
 /**
  * Grafana variables cannot be parsed, so they are replaced by sample values first, outside double-quoted strings
@@ -75,7 +77,7 @@ export function analyse(rawExpr: string): Analysis {
       const matchers = (n.getChild('LabelMatchers')?.getChildren('UnquotedLabelMatcher') ?? []).map(m => ({
         name: text(m.getChild('LabelName')),
         op: text(m.getChild('MatchOp')),
-        value: JSON.parse(text(m.getChild('StringLiteral')) || '""') as string,
+        value: unquote(text(m.getChild('StringLiteral')) || '""'),
       }));
       const id = n.getChild('Identifier');
       const byName = matchers.find(m => m.name === '__name__' && m.op === '=');

@@ -72,7 +72,7 @@ describe('single process', () => {
 
   test('the same store when the response shares the priming event\'s millisecond: the response is lost', async () => {
     const server = await fixture('sdk-server.mjs', ['--store', 'sdk-example', '--same-millisecond']);
-    const { code, report } = await probe(server.url, '--resumes', '2');
+    const { code, report } = await probe(server.url, '--resumes', '2', '--timeout', '800');
     expect(code).toBe(1);
     expect(report.conditions.event_ids.status).toBe('pass');
     expect(report.conditions.replay.status).toBe('fail');
@@ -98,7 +98,7 @@ describe('two processes behind a round-robin proxy', () => {
     const b = await fixture('sdk-server.mjs', ['--store', 'forgiving', '--hydrate']);
     const proxy = await startRoundRobinProxy([a.port, b.port]);
     proxies.push(proxy);
-    const { code, report } = await probe(proxy.url, '--resumes', '10');
+    const { code, report } = await probe(proxy.url, '--resumes', '10', '--timeout', '1000');
     expect(code).toBe(1);
     // Both replicas answered resumes.
     expect(new Set(proxy.routed)).toEqual(new Set([a.port, b.port]));

@@ -27,7 +27,8 @@ export function renderText(report: ProbeReport): string {
   const lines: string[] = [];
   lines.push(`forkwatch probe ${report.target}`);
   const negotiated = report.protocol.negotiated ?? 'none';
-  const session = report.session.id === null ? 'no session' : `session ${displayEventId(report.session.id, 12)}`;
+  // A prefix is enough to find the session in server logs.
+  const session = report.session.id === null ? 'no session' : `session ${displayEventId(report.session.id.slice(0, 8))}…`;
   lines.push(`  protocol ${negotiated} (asked ${report.protocol.requested}), ${session}`);
   if (report.cursor.real !== null) lines.push(`  cursor ${displayEventId(report.cursor.real, 80)}`);
   lines.push('');

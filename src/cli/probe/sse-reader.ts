@@ -18,24 +18,23 @@ export type SseRead = { kind: 'frame'; frame: SseFrame } | { kind: 'eof' } | { k
 /** Frames above this many characters of data are cut: the probe only needs small JSON-RPC messages. */
 const MAX_DATA_CHARS = 1 << 20;
 
-/** Collects `data:` lines per frame, following the SSE line rules (CR, LF or CRLF; BOM at the start). */
+/** Collects `data:` lines per frame, following the SSE line rules (CR, LF or CRLF). */
 class DataCollector {
   private readonly decoder = new TextDecoder();
   private pending = '';
   private lines: string[] = [];
-  private started = false;
   private skipLf = false;
   readonly completed: string[] = [];
 
   push(chunk: Uint8Array): void {
+    // TextDecoder drops a leading BOM itself, as the SDK's TextDecoderStream does.
     let text = this.decoder.decode(chunk, { stream: true });
-    if (!this.started && text.length > 0) {
-      this.started = true;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-    }
     // A CR that ended the last chunk may be the first half of a CRLF.
-    if (this.skipLf && text.startsWith('\n')) text = text.slice(1);
-    if (text.length > 0) this.skipLf = text.endsWith('\r');
+    if (this.skipLf && text.length > 0) {
+      if (text.startsWith('\n')) text = text.slice(1);
+      this.skipLf = false;
+    }
+    if (text.endsWith('\r')) this.skipLf = true;
     const parts = (this.pending + text).split(/\r\n|\r|\n/);
     this.pending = parts.pop() ?? '';
     // A server that never ends a line must not grow memory without bound.

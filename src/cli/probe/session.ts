@@ -1,0 +1,86 @@
+/**
+ * Opening the probe's session as a client would: `initialize`, then `notifications/initialized`. Decides early
+ * when there is nothing to probe: unreachable, not authorized, or a protocol version without resumption.
+ */
+import { type McpHttp } from './mcp-http';
+import { FIRST_UNRESUMABLE_VERSION, RESUMABLE_PROTOCOL_VERSIONS } from './options';
+import { type ConditionName, type ConditionResult, allConditions } from './report';
+import type { SseFrame } from './sse-reader';
+
+export const PROBE_CLIENT_INFO = { name: 'forkwatch-probe', version: '1' };
+const INITIALIZE_ID = 'forkwatch-probe-initialize';
+
+export type SessionOutcome =
+  | { kind: 'open'; negotiated: string; initFrames: SseFrame[]; notes: string[] }
+  | {
+      kind: 'stop';
+      conditions: Record<ConditionName, ConditionResult>;
+      negotiated?: string;
+      serverSupported?: string[];
+    };
+
+const stop = (status: ConditionResult['status'], detail: string, extra: Partial<SessionOutcome> = {}): SessionOutcome => ({
+  kind: 'stop',
+  conditions: allConditions(status, detail),
+  ...extra,
+});
+
+/** On success, `http` carries the session id and protocol version for every later request. */
+export async function openSession(http: McpHttp, protocolVersion: string): Promise<SessionOutcome> {
+  const init = await http.send('initialize', 'POST', {
+    message: {
+      jsonrpc: '2.0',
+      id: INITIALIZE_ID,
+      method: 'initialize',
+      params: { protocolVersion, capabilities: {}, clientInfo: PROBE_CLIENT_INFO },
+    },
+  });
+  if (init.status === 0) return stop('not_tested', `initialize: ${init.error}`);
+  if (init.status === 401 || init.status === 403) {
+    await init.close();
+    const challenge = init.headers?.get('www-authenticate');
+    const hint = `${challenge ? ` (${challenge})` : ''}; pass --bearer or -H 'Name: value'`;
+    return stop('not_tested', `initialize answered ${init.status}: not authorized${hint}`);
+  }
+  if (init.status >= 300 && init.status < 400) {
+    await init.close();
+    const location = init.headers?.get('location');
+    return stop('not_tested', `initialize answered ${init.status}${location ? ` → ${location}` : ''}: probe the final URL`);
+  }
+
+  const read = await http.readResponse(init, INITIALIZE_ID, http.deadline());
+  const error = read.message?.error as { message?: string; data?: { supported?: unknown } } | undefined;
+  if (error !== undefined || init.status < 200 || init.status >= 300) {
+    // 2026-07-28-only servers refuse 2025 versions with the list of what they speak.
+    const supported = Array.isArray(error?.data?.supported) ? error.data.supported.filter(isString) : undefined;
+    const extra = supported ? { serverSupported: supported } : {};
+    if (supported && supported.length > 0 && supported.every(v => v >= FIRST_UNRESUMABLE_VERSION)) {
+      return stop('not_applicable', `server speaks only ${supported.join(', ')}: no sessions, no Last-Event-ID resumption`, extra);
+    }
+    return stop('not_tested', `initialize answered ${init.status}: ${error?.message ?? read.error ?? ''}`.trim(), extra);
+  }
+
+  const result = read.message?.result as { protocolVersion?: unknown } | undefined;
+  const negotiated = isString(result?.protocolVersion) ? result.protocolVersion : undefined;
+  if (negotiated === undefined) return stop('not_tested', 'initialize result carries no protocolVersion');
+  if (!(RESUMABLE_PROTOCOL_VERSIONS as readonly string[]).includes(negotiated)) {
+    return stop('not_applicable', `server negotiated ${negotiated}, which has no Last-Event-ID resumption`, { negotiated });
+  }
+
+  http.sessionId = init.headers?.get('mcp-session-id') ?? undefined;
+  http.protocolVersion = negotiated;
+  const notes: string[] = [];
+  if (http.sessionId === undefined) notes.push('no Mcp-Session-Id: the server runs without sessions');
+  if (negotiated !== protocolVersion) notes.push(`asked for ${protocolVersion}, server chose ${negotiated}`);
+
+  const initialized = await http.send('initialized', 'POST', { message: { jsonrpc: '2.0', method: 'notifications/initialized' } });
+  await initialized.close();
+  if (initialized.status < 200 || initialized.status >= 300) {
+    notes.push(`notifications/initialized answered ${initialized.status || initialized.error}`);
+  }
+  return { kind: 'open', negotiated, initFrames: read.frames, notes };
+}
+
+function isString(value: unknown): value is string {
+  return typeof value === 'string';
+}

@@ -1,0 +1,139 @@
+/**
+ * promtool on the real rule files: `check rules`, `test rules` on every unit test in alerts/tests, a coverage check
+ * (every alert has a firing case with exact labels and annotations, and a silent one), and mutations proving the unit
+ * tests would notice: an alert that never fires, a dropped `for`, a dropped counter-born-at-1 guard, a dropped
+ * traffic floor.
+ */
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse, parseDocument } from 'yaml';
+import { describe, expect, test } from 'vitest';
+import { BIN, runTool } from '../support/prometheus';
+
+const ALERTS_DIR = join(__dirname, '../../alerts');
+const RULE_FILES = readdirSync(ALERTS_DIR).filter(f => /\.rules\.ya?ml$/.test(f)).sort();
+const TEST_FILES = readdirSync(join(ALERTS_DIR, 'tests')).filter(f => /\.ya?ml$/.test(f)).sort();
+const ALERT_FILE = 'forkwatch-alerts.rules.yml';
+
+interface AlertRule {
+  alert?: string;
+  expr: string;
+  for?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+const alertRules: AlertRule[] = (parse(readFileSync(join(ALERTS_DIR, ALERT_FILE), 'utf8')) as { groups: { rules: AlertRule[] }[] }).groups
+  .flatMap(g => g.rules)
+  .filter(r => r.alert);
+const ALERT_NAMES = [...new Set(alertRules.map(r => r.alert as string))].sort();
+
+interface UnitTests {
+  rule_files: string[];
+  tests: {
+    name?: string;
+    alert_rule_test?: {
+      alertname: string;
+      eval_time: string;
+      exp_alerts?: { exp_labels?: Record<string, string>; exp_annotations?: Record<string, string> }[];
+    }[];
+  }[];
+}
+const unitTests = new Map(TEST_FILES.map(f => [f, parse(readFileSync(join(ALERTS_DIR, 'tests', f), 'utf8')) as UnitTests]));
+const testFilesFor = (alert: string) =>
+  TEST_FILES.filter(f => unitTests.get(f)!.tests.some(t => t.alert_rule_test?.some(a => a.alertname === alert)));
+
+describe('promtool check rules', () => {
+  test('both rule files are valid and lint-clean (duplicate rules included)', async () => {
+    expect(RULE_FILES).toEqual(['forkwatch-alerts.rules.yml', 'forkwatch-recording.rules.yml']);
+    const res = await runTool(BIN.promtool, ['check', 'rules', ...RULE_FILES.map(f => join(ALERTS_DIR, f))]);
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    expect(res.stdout.match(/SUCCESS: \d+ rules found/g)).toHaveLength(RULE_FILES.length);
+  });
+});
+
+describe('promtool test rules', () => {
+  test.each(TEST_FILES)('%s passes', async file => {
+    const res = await runTool(BIN.promtool, ['test', 'rules', file], { cwd: join(ALERTS_DIR, 'tests') });
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    expect(res.stdout).toContain('SUCCESS');
+  });
+
+  test('every unit test file loads both rule files', () => {
+    for (const [file, t] of unitTests) {
+      expect([...t.rule_files].sort(), file).toEqual(RULE_FILES.map(f => `../${f}`).sort());
+    }
+  });
+
+  test.each(ALERT_NAMES)('%s: a firing case with exact labels and all annotations, and a silent case', alert => {
+    const cases = [...unitTests.values()].flatMap(t => t.tests.flatMap(c => c.alert_rule_test ?? [])).filter(a => a.alertname === alert);
+    const firing = cases.filter(c => (c.exp_alerts ?? []).length > 0);
+    const silent = cases.filter(c => (c.exp_alerts ?? []).length === 0);
+    expect(firing.length, 'firing cases').toBeGreaterThan(0);
+    expect(silent.length, 'silent cases').toBeGreaterThan(0);
+    const ruleAnnotations = new Set(alertRules.filter(r => r.alert === alert).flatMap(r => Object.keys(r.annotations ?? {})));
+    expect([...ruleAnnotations].sort()).toEqual(['dashboard_url', 'description', 'runbook_url', 'summary']);
+    for (const c of firing) {
+      for (const e of c.exp_alerts!) {
+        expect(Object.keys(e.exp_annotations ?? {}).sort(), `${alert} at ${c.eval_time}`).toEqual([...ruleAnnotations].sort());
+        expect(e.exp_labels?.severity, `${alert} at ${c.eval_time}`).toMatch(/^(critical|warning)$/);
+      }
+    }
+  });
+});
+
+/** Copies alerts/ to a temp dir, applies `mutate` to the alert rules, runs the given unit test files there. */
+async function runMutated(files: string[], mutate: (rule: AlertRule) => Partial<AlertRule> | undefined): Promise<{ code: number | null; out: string }> {
+  const dir = await mkdtemp(join(tmpdir(), 'forkwatch-mutant-'));
+  try {
+    await cp(ALERTS_DIR, dir, { recursive: true });
+    const doc = parseDocument(await readFile(join(ALERTS_DIR, ALERT_FILE), 'utf8'));
+    const groups = doc.toJS().groups as { rules: AlertRule[] }[];
+    let changed = 0;
+    groups.forEach((g, gi) =>
+      g.rules.forEach((r, ri) => {
+        const patch = r.alert ? mutate(r) : undefined;
+        if (!patch) return;
+        for (const [k, v] of Object.entries(patch)) doc.setIn(['groups', gi, 'rules', ri, k], v);
+        changed++;
+      }),
+    );
+    if (changed === 0) throw new Error('mutation changed nothing');
+    await writeFile(join(dir, ALERT_FILE), doc.toString());
+    const res = await runTool(BIN.promtool, ['test', 'rules', ...files], { cwd: join(dir, 'tests') });
+    return { code: res.code, out: res.stdout + res.stderr };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('the unit tests catch broken rules (mutations)', () => {
+  test.concurrent.each(ALERT_NAMES)('%s never firing fails its unit tests', async alert => {
+    const res = await runMutated(testFilesFor(alert), r => (r.alert === alert ? { expr: 'vector(1) < 0' } : undefined));
+    expect(res.code, res.out).not.toBe(0);
+  });
+
+  test.concurrent.each(ALERT_NAMES)('%s without its `for` fails its unit tests', async alert => {
+    const res = await runMutated(testFilesFor(alert), r => (r.alert === alert ? { for: '0s' } : undefined));
+    expect(res.code, res.out).not.toBe(0);
+  });
+
+  test.concurrent.each([
+    ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'job, transport, reason'],
+    ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'job, transport'],
+  ])('%s without the counter-born-at-1 guard fails its unit tests', async (alert, metric, by) => {
+    const plain = `sum by (${by}) (increase(${metric}[10m])) > 0`;
+    const res = await runMutated(testFilesFor(alert), r => (r.alert === alert ? { expr: plain } : undefined));
+    expect(res.code, res.out).not.toBe(0);
+    expect(res.out).toMatch(/born-at-1/);
+  });
+
+  test('ForkwatchResumeLossBudgetBurn without its traffic floor fails its unit tests', async () => {
+    const res = await runMutated(testFilesFor('ForkwatchResumeLossBudgetBurn'), r =>
+      r.alert === 'ForkwatchResumeLossBudgetBurn' ? { expr: r.expr.replace(/\s*and on \(job\)\s*sum by \(job\) \(increase[^\n]*/, '') } : undefined,
+    );
+    expect(res.code, res.out).not.toBe(0);
+    expect(res.out).toMatch(/low traffic/);
+  });
+});

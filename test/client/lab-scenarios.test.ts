@@ -1,0 +1,102 @@
+/**
+ * The client instrumentation against the real MCP SDK client and servers on 127.0.0.1, through a proxy that
+ * really cuts the SSE connection mid-frame. Every scenario runs in a CommonJS and in an ESM client process.
+ */
+import { describe, expect, test } from 'vitest';
+import { METRICS } from '../../src/names';
+import { firstFrameEvents, resumeSpans, runLabScenario, sample } from '../support/lab';
+
+const resumes = METRICS.clientResumes.prometheusName;
+const forks = METRICS.clientForks.prometheusName;
+const duplicates = METRICS.clientDuplicateEvents.prometheusName;
+const t = { transport: 'streamable_http' };
+
+describe.each(['cjs', 'esm'] as const)('fork lab, %s client', moduleSystem => {
+  test('a true resume on one process: resumed, and no frame lost, reordered or altered', async () => {
+    const r = await runLabScenario('healthy', { moduleSystem });
+    expect(r.sdkPatched).toBe(true);
+    expect(r.lost).toEqual([]);
+    expect(r.received.map(d => d.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(r.duplicatesSeenByApp).toBe(0);
+    expect(sample(r.metrics, resumes, { ...t, outcome: 'resumed' })).toBe(1);
+    expect(sample(r.metrics, resumes, { ...t, outcome: 'forked' })).toBe(0);
+    expect(sample(r.metrics, duplicates, t)).toBe(0);
+    const [cursorEvent] = resumeSpans(r)[0]!.events;
+    expect(cursorEvent!.name).toBe('forkwatch.resume.cursor');
+    expect(cursorEvent!.attributes['forkwatch.resume.cursor']).toBe(r.httpLog.find(e => e.kind === 'resume')!.lastEventId);
+    expect(cursorEvent!.attributes['forkwatch.session.hash']).toMatch(/^[0-9a-f]{16}$/);
+    expect(firstFrameEvents(r)[0]).toMatchObject({
+      'forkwatch.resume.verdict': 'resumed',
+      'forkwatch.continuity.verified': true,
+      'forkwatch.codec': 'sdk',
+    });
+    expect(sample(r.metrics, `${METRICS.clientResumeGapSeconds.prometheusName}_count`)).toBe(1);
+  });
+
+  test('a silent 200 from a process without the log: inconclusive, then cursor_dropped on the next reconnect', async () => {
+    const r = await runLabScenario('silent-fork', { moduleSystem });
+    expect(r.lost).toEqual([4, 5, 6]);
+    expect(r.httpLog.filter(e => e.kind === 'resume').map(e => e.status)).toEqual([200]);
+    expect(sample(r.metrics, resumes, { ...t, outcome: 'inconclusive' })).toBe(1);
+    expect(sample(r.metrics, forks, { ...t, reason: 'cursor_dropped' })).toBe(1);
+    expect(firstFrameEvents(r)[0]).toMatchObject({ 'forkwatch.resume.outcome': 'inconclusive', 'forkwatch.resume.reason': 'timeout' });
+    const dropped = resumeSpans(r)[1]!;
+    expect(dropped.status).toBe(2); // SpanStatusCode.ERROR
+    expect(dropped.events[0]!.attributes['forkwatch.resume.cursor_held']).toBe(true);
+  });
+
+  test('a fresh stream with live events, SDK-format ids: forked on the first frame, stream_changed', async () => {
+    const r = await runLabScenario('live-fork-sdk-ids', { moduleSystem });
+    expect(r.received.some(d => d.origin === 'B')).toBe(true);
+    expect(r.lost.length).toBeGreaterThan(0);
+    expect(sample(r.metrics, forks, { ...t, reason: 'stream_changed' })).toBe(1);
+    expect(r.forkInfos.map(f => f.reason)).toEqual(['stream_changed']);
+    expect(String(firstFrameEvents(r)[0]!['forkwatch.resume.first_event_id'])).toMatch(/^_GET_stream_\d+_/);
+  });
+
+  test('integer ids starting again from 1: forked, id_regressed (cursor > 1, first id 1)', async () => {
+    const r = await runLabScenario('live-fork-integer-ids', { moduleSystem });
+    expect(r.lost).toEqual([4, 5, 6]);
+    expect(sample(r.metrics, forks, { ...t, reason: 'id_regressed' })).toBe(1);
+    expect(firstFrameEvents(r)[0]!['forkwatch.resume.first_event_id']).toBe('1');
+    expect(Number(r.httpLog.find(e => e.kind === 'resume')!.lastEventId)).toBeGreaterThan(1);
+  });
+
+  test('a process without an event store ignores the cursor: forked, id_missing', async () => {
+    const r = await runLabScenario('live-fork-no-store', { moduleSystem });
+    expect(r.lost).toEqual([4, 5, 6]);
+    expect(sample(r.metrics, forks, { ...t, reason: 'id_missing' })).toBe(1);
+    expect(sample(r.metrics, resumes, { ...t, outcome: 'forked' })).toBe(1);
+  });
+
+  test('a second reconnect after a fork delivers duplicates, and they are counted', async () => {
+    const r = await runLabScenario('fork-then-return', { moduleSystem });
+    expect(r.duplicatesSeenByApp).toBeGreaterThan(0);
+    expect(sample(r.metrics, duplicates, t)).toBeGreaterThanOrEqual(r.duplicatesSeenByApp);
+    expect(r.forkInfos.map(f => f.reason)).toEqual(['id_regressed', 'id_reused']);
+  });
+
+  test('fail-loud mode: no forked frame reaches the app, which gets StreamForkDetected', async () => {
+    const r = await runLabScenario('fail-loud', { moduleSystem });
+    expect(r.received.filter(d => d.origin === 'B')).toEqual([]);
+    const fork = r.errors.find(e => e.name === 'StreamForkDetected');
+    expect(fork?.message).toContain('id_regressed');
+    expect(sample(r.metrics, forks, { ...t, reason: 'id_regressed' })).toBe(1);
+    // The SDK did not quietly reconnect the cut stream: one resume only.
+    expect(r.httpLog.filter(e => e.kind === 'resume' || (e.kind === 'get' && e.target === 'B'))).toHaveLength(1);
+  });
+
+  test.each([
+    ['rejected-400', 400],
+    ['rejected-404', 404],
+    ['rejected-409', 409],
+  ])('a resume answered %s: rejected', async (scenario, status) => {
+    const r = await runLabScenario(scenario, { moduleSystem });
+    const answered = r.httpLog.filter(e => e.kind === 'resume').map(e => e.status);
+    expect(answered.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(answered)).toEqual(new Set([status]));
+    expect(sample(r.metrics, resumes, { ...t, outcome: 'rejected' })).toBe(answered.length);
+    expect(sample(r.metrics, resumes, { ...t, outcome: 'forked' })).toBe(0);
+    expect(resumeSpans(r).map(s => s.attributes['http.response.status_code'])).toEqual(answered);
+  });
+});

@@ -1,0 +1,165 @@
+/** The probe's pure parts: arguments, bogus cursors, verdicts, Prometheus text. */
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { detectCodec } from '../../src/core/codecs';
+import { SHAPELESS_BOGUS_CURSOR, bogusCursor } from '../../src/cli/probe/bogus-cursor';
+import { DEFAULTS, parseProbeArgs } from '../../src/cli/probe/options';
+import { probeMetricNames, pushgatewayUrl, renderPrometheus, writePromFile } from '../../src/cli/probe/prometheus';
+import {
+  CONDITIONS,
+  type ConditionResult,
+  EXIT_CODES,
+  type ProbeReport,
+  allConditions,
+  decideVerdict,
+  summarizeResumes,
+} from '../../src/cli/probe/report';
+
+describe('parseProbeArgs', () => {
+  const parse = (args: string[], env: NodeJS.ProcessEnv = {}) => {
+    const parsed = parseProbeArgs(args, env);
+    if (parsed.kind !== 'options') throw new Error(`expected options, got ${JSON.stringify(parsed)}`);
+    return parsed.options;
+  };
+
+  test('defaults', () => {
+    const o = parse(['http://127.0.0.1:1/mcp']);
+    expect(o).toMatchObject({ timeoutMs: DEFAULTS.timeoutMs, resumes: DEFAULTS.resumes, protocolVersion: '2025-11-25', json: false, headers: {} });
+    expect(o.promFile).toBeUndefined();
+  });
+
+  test('headers, bearer token (flag over environment), URL credentials as Basic', () => {
+    const o = parse(['https://u%40x:p%3Aw@h.example/mcp?k=1', '-H', 'X-A: 1', '--header', 'x-b:two: parts', '--bearer', 'flag'], {
+      FORKWATCH_PROBE_TOKEN: 'env',
+    });
+    expect(o.headers).toEqual({ 'x-a': '1', 'x-b': 'two: parts', authorization: 'Bearer flag' });
+    expect(parse(['http://h/'], { FORKWATCH_PROBE_TOKEN: 'env' }).headers.authorization).toBe('Bearer env');
+    const basic = parse(['https://u%40x:p%3Aw@h.example/mcp']);
+    expect(basic.headers.authorization).toBe(`Basic ${Buffer.from('u@x:p:w').toString('base64')}`);
+    expect(basic.url.href).toBe('https://h.example/mcp');
+  });
+
+  test.each([
+    [[], 'expected exactly one <url>'],
+    [['ftp://h/'], 'not an http(s) URL'],
+    [['http://h/', '--timeout', '0'], '--timeout'],
+    [['http://h/', '--resumes', 'x'], '--resumes'],
+    [['http://h/', '--protocol-version', '2026-07-28'], '--protocol-version'],
+    [['http://h/', '-H', 'no colon'], 'bad header'],
+    [['http://h/', '--nope'], 'nope'],
+  ])('rejects %j', (args, message) => {
+    const parsed = parseProbeArgs(args, {});
+    expect(parsed.kind).toBe('error');
+    expect(parsed.kind === 'error' && parsed.message).toContain(message);
+  });
+});
+
+describe('bogusCursor', () => {
+  test.each([
+    ['sdk', 'b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d_1796021149499_86k2o2n4'],
+    ['mcp-proxy', 'b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d_1796021149499_00a1_x9z'],
+    ['hex-sequence', 'b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d:00000001'],
+    ['integer', '42'],
+  ])('keeps the %s format and never returns the real cursor', (codec, real) => {
+    const bogus = bogusCursor(real);
+    expect(bogus).not.toBe(real);
+    expect(detectCodec(bogus)?.name).toBe(codec);
+    expect(detectCodec(real)?.name).toBe(codec);
+  });
+
+  test('avoids ids already seen, and has a fallback when there is nothing to imitate', () => {
+    const real = 'abc:0001';
+    const first = bogusCursor(real);
+    expect(bogusCursor(real, new Set([first]))).not.toBe(first);
+    expect(bogusCursor(undefined)).toBe(SHAPELESS_BOGUS_CURSOR);
+  });
+});
+
+describe('verdict and exit codes', () => {
+  const with_ = (overrides: Partial<Record<(typeof CONDITIONS)[number], ConditionResult['status']>>) => {
+    const conditions = allConditions('pass', '');
+    for (const [name, status] of Object.entries(overrides)) conditions[name as keyof typeof conditions] = { status: status!, detail: '' };
+    return conditions;
+  };
+
+  test('all pass → resumable (0); any fail → not resumable (1), even next to untested ones', () => {
+    expect(decideVerdict(with_({}))).toBe('resumable');
+    expect(decideVerdict(with_({ bogus_cursor_refused: 'fail', replay: 'not_tested' }))).toBe('not_resumable');
+    expect(EXIT_CODES.resumable).toBe(0);
+    expect(EXIT_CODES.not_resumable).toBe(1);
+  });
+
+  test('untested without a failure → could not test (2); all not applicable → not applicable (2)', () => {
+    expect(decideVerdict(with_({ repeated_resumes: 'not_tested' }))).toBe('untestable');
+    expect(decideVerdict(allConditions('not_applicable', ''))).toBe('not_applicable');
+    expect(EXIT_CODES.untestable).toBe(2);
+    expect(EXIT_CODES.not_applicable).toBe(2);
+  });
+
+  test('resume summary: outcomes, forked share, statuses and first ids', () => {
+    const base = { conflictRetries: 0, ms: 1, detail: '' };
+    const s = summarizeResumes([
+      { ...base, attempt: 1, status: 200, outcome: 'resumed', firstEventId: 's:2' },
+      { ...base, attempt: 2, status: 200, outcome: 'forked' },
+      { ...base, attempt: 3, status: 200, outcome: 'forked', firstEventId: null },
+      { ...base, attempt: 4, status: 404, outcome: 'rejected' },
+    ]);
+    expect(s.outcomes).toEqual({ resumed: 1, forked: 2, rejected: 1, failed: 0, inconclusive: 0 });
+    expect(s.forkedRatio).toBe(0.5);
+    expect(s.statusCodes).toEqual({ '200': 3, '404': 1 });
+    expect(s.firstEventIds).toEqual({ 's:2': 1, '(no frame)': 1, '(no id)': 1 });
+    expect(summarizeResumes([]).forkedRatio).toBeNull();
+  });
+});
+
+describe('Prometheus text', () => {
+  const report = {
+    target: 'http://h/"mcp"\\x',
+    verdict: 'not_resumable',
+    durationMs: 1500,
+    conditions: { ...allConditions('pass', ''), repeated_resumes: { status: 'fail', detail: '' }, replay: { status: 'not_tested', detail: '' } },
+    resumes: summarizeResumes([]),
+  } as unknown as ProbeReport;
+
+  test('every metric family once, all prefixed forkwatch_probe_, target label escaped, NaN without attempts', () => {
+    const text = renderPrometheus(report, 1_700_000_000_000);
+    const names = probeMetricNames();
+    expect(names.length).toBeGreaterThan(5);
+    for (const name of names) {
+      expect(name.startsWith('forkwatch_probe_')).toBe(true);
+      expect(text.split('\n').filter(l => l.startsWith(`# TYPE ${name} `))).toHaveLength(1);
+    }
+    const t = 'target="http://h/\\"mcp\\"\\\\x"';
+    expect(text).toContain(`forkwatch_probe_resumable{${t}} 0\n`);
+    expect(text).toContain(`forkwatch_probe_verdict{${t},verdict="not_resumable"} 1\n`);
+    expect(text).toContain(`forkwatch_probe_condition_ok{${t},condition="repeated_resumes"} 0\n`);
+    expect(text).toContain(`forkwatch_probe_condition_tested{${t},condition="replay"} 0\n`);
+    expect(text).toContain(`forkwatch_probe_condition_tested{${t},condition="repeated_resumes"} 1\n`);
+    expect(text).toContain(`forkwatch_probe_resume_forked_ratio{${t}} NaN\n`);
+    expect(text).toContain(`forkwatch_probe_last_run_timestamp_seconds{${t}} 1700000000\n`);
+  });
+
+  test('writePromFile replaces the file atomically and leaves no temporary file, also when it fails', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'forkwatch-prom-'));
+    try {
+      const path = join(dir, 'probe.prom');
+      await writePromFile(path, 'a 1\n');
+      await writePromFile(path, 'a 2\n');
+      expect(readFileSync(path, 'utf8')).toBe('a 2\n');
+      expect(readdirSync(dir)).toEqual(['probe.prom']);
+      // The rename fails (a directory is in the way): the temporary file must go too.
+      mkdirSync(join(dir, 'taken.prom'));
+      await expect(writePromFile(join(dir, 'taken.prom'), 'a 1\n')).rejects.toThrow();
+      expect(readdirSync(dir).sort()).toEqual(['probe.prom', 'taken.prom']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('Pushgateway grouping key: job plus base64url target', () => {
+    const url = pushgatewayUrl(new URL('http://pg:9091/'), 'forkwatch probe', 'https://h/mcp');
+    expect(url.href).toBe(`http://pg:9091/metrics/job/forkwatch%20probe/target@base64/${Buffer.from('https://h/mcp').toString('base64url')}`);
+  });
+});

@@ -1,0 +1,57 @@
+/** Typed access to the fork lab (lab/harness.mjs) and to what its reports carry. */
+// @ts-expect-error: plain ESM module without types
+import * as harness from '../../lab/harness.mjs';
+
+export interface LabSpan {
+  name: string;
+  traceId: string;
+  status: number;
+  attributes: Record<string, unknown>;
+  events: { name: string; attributes: Record<string, unknown> }[];
+}
+
+export interface LabReport {
+  name: string;
+  moduleSystem: 'cjs' | 'esm';
+  emittedByA: number;
+  received: { origin: string; seq: number; stream?: string; live?: boolean }[];
+  lost: number[];
+  duplicatesSeenByApp: number;
+  errors: { name: string; message: string }[];
+  forkInfos: { outcome: string; reason?: string; cursor?: string; firstEventId?: string }[];
+  httpLog: { method: string; kind: string; target: string; status: number | null; lastEventId?: string }[];
+  sdkPatched: boolean;
+  spans: LabSpan[];
+  metrics: string;
+  toolCall?: string;
+  servers?: Record<string, { spans: LabSpan[]; metrics: string }>;
+}
+
+export interface LabOptions {
+  moduleSystem?: 'cjs' | 'esm';
+  instrumentation?: Record<string, unknown>;
+  verdictTimeoutMs?: number;
+  resolveFrom?: string;
+  sdk?: 'v1' | 'v2';
+  metricsPort?: number;
+}
+
+export const runLabScenario: (name: string, options?: LabOptions) => Promise<LabReport> = harness.runLabScenario;
+
+/** Value of one Prometheus sample, matched by metric name and a subset of labels; undefined if absent. */
+export function sample(metricsText: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of metricsText.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    const wanted = Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`));
+    if (wanted) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
+
+export function resumeSpans(report: LabReport): LabSpan[] {
+  return report.spans.filter(s => s.name === 'forkwatch.client.resume');
+}
+
+export function firstFrameEvents(report: LabReport) {
+  return resumeSpans(report).map(s => s.events.find(e => e.name === 'forkwatch.resume.first_frame')!.attributes);
+}
