@@ -1,5 +1,6 @@
 // Runs fork-lab scenarios: starts the MCP server processes and the proxy, then a client process (CommonJS or
-// ESM) that plays the app, and returns the client's report. Used by the README's fork lab and by the tests.
+// ESM) that plays the app, and returns the client's report with, under `servers`, what forkwatch recorded in each
+// server process (the server's view). Used by the README's fork lab and by the tests.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -65,8 +66,17 @@ export const SCENARIOS = {
   },
 };
 
-export async function startServer(config) {
-  const child = spawn(process.execPath, [join(here, 'mcp-server.mjs')], {
+/**
+ * Starts one lab server process. options.moduleSystem: 'esm' (default, mcp-server.mjs, with the loader hooks when
+ * telemetry is on) or 'cjs' (mcp-server.cjs).
+ */
+export async function startServer(config, options = {}) {
+  const cjs = options.moduleSystem === 'cjs';
+  const telemetry = config.telemetry !== false;
+  const args = cjs
+    ? [join(here, 'mcp-server.cjs')]
+    : [...(telemetry ? ['--import', join(here, 'esm-hooks.mjs')] : []), join(here, 'mcp-server.mjs')];
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, LAB_SERVER: JSON.stringify(config) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -83,13 +93,63 @@ export async function startServer(config) {
     });
     child.once('exit', code => reject(new Error(`lab server exited with ${code}`)));
   });
-  return { url: `http://127.0.0.1:${port}`, stop: () => child.kill('SIGTERM') };
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    /** What forkwatch recorded in this process: { moduleSystem, sdkVersion, sdkPatched, spans, metrics }. */
+    async telemetry() {
+      const res = await fetch(`${url}/__lab/telemetry`);
+      if (!res.ok) throw new Error(`lab server telemetry: HTTP ${res.status}`);
+      return res.json();
+    },
+    stop: () => child.kill('SIGTERM'),
+  };
+}
+
+/** The server options of runLabScenario, as LAB_SERVER keys (only those that are set). */
+function serverOverrides(options) {
+  const overrides = {
+    telemetry: options.serverTelemetry,
+    sdk: options.serverSdk,
+    resolveFrom: options.serverResolveFrom,
+    instrumentation: options.serverInstrumentation,
+  };
+  return Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
 }
 
 /**
- * Runs one scenario end to end and returns the client's report.
- * options: moduleSystem 'cjs' | 'esm', instrumentation (ForkwatchInstrumentation config), verdictTimeoutMs,
- * resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort.
+ * The server's view of a report, per server process, from its metrics and spans: resumes by outcome, the outcome
+ * and the events replayed of each resume span, and the events the server stored or sent.
+ */
+export function serverView(servers = {}) {
+  const view = {};
+  for (const [name, server] of Object.entries(servers)) {
+    const resumes = {};
+    let events = 0;
+    for (const line of String(server.metrics ?? '').split('\n')) {
+      const resume = /^forkwatch_server_resumes_total\{.*outcome="([a-z_]+)".*\} (\d+)/.exec(line);
+      if (resume) resumes[resume[1]] = Number(resume[2]);
+      const stored = /^forkwatch_server_events_total\{.*\} (\d+)/.exec(line);
+      if (stored) events += Number(stored[1]);
+    }
+    const spans = (server.spans ?? []).filter(s => s.name === 'forkwatch.server.resume');
+    view[name] = {
+      resumes,
+      outcomes: spans.map(s => s.attributes['forkwatch.replay.outcome']),
+      replayedEvents: spans.map(s => s.attributes['forkwatch.replay.events'] ?? null),
+      events,
+    };
+  }
+  return view;
+}
+
+/**
+ * Runs one scenario end to end and returns the client's report, with `servers: { A, B }` (B only when the scenario
+ * has a second process): each { moduleSystem, sdkVersion, sdkPatched, spans, metrics }, fetched before they stop.
+ * options: moduleSystem 'cjs' | 'esm' (client and servers), instrumentation (ForkwatchInstrumentation config),
+ * verdictTimeoutMs, resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort.
+ * Server options: serverTelemetry (default true), serverSdk 'v1' | 'v2', serverResolveFrom (an SDK 1.x folder for
+ * the servers), serverInstrumentation (their ForkwatchInstrumentation config).
  */
 export async function runLabScenario(name, options = {}) {
   const scenario = SCENARIOS[name];
@@ -98,8 +158,9 @@ export async function runLabScenario(name, options = {}) {
   const work = mkdtempSync(join(tmpdir(), 'fork-lab-'));
   let proxy;
   try {
-    servers.A = await startServer({ name: 'A', ...scenario.a });
-    if (scenario.b) servers.B = await startServer({ name: 'B', ...scenario.b });
+    const serverOptions = { moduleSystem: options.moduleSystem };
+    servers.A = await startServer({ name: 'A', ...scenario.a, ...serverOverrides(options) }, serverOptions);
+    if (scenario.b) servers.B = await startServer({ name: 'B', ...scenario.b, ...serverOverrides(options) }, serverOptions);
     proxy = await startProxy(
       { A: servers.A.url, B: (servers.B ?? servers.A).url },
       { post: 'A', get: 'A', resume: 'A' },
@@ -132,7 +193,11 @@ export async function runLabScenario(name, options = {}) {
       });
     });
     if (code !== 0) throw new Error(`lab client (${name}, ${options.moduleSystem ?? 'cjs'}) exited ${code}:\n${stderr}`);
-    return { ...JSON.parse(readFileSync(reportFile, 'utf8')), name, story: scenario.story, stderr };
+    const serverReports = {};
+    if (options.serverTelemetry !== false) {
+      for (const [key, server] of Object.entries(servers)) serverReports[key] = await server.telemetry();
+    }
+    return { ...JSON.parse(readFileSync(reportFile, 'utf8')), name, story: scenario.story, stderr, servers: serverReports };
   } finally {
     await proxy?.close();
     for (const s of Object.values(servers)) s.stop();

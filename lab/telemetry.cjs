@@ -1,5 +1,5 @@
-// OpenTelemetry set-up of a lab client process: the real SDK with an in-memory span exporter and the real
-// Prometheus exporter, and forkwatch registered before any MCP module is loaded.
+// OpenTelemetry set-up of a lab process (the clients, and the servers through server-app.cjs): the real SDK with an
+// in-memory span exporter and the real Prometheus exporter, and forkwatch registered before any MCP module is loaded.
 const { trace, metrics } = require('@opentelemetry/api');
 const { registerInstrumentations } = require('@opentelemetry/instrumentation');
 const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
@@ -29,6 +29,8 @@ function setupTelemetry({ forkwatch, instrumentationConfig, metricsPort }) {
       return spans.getFinishedSpans().map(s => ({
         name: s.name,
         traceId: s.spanContext().traceId,
+        spanId: s.spanContext().spanId,
+        parentSpanId: s.parentSpanContext?.spanId,
         status: s.status.code,
         attributes: s.attributes,
         events: s.events.map(e => ({ name: e.name, attributes: e.attributes })),

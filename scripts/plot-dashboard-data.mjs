@@ -30,7 +30,10 @@ export function overviewSpec(data) {
     padding: 16,
     title: {
       text: `Forkwatch / Overview — ${data.source}, ${data.scenario} scenario (job="${data.job}")`,
-      subtitle: 'HTTP dashboards count every 2xx resume as success; the shaded gap down to the lossless resumes is what was lost behind those 200s.',
+      subtitle: [
+        'HTTP dashboards count every 2xx resume as a success.',
+        'The shaded gap down to the lossless resumes is what was lost behind those 200s.',
+      ],
       anchor: 'start',
       fontSize: 16,
     },

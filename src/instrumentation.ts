@@ -20,6 +20,7 @@ import {
   ALL_TARGETS,
   type PatchTarget,
   SDK_V1_FILES,
+  type SdkFileTarget,
   SDK_V1_PACKAGE,
   SDK_V1_SUPPORTED,
   SDK_V2_PACKAGES,
@@ -94,7 +95,8 @@ export class ForkwatchInstrumentation
 
   override setConfig(config: ForkwatchInstrumentationConfig = {}): void {
     super.setConfig(config);
-    this._settings = this.resolveSettings(this.getConfig());
+    // Resolved on next use: the base constructor calls setConfig before the diag logger exists.
+    this._settings = undefined as unknown as ResolvedSettings;
     if (this._clientLedger) this._clientLedger = new SessionLedger(this.getConfig().ledger);
   }
 
@@ -103,14 +105,15 @@ export class ForkwatchInstrumentation
   }
 
   protected init() {
-    const v1Files = SDK_V1_FILES.flatMap(({ file, targets }) =>
+    const v1Files = SDK_V1_FILES.flatMap(({ file, targets, versions }) =>
       (['esm', 'cjs'] as const).map(
         flavor =>
           new InstrumentationNodeModuleFile(
             `${SDK_V1_PACKAGE}/dist/${flavor}/${file}`,
             // Accept every version here and check it in patchModule, so an unsupported one gets a diagnostic.
             ['*'],
-            (exports: any, version?: string) => this.patchModule(exports, targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED),
+            (exports: any, version?: string) =>
+              this.patchModule(exports, targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, versions),
             (exports: any) => this.unpatchModule(exports, targets),
           ),
       ),
@@ -146,6 +149,9 @@ export class ForkwatchInstrumentation
    * object exporting the transport classes) and forkwatch patches the classes it knows.
    *
    *   instrumentation.manuallyInstrument(await import('@modelcontextprotocol/sdk/client/streamableHttp.js'));
+   *
+   * For servers on SDK 1.25 and later pass `@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js`: the Node
+   * `StreamableHTTPServerTransport` of those versions is a wrapper around its class.
    */
   manuallyInstrument(...modules: object[]): void {
     for (const moduleExports of modules) this.patchModule(moduleExports, ALL_TARGETS, 'manual', undefined, undefined);
@@ -160,14 +166,17 @@ export class ForkwatchInstrumentation
    */
   private enableCommonJsHook(): void {
     if (this._cjsHook) return;
-    const byName = new Map<string, PatchTarget[]>();
-    for (const { file, targets } of SDK_V1_FILES) byName.set(`${SDK_V1_PACKAGE}/dist/cjs/${file}`, targets);
+    const byName = new Map<string, SdkFileTarget>();
+    for (const target of SDK_V1_FILES) byName.set(`${SDK_V1_PACKAGE}/dist/cjs/${target.file}`, target);
     // require-in-the-middle matches internal files by their path without the `.js` extension.
     const hookNames = [...byName.keys()].map(name => name.replace(/\.js$/, ''));
     try {
       this._cjsHook = new RequireHook(hookNames, { internals: true }, (exports, name, basedir) => {
-        const targets = byName.get(`${name.replace(/\\/g, '/')}.js`);
-        if (targets) this.patchModule(exports, targets, SDK_V1_PACKAGE, readPackageVersion(basedir), SDK_V1_SUPPORTED);
+        const target = byName.get(`${name.replace(/\\/g, '/')}.js`);
+        if (target) {
+          const version = readPackageVersion(basedir);
+          this.patchModule(exports, target.targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, target.versions);
+        }
         return exports;
       });
     } catch (error) {
@@ -176,7 +185,7 @@ export class ForkwatchInstrumentation
     this.patchAlreadyLoaded(byName);
   }
 
-  private patchAlreadyLoaded(byName: Map<string, PatchTarget[]>): void {
+  private patchAlreadyLoaded(byName: Map<string, SdkFileTarget>): void {
     const cache = typeof require === 'function' ? require.cache : undefined;
     if (!cache) return;
     for (const filename of Object.keys(cache)) {
@@ -187,7 +196,8 @@ export class ForkwatchInstrumentation
       const v1 = byName.get(inPackage);
       if (v1) {
         const basedir = normalized.slice(0, marker) + `/node_modules/${SDK_V1_PACKAGE}`;
-        this.patchModule(cache[filename]?.exports, v1, SDK_V1_PACKAGE, readPackageVersion(basedir), SDK_V1_SUPPORTED);
+        const version = readPackageVersion(basedir);
+        this.patchModule(cache[filename]?.exports, v1.targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, v1.versions);
         continue;
       }
       for (const [pkg, targets] of Object.entries(SDK_V2_PACKAGES)) {
@@ -205,16 +215,27 @@ export class ForkwatchInstrumentation
     packageName: string,
     version: string | undefined,
     supported: string | undefined,
+    fileVersions?: string,
   ): any {
     if (!this.isEnabled() || !moduleExports) return moduleExports;
     if (supported && version !== undefined && !versionSatisfies(version, supported)) {
       this.warnOnce(`${packageName}@${version}`, `${packageName}@${version} is outside the supported range ${supported}: not instrumented`);
       return moduleExports;
     }
+    if (fileVersions && version !== undefined && !versionSatisfies(version, fileVersions)) {
+      // A file whose classes moved elsewhere in this version (e.g. the 1.x Node server transport from 1.25 on).
+      this._diag.debug(`${packageName}@${version}: ${targets.map(t => t.exportName).join(', ')} left alone here (${fileVersions})`);
+      return moduleExports;
+    }
     for (const target of targets) {
       const cls = safeGet(moduleExports, target.exportName);
       if (typeof cls !== 'function') continue;
       const proto = cls.prototype;
+      const skipped = safeSkip(target, proto);
+      if (skipped) {
+        this._diag.debug(`${packageName}@${version ?? '?'} ${target.exportName} left alone: ${skipped}`);
+        continue;
+      }
       const missing = target.methods.filter(m => typeof proto?.[m] !== 'function');
       if (missing.length > 0) {
         this.warnOnce(
@@ -279,6 +300,14 @@ export class ForkwatchInstrumentation
 function safeGet(moduleExports: any, name: string): any {
   try {
     return moduleExports?.[name];
+  } catch {
+    return undefined;
+  }
+}
+
+function safeSkip(target: PatchTarget, proto: any): string | undefined {
+  try {
+    return target.skip?.(proto);
   } catch {
     return undefined;
   }

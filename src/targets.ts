@@ -4,6 +4,13 @@
  */
 import type { ForkwatchRuntime } from './runtime';
 import { STREAMABLE_HTTP_CLIENT_METHODS, patchStreamableHttpClient } from './client/streamable-http-client';
+import {
+  NODE_SERVER_METHODS,
+  WEB_STANDARD_SERVER_METHODS,
+  describeNodeServerWrapper,
+  patchNodeStreamableHttpServer,
+  patchWebStandardStreamableHttpServer,
+} from './server/streamable-http-server';
 
 type Fn = (...args: any[]) => any;
 export type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
@@ -14,6 +21,11 @@ export interface PatchTarget {
   /** Prototype methods that must exist; all are wrapped and unwrapped together. */
   methods: readonly string[];
   patch(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void;
+  /**
+   * Optional: why a class with this export name is deliberately left alone (a reason for a debug message), or
+   * undefined to patch it. Used where one export name means different classes across versions.
+   */
+  skip?(proto: any): string | undefined;
 }
 
 export const STREAMABLE_HTTP_CLIENT: PatchTarget = {
@@ -22,21 +34,48 @@ export const STREAMABLE_HTTP_CLIENT: PatchTarget = {
   patch: patchStreamableHttpClient,
 };
 
+/**
+ * The server transport that does the work from SDK 1.25 on, and in @modelcontextprotocol/server 2.x: Request in,
+ * Response out. The Node classes of both (1.x `StreamableHTTPServerTransport` from 1.25, 2.x
+ * `NodeStreamableHTTPServerTransport`) are wrappers that construct one of these, so they are covered by it.
+ */
+export const WEB_STANDARD_STREAMABLE_HTTP_SERVER: PatchTarget = {
+  exportName: 'WebStandardStreamableHTTPServerTransport',
+  methods: WEB_STANDARD_SERVER_METHODS,
+  patch: patchWebStandardStreamableHttpServer,
+};
+
+/** The Node server transport of SDK 1.x before 1.25: the full implementation, writing to a ServerResponse. */
+export const NODE_STREAMABLE_HTTP_SERVER: PatchTarget = {
+  exportName: 'StreamableHTTPServerTransport',
+  methods: NODE_SERVER_METHODS,
+  patch: patchNodeStreamableHttpServer,
+  // From 1.25 the class of that name is a wrapper: patching it too would count every resume twice.
+  skip: describeNodeServerWrapper,
+};
+
 export interface SdkFileTarget {
   /** Path inside `dist/cjs` and `dist/esm` of @modelcontextprotocol/sdk. */
   file: string;
   targets: PatchTarget[];
+  /** Versions in which this file holds these targets, when narrower than SDK_V1_SUPPORTED (quietly skipped outside). */
+  versions?: string;
 }
 
 /** @modelcontextprotocol/sdk 1.x: dual build, one file per transport. */
 export const SDK_V1_PACKAGE = '@modelcontextprotocol/sdk';
 export const SDK_V1_SUPPORTED = '>=1.17.0 <2';
-export const SDK_V1_FILES: SdkFileTarget[] = [{ file: 'client/streamableHttp.js', targets: [STREAMABLE_HTTP_CLIENT] }];
+export const SDK_V1_FILES: SdkFileTarget[] = [
+  { file: 'client/streamableHttp.js', targets: [STREAMABLE_HTTP_CLIENT] },
+  { file: 'server/streamableHttp.js', targets: [NODE_STREAMABLE_HTTP_SERVER], versions: '>=1.17.0 <1.25.0' },
+  { file: 'server/webStandardStreamableHttp.js', targets: [WEB_STANDARD_STREAMABLE_HTTP_SERVER], versions: '>=1.25.0 <2' },
+];
 
 /** @modelcontextprotocol/client and /server 2.x: bundled, classes exported from the package root. */
 export const SDK_V2_SUPPORTED = '>=2.0.0 <3';
 export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
   '@modelcontextprotocol/client': [STREAMABLE_HTTP_CLIENT],
+  '@modelcontextprotocol/server': [WEB_STANDARD_STREAMABLE_HTTP_SERVER],
 };
 
 /** Every target, for the manual API, which matches classes by export name. */

@@ -18,10 +18,9 @@ type Json = Record<string, unknown>;
 function tidy(dashboard: Json): Json {
   const links = (dashboard.links as Json[]).map(({ placement: _, ...link }) => link);
   const annotations = (dashboard.annotations as { list: Json[] }).list.map(({ placement: _, ...a }) => a);
+  const panelLink = ({ title, url, targetBlank }: Json) => ({ title, url, targetBlank });
   const panels = (dashboard.panels as Json[]).map(panel =>
-    panel.links === undefined
-      ? panel
-      : { ...panel, links: (panel.links as Json[]).map(({ title, url, targetBlank }) => ({ title, url, targetBlank })) },
+    panel.links === undefined ? panel : { ...panel, links: (panel.links as Json[]).map(panelLink) },
   );
   return { ...dashboard, links, annotations: { list: annotations }, panels };
 }
@@ -29,7 +28,8 @@ function tidy(dashboard: Json): Json {
 /** File name → file content, exactly as committed. */
 export function renderDashboards(): Map<string, string> {
   const files = new Map<string, string>();
-  files.set(`${OVERVIEW_UID}.json`, `${JSON.stringify(tidy(overviewDashboard().build() as unknown as Json), null, 2)}\n`);
+  const overview = tidy(overviewDashboard().build() as unknown as Json);
+  files.set(`${OVERVIEW_UID}.json`, `${JSON.stringify(overview, null, 2)}\n`);
   return files;
 }
 

@@ -29,6 +29,24 @@ export interface PanelSpec {
   height: number;
 }
 
+export const OUTCOME_COLORS: Record<string, string> = {
+  resumed: 'green',
+  forked: 'red',
+  inconclusive: 'yellow',
+  rejected: 'orange',
+  failed: 'purple',
+  replayed: 'green',
+  unknown_cursor: 'red',
+  ignored: 'yellow',
+};
+
+/** Fixed colours for series whose name matches `pattern(outcome)`. */
+export const colorOverrides = (byName: Record<string, string>, pattern: (name: string) => string) =>
+  Object.entries(byName).map(([name, color]) => ({
+    matcher: { id: 'byRegexp', options: pattern(name) },
+    properties: [{ id: 'color', value: { mode: 'fixed', fixedColor: color } }],
+  }));
+
 const REF_IDS = 'ABCDEFGHIJ';
 
 function targets(spec: PanelSpec) {
@@ -51,7 +69,9 @@ export function timeseries(spec: PanelSpec): TimeseriesBuilder {
         .placement(common.LegendPlacement.Bottom)
         .calcs(['lastNotNull', 'max']),
     )
-    .tooltip(new common.VizTooltipOptionsBuilder().mode(common.TooltipDisplayMode.Multi).sort(common.SortOrder.Descending))
+    .tooltip(
+      new common.VizTooltipOptionsBuilder().mode(common.TooltipDisplayMode.Multi).sort(common.SortOrder.Descending),
+    )
     .span(spec.span)
     .height(spec.height);
 }

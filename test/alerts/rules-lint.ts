@@ -293,6 +293,16 @@ function lintAlert(rule: Rule, where: string, report: (check: string, where: str
   }
 }
 
+/** The PromQL expressions of a runbook: ```promql blocks, one expression per blank-line separated paragraph. */
+export function runbookPromQL(text: string): string[] {
+  return [...text.matchAll(/```promql\n([\s\S]*?)```/g)].flatMap(block =>
+    (block[1] as string)
+      .split(/\n\s*\n/)
+      .map(s => s.replace(/^#.*$/gm, '').trim())
+      .filter(Boolean),
+  );
+}
+
 function lintRunbook(
   alert: string,
   text: string,
@@ -312,11 +322,7 @@ function lintRunbook(
   }
   const diagnosis = /^## Diagnosis$([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(text)?.[1] ?? '';
   if (!/```promql\n/.test(diagnosis)) report('runbook', where, 'Diagnosis needs the PromQL to run (a ```promql block)');
-  for (const block of text.matchAll(/```promql\n([\s\S]*?)```/g)) {
-    for (const expr of (block[1] as string).split(/\n\s*\n/).map(s => s.replace(/^#.*$/gm, '').trim()).filter(Boolean)) {
-      lintExpr(expr, `${where} promql`);
-    }
-  }
+  for (const expr of runbookPromQL(text)) lintExpr(expr, `${where} promql`);
   for (const f of new Set(rules.map(r => r.for).filter((f): f is string => f !== undefined))) {
     if (!text.includes(`for: ${f}`)) report('runbook', where, `must state and justify the alert's \`for: ${f}\``);
   }

@@ -14,7 +14,7 @@ import { type Series, hasData, instantQuery, labelValues, rangeQuery } from './p
 import { overviewPictureData } from './picture-data';
 
 const overview: Dashboard = loadDashboard('forkwatch-overview.json');
-export const PICTURE_DIR = join(__dirname, '../../build/dashboards-e2e');
+const PICTURE_DIR = join(__dirname, '../../build/dashboards-e2e');
 
 interface DashboardQuery {
   name: string;
@@ -26,7 +26,11 @@ const QUERIES: DashboardQuery[] = [
   ...panelsOf(overview).flatMap(p =>
     (p.targets ?? []).map(t => ({ name: `${p.title} [${t.refId}]`, expr: t.expr ?? '', instant: t.instant === true })),
   ),
-  ...(overview.annotations?.list ?? []).map(a => ({ name: `annotation ${a.name}`, expr: a.expr ?? '', instant: false })),
+  ...(overview.annotations?.list ?? []).map(a => ({
+    name: `annotation ${a.name}`,
+    expr: a.expr ?? '',
+    instant: false,
+  })),
 ];
 
 let run: E2eRun;

@@ -73,7 +73,7 @@ export const RULES: Record<string, Rule> = {
     const ds = (d.templating?.list ?? []).filter(v => v.type === 'datasource');
     if (ds.length === 0) report('does not have a templated data source');
     for (const v of ds) {
-      if (v.name !== 'datasource' && v.name !== `${v.query}_datasource`) report(`data source variable named '${v.name}'`);
+      if (v.name !== 'datasource' && v.name !== `${v.query}_datasource`) report(`data source variable '${v.name}'`);
       if (v.query !== 'prometheus') report(`data source variable of type '${v.query}', not prometheus`);
     }
   },
@@ -100,7 +100,9 @@ export const RULES: Record<string, Rule> = {
     }
   },
   'panel-title-description-rule': (d, report) => {
-    for (const panel of panelsOf(d)) if (!panel.title || !panel.description) report('has no title or description', { panel });
+    for (const panel of panelsOf(d)) {
+      if (!panel.title || !panel.description) report('has no title or description', { panel });
+    }
   },
   'panel-units-rule': (d, report) => {
     for (const panel of panelsOf(d)) {
@@ -122,7 +124,7 @@ export const RULES: Record<string, Rule> = {
       for (const r of analyse(expr).ranges) {
         if (r.range === SAMPLE_DURATIONS.__rate_interval) continue;
         if (r.fn === undefined) report(`range [${r.range}] outside a function`, { panel, targetIdx });
-        else if (r.fn === 'rate' || r.fn === 'irate') report(`${r.fn}() should use $__rate_interval`, { panel, targetIdx });
+        else if (['rate', 'irate'].includes(r.fn)) report(`${r.fn}() needs $__rate_interval`, { panel, targetIdx });
       }
     }),
   'target-job-rule': requiredMatcherRule('job'),
@@ -156,7 +158,8 @@ export const RULES: Record<string, Rule> = {
     }
     for (const panel of panelsOf(d)) {
       const refIds = (panel.targets ?? []).map(t => t.refId);
-      if (refIds.some(r => !r) || new Set(refIds).size !== refIds.length) report('refIds missing or repeated', { panel });
+      const unique = new Set(refIds).size === refIds.length;
+      if (refIds.some(r => !r) || !unique) report('refIds missing or repeated', { panel });
     }
   },
   'panel-runbook-link-rule': (d, report) => {
@@ -210,5 +213,7 @@ export function lintDashboard(d: Dashboard, exclusions: Record<string, Exclusion
   return problems;
 }
 
-export const formatProblem = (p: Problem) =>
-  `[${p.rule}] ${p.dashboard}${p.panel ? ` / ${p.panel}` : ''}${p.targetIdx !== undefined ? ` #${p.targetIdx}` : ''}: ${p.message}`;
+export function formatProblem(p: Problem): string {
+  const where = [p.dashboard, p.panel].filter(Boolean).join(' / ');
+  return `[${p.rule}] ${where}${p.targetIdx !== undefined ? ` #${p.targetIdx}` : ''}: ${p.message}`;
+}

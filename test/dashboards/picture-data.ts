@@ -29,7 +29,9 @@ function targetExpr(d: Dashboard, title: string, refId = 'A'): string {
 /** Sum of every series per timestamp. */
 function sumByTime(series: Series[]): Map<number, number> {
   const out = new Map<number, number>();
-  for (const s of series) for (const [t, v] of s.values) if (Number.isFinite(Number(v))) out.set(t, (out.get(t) ?? 0) + Number(v));
+  for (const s of series) {
+    for (const [t, v] of s.values) if (Number.isFinite(Number(v))) out.set(t, (out.get(t) ?? 0) + Number(v));
+  }
   return out;
 }
 
@@ -51,7 +53,11 @@ export async function overviewPictureData(
   // The heatmap's query over the whole run instead of one $__rate_interval: cumulative counts per `le`.
   const gapExpr = targetExpr(d, 'Resume gap time (client)').replace('$__rate_interval', meta.range);
   const cumulative = (await run(gapExpr, true))
-    .map(s => ({ le: s.metric.le ?? '', upper: Number(s.metric.le === '+Inf' ? Infinity : s.metric.le), total: Number(s.values[0]?.[1]) }))
+    .map(s => ({
+      le: s.metric.le ?? '',
+      upper: s.metric.le === '+Inf' ? Infinity : Number(s.metric.le),
+      total: Number(s.values[0]?.[1]),
+    }))
     .sort((a, b) => a.upper - b.upper);
   const gapHistogram = cumulative.map((b, i) => ({
     le: b.le,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { METRIC_SPECS } from '../../src/names';
+import { METRIC_SPECS, type MetricSpec } from '../../src/names';
 import { type LabTarget, startLabTarget } from '../support/lab-target';
 import { scrapeMetricFamilies, seriesNamesByType } from '../support/scrape';
 import { loadDashboard, queriesOf } from './dashboard-model';
@@ -9,6 +9,10 @@ import { loadRules, recordedNames } from './rule-files';
 const overview = loadDashboard('forkwatch-overview.json');
 const queries = queriesOf(overview);
 const variableQueries = (overview.templating?.list ?? []).filter(v => v.type === 'query');
+
+/** A metric's series names as scraped: histograms as _bucket, _sum and _count. */
+const seriesOf = (spec: MetricSpec) =>
+  spec.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map(s => spec.prometheusName + s) : [spec.prometheusName];
 
 /** Series names Prometheus itself writes. */
 const PROMETHEUS_SERIES = ['ALERTS', 'ALERTS_FOR_STATE', 'up'];
@@ -46,9 +50,7 @@ describe('every metric name is in a real scrape of the fork lab or recorded by t
   afterAll(() => target?.stop());
 
   test('the scrape holds every forkwatch metric family of src/names.ts', () => {
-    for (const spec of METRIC_SPECS) {
-      expect(exported, spec.prometheusName).toContain(spec.kind === 'histogram' ? `${spec.prometheusName}_bucket` : spec.prometheusName);
-    }
+    for (const spec of METRIC_SPECS) expect(exported, spec.prometheusName).toContain(seriesOf(spec)[0]);
   });
 
   test('panels and annotations name only known series', () => {
@@ -73,8 +75,7 @@ describe('every metric name is in a real scrape of the fork lab or recorded by t
   test('every forkwatch metric is on the dashboard', () => {
     const used = new Set(queries.flatMap(q => analyse(q.expr).selectors.flatMap(s => s.metric ?? [])));
     for (const spec of METRIC_SPECS) {
-      const names = spec.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map(s => spec.prometheusName + s) : [spec.prometheusName];
-      expect(names.some(n => used.has(n)), spec.prometheusName).toBe(true);
+      expect(seriesOf(spec).some(n => used.has(n)), spec.prometheusName).toBe(true);
     }
   });
 

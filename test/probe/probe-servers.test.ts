@@ -114,6 +114,20 @@ describe('two processes behind a round-robin proxy', () => {
     expect(report.resumes.firstEventIds['(no frame)']).toBe(5);
   });
 
+  test('one event store shared by both replicas: resumable behind the same proxy (no false alarm)', async () => {
+    const store = await fixture('store-server.mjs');
+    const storeUrl = `http://127.0.0.1:${store.port}`;
+    const a = await fixture('sdk-server.mjs', ['--store', 'shared', '--store-url', storeUrl, '--hydrate']);
+    const b = await fixture('sdk-server.mjs', ['--store', 'shared', '--store-url', storeUrl, '--hydrate']);
+    const proxy = await startRoundRobinProxy([a.port, b.port]);
+    proxies.push(proxy);
+    const { code, report } = await probe(proxy.url, '--resumes', '6');
+    expect(new Set(proxy.routed)).toEqual(new Set([a.port, b.port]));
+    expect(report.verdict).toBe('resumable');
+    expect(report.resumes.outcomes.resumed).toBe(6);
+    expect(code).toBe(0);
+  });
+
   test('per-process logs with validating stores: the other replica refuses (400) instead of forking', async () => {
     const a = await fixture('sdk-server.mjs', ['--store', 'validating', '--hydrate']);
     const b = await fixture('sdk-server.mjs', ['--store', 'validating', '--hydrate']);

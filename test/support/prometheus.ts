@@ -324,18 +324,26 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
 }
 
 /**
- * Copies rule files into `dir` (created if needed by the caller, e.g. a mkdtemp), optionally rewriting every
- * alerting rule's `for:` (e.g. to '2s' for an end-to-end run). Returns the written paths.
+ * Copies rule files into an existing directory (e.g. a mkdtemp), optionally rewriting every alerting rule's `for:`
+ * for an end-to-end run: a fixed duration ('2s'), or a function of the alert name and its original `for`.
+ * Returns the written paths.
  */
-export async function copyRuleFiles(files: string[], dir: string, opts: { forOverride?: string } = {}): Promise<string[]> {
+export async function copyRuleFiles(
+  files: string[],
+  dir: string,
+  opts: { forOverride?: string | ((alert: string, original: string) => string) } = {},
+): Promise<string[]> {
   const written: string[] = [];
   for (const file of files) {
     const doc = parseDocument(await readFile(file, 'utf8'));
-    if (opts.forOverride !== undefined) {
+    const override = opts.forOverride;
+    if (override !== undefined) {
       const groups = doc.toJS().groups as { rules: { alert?: string; for?: string }[] }[];
       groups.forEach((g, gi) =>
         g.rules.forEach((r, ri) => {
-          if (r.alert !== undefined && r.for !== undefined) doc.setIn(['groups', gi, 'rules', ri, 'for'], opts.forOverride);
+          if (r.alert === undefined || r.for === undefined) return;
+          const value = typeof override === 'string' ? override : override(r.alert, r.for);
+          doc.setIn(['groups', gi, 'rules', ri, 'for'], value);
         }),
       );
     }

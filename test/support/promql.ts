@@ -6,8 +6,12 @@
  * Lezer is error tolerant: it always returns a tree and marks syntax errors with error nodes; `errors` lists them.
  * Grafana variables ($__rate_interval, $job, ...) must be expanded before parsing.
  */
-import type { SyntaxNode } from '@lezer/common';
+// The package is typed as ESM only but ships a CommonJS build too; vitest loads the ESM one. tsc's node16 mode
+// (this repository's tsconfig) objects to the import from a CommonJS-typed file, hence the directive.
+// @ts-ignore TS1479
 import { parser } from '@prometheus-io/lezer-promql';
+
+type SyntaxNode = ReturnType<typeof parser.parse>['topNode'];
 
 export type MatchOp = '=' | '!=' | '=~' | '!~';
 

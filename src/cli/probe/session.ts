@@ -2,7 +2,7 @@
  * Opening the probe's session as a client would: `initialize`, then `notifications/initialized`. Decides early
  * when there is nothing to probe: unreachable, not authorized, or a protocol version without resumption.
  */
-import { type McpHttp } from './mcp-http';
+import type { McpHttp } from './mcp-http';
 import { FIRST_UNRESUMABLE_VERSION, RESUMABLE_PROTOCOL_VERSIONS } from './options';
 import { type ConditionName, type ConditionResult, allConditions } from './report';
 import type { SseFrame } from './sse-reader';
@@ -10,20 +10,20 @@ import type { SseFrame } from './sse-reader';
 export const PROBE_CLIENT_INFO = { name: 'forkwatch-probe', version: '1' };
 const INITIALIZE_ID = 'forkwatch-probe-initialize';
 
-export type SessionOutcome =
-  | { kind: 'open'; negotiated: string; initFrames: SseFrame[]; notes: string[] }
-  | {
-      kind: 'stop';
-      conditions: Record<ConditionName, ConditionResult>;
-      negotiated?: string;
-      serverSupported?: string[];
-    };
+interface Stopped {
+  kind: 'stop';
+  conditions: Record<ConditionName, ConditionResult>;
+  negotiated?: string;
+  serverSupported?: string[];
+}
 
-const stop = (status: ConditionResult['status'], detail: string, extra: Partial<SessionOutcome> = {}): SessionOutcome => ({
-  kind: 'stop',
-  conditions: allConditions(status, detail),
-  ...extra,
-});
+export type SessionOutcome = { kind: 'open'; negotiated: string; initFrames: SseFrame[]; notes: string[] } | Stopped;
+
+const stop = (
+  status: ConditionResult['status'],
+  detail: string,
+  extra: Pick<Stopped, 'negotiated' | 'serverSupported'> = {},
+): Stopped => ({ kind: 'stop', conditions: allConditions(status, detail), ...extra });
 
 /** On success, `http` carries the session id and protocol version for every later request. */
 export async function openSession(http: McpHttp, protocolVersion: string): Promise<SessionOutcome> {

@@ -1,0 +1,206 @@
+/**
+ * A recording wrapper around a server transport's EventStore, installed lazily per transport instance.
+ *
+ * The wrapper is `Object.create(store)` with own versions of the interface methods the store really has
+ * (`storeEvent`, `replayEventsAfter`, and `getStreamIdForEventId` only when the store implements it), so the SDK's
+ * `if (this._eventStore.getStreamIdForEventId)` takes the same branch, every other property still reads through to
+ * the store, and each call goes to the store's own method with the store as `this` and the same arguments, returning
+ * the very value the store returned. The one argument it replaces is the `{ send }` option of `replayEventsAfter`,
+ * by a copy whose `send` counts its calls before calling the SDK's: the count is the exact number of events replayed.
+ *
+ * What a call belongs to comes from an AsyncLocalStorage scope that the GET handler opens around the SDK's own
+ * handling of one resume request, so concurrent resumes on one transport never mix their counts.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** What the store did for one resume request. */
+export interface ReplayRecord {
+  readonly transport: object;
+  /** getStreamIdForEventId was called (the store implements it). */
+  lookupCalled: boolean;
+  /** What it resolved to: the SDK answers 400 when this is empty. */
+  lookupStreamId: unknown;
+  replayCalled: boolean;
+  /** Calls of the `send` callback during replayEventsAfter: the events replayed. */
+  replayedEvents: number;
+  /** What replayEventsAfter resolved to: '' (the SDK's InMemoryEventStore) means the cursor was not found. */
+  replayStreamId: unknown;
+  replaySettled: boolean;
+  storeFailed: boolean;
+  storeError: unknown;
+  /** Observations still settling; the outcome is decided after them. */
+  readonly pending: Promise<void>[];
+}
+
+export function newReplayRecord(transport: object): ReplayRecord {
+  return {
+    transport,
+    lookupCalled: false,
+    lookupStreamId: undefined,
+    replayCalled: false,
+    replayedEvents: 0,
+    replayStreamId: undefined,
+    replaySettled: false,
+    storeFailed: false,
+    storeError: undefined,
+    pending: [],
+  };
+}
+
+/** The scope a resume request runs in. `record` is cleared when the resume is concluded, so timers that outlive the
+ * request (keep-alives started inside it inherit the scope) hold nothing. */
+export interface ReplayScope {
+  record: ReplayRecord | undefined;
+}
+
+const replayScope = new AsyncLocalStorage<ReplayScope>();
+
+export function runInReplayScope<T>(scope: ReplayScope, fn: () => T): T {
+  return replayScope.run(scope, fn);
+}
+
+export interface RecordingHooks {
+  /** False once the instrumentation is disabled or the transport class unpatched: the wrapper then steps aside. */
+  active(transport: object): boolean;
+  /** A storeEvent call resolved: one more event in the session's log. */
+  onStored(transport: object): void;
+  onError(what: string, error: unknown): void;
+}
+
+type Fn = (...args: any[]) => any;
+
+/** Wrapper -> the store it wraps. */
+const originals = new WeakMap<object, object>();
+
+/** Puts a recording wrapper in place of `transport._eventStore`, once; does nothing if there is no usable store. */
+export function ensureRecordingStore(transport: any, hooks: RecordingHooks): void {
+  const store = transport._eventStore;
+  if (!store || (typeof store !== 'object' && typeof store !== 'function') || originals.has(store)) return;
+  if (typeof store.storeEvent !== 'function' || typeof store.replayEventsAfter !== 'function') return;
+  const wrapper = createRecordingStore(store, transport, hooks);
+  transport._eventStore = wrapper;
+}
+
+/** The store behind a wrapper (or the value itself): for tests and diagnostics. */
+export function unwrapEventStore<T>(store: T): T {
+  return (store && typeof store === 'object' && (originals.get(store) as T)) || store;
+}
+
+function createRecordingStore(original: any, transport: any, hooks: RecordingHooks): object {
+  const wrapper = Object.create(original);
+  originals.set(wrapper, original);
+
+  /** Steps aside for good once forkwatch no longer instruments this transport: the field gets its store back. */
+  const live = (): boolean => {
+    let on = false;
+    try {
+      on = hooks.active(transport);
+      if (!on && transport._eventStore === wrapper) transport._eventStore = original;
+    } catch {
+      // a frozen transport keeps the wrapper, which then only delegates
+    }
+    return on;
+  };
+  const recordOf = (): ReplayRecord | undefined => {
+    const record = replayScope.getStore()?.record;
+    return record && record.transport === transport ? record : undefined;
+  };
+  const failed = (record: ReplayRecord | undefined) => (error: unknown) => {
+    if (!record) return;
+    record.storeFailed = true;
+    record.storeError = error;
+  };
+  const define = (name: string, fn: Fn) =>
+    Object.defineProperty(wrapper, name, { value: fn, writable: true, configurable: true, enumerable: false });
+
+  define('storeEvent', function storeEvent(...args: unknown[]) {
+    const result = (original.storeEvent as Fn).apply(original, args);
+    if (live()) observe(result, () => hooks.onStored(transport), undefined, hooks);
+    return result;
+  });
+
+  if (typeof original.getStreamIdForEventId === 'function') {
+    define('getStreamIdForEventId', function getStreamIdForEventId(...args: unknown[]) {
+      const record = live() ? recordOf() : undefined;
+      if (record) record.lookupCalled = true;
+      let result: unknown;
+      try {
+        result = (original.getStreamIdForEventId as Fn).apply(original, args);
+      } catch (error) {
+        failed(record)(error);
+        throw error;
+      }
+      if (record) {
+        record.pending.push(observe(result, value => (record.lookupStreamId = value), failed(record), hooks));
+      }
+      return result;
+    });
+  }
+
+  define('replayEventsAfter', function replayEventsAfter(lastEventId: unknown, options: any, ...rest: unknown[]) {
+    const record = live() ? recordOf() : undefined;
+    let forwarded = options;
+    if (record) {
+      record.replayCalled = true;
+      const send = options?.send;
+      if (typeof send === 'function') {
+        forwarded = {
+          ...options,
+          send: function send_(this: unknown, ...sendArgs: unknown[]) {
+            if (!record.replaySettled) record.replayedEvents++;
+            return send.apply(this, sendArgs);
+          },
+        };
+      }
+    }
+    let result: unknown;
+    try {
+      result = (original.replayEventsAfter as Fn).call(original, lastEventId, forwarded, ...rest);
+    } catch (error) {
+      failed(record)(error);
+      throw error;
+    }
+    if (record) {
+      record.pending.push(
+        observe(
+          result,
+          value => {
+            record.replayStreamId = value;
+            record.replaySettled = true;
+          },
+          error => {
+            record.replaySettled = true;
+            failed(record)(error);
+          },
+          hooks,
+        ),
+      );
+    }
+    return result;
+  });
+
+  return wrapper;
+}
+
+/**
+ * Watches a store result without changing what the SDK awaits. For a native promise, the callbacks are attached
+ * before the SDK's `await`, so they have run by the time the SDK continues.
+ */
+function observe(
+  result: unknown,
+  onValue: (value: unknown) => void,
+  onError: ((error: unknown) => void) | undefined,
+  hooks: RecordingHooks,
+): Promise<void> {
+  const safely = (fn: () => void) => {
+    try {
+      fn();
+    } catch (error) {
+      hooks.onError('recording an event store call', error);
+    }
+  };
+  return Promise.resolve(result).then(
+    value => safely(() => onValue(value)),
+    error => safely(() => onError?.(error)),
+  );
+}

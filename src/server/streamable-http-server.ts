@@ -1,0 +1,223 @@
+/**
+ * Patch of the streamable HTTP server transports:
+ *
+ * - `WebStandardStreamableHTTPServerTransport` (@modelcontextprotocol/sdk from 1.25, @modelcontextprotocol/server
+ *   2.x; the Node classes of both wrap it): `handleGetRequest(req)` answers with a Response.
+ * - `StreamableHTTPServerTransport` of @modelcontextprotocol/sdk up to 1.24, the full Node implementation:
+ *   `handleGetRequest(req, res)` writes to the ServerResponse (200 before the replay) and resolves when done.
+ *
+ * Hook points, the same in both:
+ * - `handleGetRequest`: a GET carrying Last-Event-ID is a resume; its span starts here and the SDK's handling of
+ *   it runs in a scope that the event store wrapper reads. The answer (Response status, or the status written on
+ *   the ServerResponse) and what the store did decide the outcome.
+ * - `handleRequest`, `send`, `replayEvents`: put the recording wrapper around `this._eventStore` before anything
+ *   can use the store (see recording-event-store.ts), and note the protocol version the client sends.
+ * - `writeSSEEvent`: counts events written on SSE streams by a transport without an event store (with one, every
+ *   event goes through storeEvent first and is counted there).
+ *
+ * The request, the response and their streams are only read, never altered; nothing here throws into the SDK.
+ */
+import { type Context, type TextMapGetter, context, propagation, trace } from '@opentelemetry/api';
+import { isWrapped } from '@opentelemetry/instrumentation';
+import type { ServerTransportLabel } from '../names';
+import type { ForkwatchRuntime } from '../runtime';
+import { protocolHasResumability } from '../session-id';
+import { type RecordingHooks, ensureRecordingStore, runInReplayScope } from './recording-event-store';
+import { ServerResume } from './server-resume';
+
+export const WEB_STANDARD_SERVER_METHODS = [
+  'handleRequest',
+  'handleGetRequest',
+  'replayEvents',
+  'writeSSEEvent',
+  'send',
+] as const;
+export const NODE_SERVER_METHODS = WEB_STANDARD_SERVER_METHODS;
+
+type Fn = (...args: any[]) => any;
+type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
+
+const TRANSPORT: ServerTransportLabel = 'streamable_http';
+
+/** How each flavour reads its request and its answer. */
+interface Flavor {
+  header(req: any, name: string): string | undefined;
+  getter: TextMapGetter<any>;
+  /** HTTP status of the answer once handleGetRequest settled, if one was written. */
+  status(result: unknown, args: unknown[]): number | undefined;
+  /** Whether a writeSSEEvent call with this result put an event on the wire. */
+  wrote(result: unknown): boolean;
+}
+
+const webFlavor: Flavor = {
+  header(req, name) {
+    const value = req?.headers?.get?.(name);
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  },
+  getter: {
+    get: (carrier, key) => carrier?.get?.(key) ?? undefined,
+    keys: carrier => (typeof carrier?.keys === 'function' ? [...carrier.keys()] : []),
+  },
+  status(result) {
+    const status = (result as { status?: unknown } | undefined)?.status;
+    return typeof status === 'number' ? status : undefined;
+  },
+  // The web-standard writeSSEEvent returns false when the stream is gone.
+  wrote: result => result === true,
+};
+
+const nodeFlavor: Flavor = {
+  header(req, name) {
+    let value = req?.headers?.[name];
+    if (Array.isArray(value)) value = value[value.length - 1];
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  },
+  getter: {
+    get: (carrier, key) => carrier?.[key],
+    keys: carrier => (carrier && typeof carrier === 'object' ? Object.keys(carrier) : []),
+  },
+  status(_result, args) {
+    const res = args[1] as { headersSent?: unknown; statusCode?: unknown } | undefined;
+    return res?.headersSent === true && typeof res.statusCode === 'number' ? res.statusCode : undefined;
+  },
+  // ServerResponse.write returns false for back-pressure, with the data queued: it was still sent.
+  wrote: () => true,
+};
+
+/** Latest MCP-Protocol-Version each transport instance received: from 2026-07-28 forkwatch stays silent. */
+const protocolVersions = new WeakMap<object, string>();
+
+export function patchWebStandardStreamableHttpServer(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void {
+  patchServer(proto, runtime, wrap, webFlavor);
+}
+
+export function patchNodeStreamableHttpServer(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void {
+  patchServer(proto, runtime, wrap, nodeFlavor);
+}
+
+/** From SDK 1.25, `StreamableHTTPServerTransport` only wraps the web-standard class, which is patched instead. */
+export function describeNodeServerWrapper(proto: any): string | undefined {
+  if (typeof proto?.handleRequest === 'function' && typeof proto?.replayEvents !== 'function') {
+    return 'a wrapper of WebStandardStreamableHTTPServerTransport (SDK >= 1.25), which is instrumented instead';
+  }
+  return undefined;
+}
+
+function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: Flavor): void {
+  const guard = (what: string, fn: () => void) => {
+    try {
+      fn();
+    } catch (error) {
+      runtime.diag.error(`${what} failed; this request is not recorded`, error);
+    }
+  };
+  const hooks: RecordingHooks = {
+    active: transport => runtime.enabled && isWrapped((transport as any).handleGetRequest),
+    onStored: transport => {
+      if (protocolHasResumability(protocolVersions.get(transport))) {
+        runtime.instruments.serverEvents.add(1, { transport: TRANSPORT });
+      }
+    },
+    onError: (what, error) => runtime.diag.error(`${what} failed`, error),
+  };
+  const prepare = (transport: any, req?: unknown) =>
+    guard('wrapping the event store', () => {
+      if (req !== undefined) {
+        const version = flavor.header(req, 'mcp-protocol-version');
+        if (version !== undefined) protocolVersions.set(transport, version);
+      }
+      ensureRecordingStore(transport, hooks);
+    });
+
+  wrap(proto, 'handleRequest', original =>
+    function handleRequest(this: any, req: unknown, ...rest: unknown[]) {
+      if (runtime.enabled) prepare(this, req);
+      return original.call(this, req, ...rest);
+    },
+  );
+
+  wrap(proto, 'send', original =>
+    function send(this: any, ...args: unknown[]) {
+      if (runtime.enabled) prepare(this);
+      return original.apply(this, args);
+    },
+  );
+
+  wrap(proto, 'replayEvents', original =>
+    function replayEvents(this: any, ...args: unknown[]) {
+      if (runtime.enabled) prepare(this);
+      return original.apply(this, args);
+    },
+  );
+
+  wrap(proto, 'writeSSEEvent', original =>
+    function writeSSEEvent(this: any, ...args: unknown[]) {
+      const result = original.apply(this, args);
+      if (runtime.enabled) {
+        guard('counting an SSE event', () => {
+          if (!this._eventStore && flavor.wrote(result) && protocolHasResumability(protocolVersions.get(this))) {
+            runtime.instruments.serverEvents.add(1, { transport: TRANSPORT });
+          }
+        });
+      }
+      return result;
+    },
+  );
+
+  wrap(proto, 'handleGetRequest', original =>
+    function handleGetRequest(this: any, req: unknown, ...rest: unknown[]) {
+      if (!runtime.enabled) return original.call(this, req, ...rest);
+      prepare(this, req);
+      let resume: ServerResume | undefined;
+      guard('starting a server resume', () => {
+        resume = beginResume(this, req, flavor, runtime);
+      });
+      if (!resume) return original.call(this, req, ...rest);
+      const started = resume;
+      let result: unknown;
+      try {
+        result = runInReplayScope(started.scope, () => context.with(started.context, () => original.call(this, req, ...rest)));
+      } catch (error) {
+        guard('recording a failed resume', () => started.concludeFailed(error));
+        throw error;
+      }
+      // Observe the answer without touching the promise the caller gets.
+      Promise.resolve(result)
+        .then(
+          value => started.concludeAnswered(flavor.status(value, [req, ...rest])),
+          error => started.concludeFailed(error),
+        )
+        .then(undefined, error => runtime.diag.error('recording a server resume failed', error));
+      return result;
+    },
+  );
+}
+
+function beginResume(transport: any, req: unknown, flavor: Flavor, runtime: ForkwatchRuntime): ServerResume | undefined {
+  const cursor = flavor.header(req, 'last-event-id');
+  if (cursor === undefined) return undefined; // a fresh stream, not a resume
+  const protocolVersion = flavor.header(req, 'mcp-protocol-version');
+  if (!protocolHasResumability(protocolVersion)) return undefined;
+  const claimed = flavor.header(req, 'mcp-session-id');
+  const own = typeof transport.sessionId === 'string' && transport.sessionId !== '' ? transport.sessionId : undefined;
+  return new ServerResume(runtime, {
+    transport: TRANSPORT,
+    instance: transport,
+    cursor,
+    sessionId: claimed ?? own,
+    protocolVersion,
+    hasEventStore: Boolean(transport._eventStore),
+    parent: parentContext(req, flavor),
+  });
+}
+
+/**
+ * The server span joins the HTTP server span when an HTTP instrumentation made one; otherwise the trace context
+ * the client sent on the resume GET (forkwatch's client patch injects it), so both sides share one trace.
+ */
+function parentContext(req: any, flavor: Flavor): Context {
+  const active = context.active();
+  if (trace.getSpan(active)) return active;
+  const headers = req?.headers;
+  return headers ? propagation.extract(active, headers, flavor.getter) : active;
+}

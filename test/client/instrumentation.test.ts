@@ -1,0 +1,311 @@
+/**
+ * ForkwatchInstrumentation in-process, with the real SDK client, the real OpenTelemetry SDK (in-memory spans,
+ * the Prometheus exporter's own serialisation) and a scripted SSE server on 127.0.0.1.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import * as streamableHttp from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { DiagLogLevel, type DiagLogger, diag } from '@opentelemetry/api';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
+import { afterEach, beforeEach, describe, expect, test } from 'vitest';
+import { ForkwatchInstrumentation, type ForkwatchInstrumentationConfig } from '../../src';
+import { METRICS, labelCombinations } from '../../src/names';
+import { sample } from '../support/lab';
+import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
+
+const { StreamableHTTPClientTransport } = streamableHttp;
+const proto = StreamableHTTPClientTransport.prototype as any;
+const originalHandleSseStream = proto._handleSseStream;
+const spans = new InMemorySpanExporter();
+const tracerProvider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
+tracerProvider.register();
+
+const warnings: string[] = [];
+const capture = (...args: unknown[]) => warnings.push(args.map(String).join(' '));
+const captureDiag: DiagLogger = {
+  error: capture,
+  warn: capture,
+  info: () => {},
+  debug: () => {},
+  verbose: () => {},
+};
+diag.setLogger(captureDiag, DiagLogLevel.WARN);
+
+let server: ScriptedServer;
+let exporter: PrometheusExporter;
+let meterProvider: MeterProvider;
+let instrumentation: ForkwatchInstrumentation;
+const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
+
+function instrument(config: ForkwatchInstrumentationConfig = {}) {
+  instrumentation = new ForkwatchInstrumentation({ verdictTimeoutMs: 400, ...config });
+  instrumentation.setTracerProvider(tracerProvider);
+  instrumentation.setMeterProvider(meterProvider);
+  instrumentation.manuallyInstrument(streamableHttp);
+  return instrumentation;
+}
+
+async function scrape() {
+  const { resourceMetrics } = await exporter.collect();
+  return new PrometheusSerializer().serialize(resourceMetrics);
+}
+
+async function waitFor<T>(what: string, fn: () => T | undefined, ms = 4000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+const openClients: Client[] = [];
+
+async function connect() {
+  const transport = new StreamableHTTPClientTransport(new URL(server.url), {
+    reconnectionOptions: { initialReconnectionDelay: 30, maxReconnectionDelay: 60, reconnectionDelayGrowFactor: 1, maxRetries: 1 },
+  });
+  const client = new Client({ name: 'instrumentation-test', version: '1.0.0' });
+  const received: number[] = [];
+  const errors: Error[] = [];
+  client.setNotificationHandler(LoggingMessageNotificationSchema, n => {
+    received.push((n.params.data as { n: number }).n);
+  });
+  client.onerror = e => errors.push(e);
+  openClients.push(client);
+  await client.connect(transport);
+  return { transport, client, received, errors };
+}
+
+/** The first GET streams `frames` then drops the connection; the resume GET plays `resume`. */
+function dropThenResume(frames: string, resume: (res: any) => void) {
+  server.scripts.push(
+    res => {
+      openSse(res);
+      res.write(frames);
+      setTimeout(() => res.socket?.destroy(), 30);
+    },
+    res => resume(res),
+  );
+}
+
+beforeEach(async () => {
+  server = await startScriptedServer();
+  exporter = new PrometheusExporter({ preventServerStart: true });
+  meterProvider = new MeterProvider({ readers: [exporter] });
+  spans.reset();
+  warnings.length = 0;
+});
+
+afterEach(async () => {
+  // A failed test must not leave a client reconnecting into the next one.
+  await Promise.all(openClients.splice(0).map(c => c.close().catch(() => {})));
+  instrumentation?.disable();
+  await server.close();
+  await meterProvider.shutdown();
+});
+
+describe('verdicts in-process', () => {
+  test('the textbook fork: cursor 4821, first id 1 is forked, id_regressed; trace context rides on the resume GET', async () => {
+    instrument();
+    dropThenResume(frame('4820', 1) + frame('4821', 2), res => {
+      openSse(res);
+      res.write(frame('1', 3));
+    });
+    const app = await connect();
+    await waitFor('the forked frame', () => app.received.includes(3));
+    expect(server.gets[1]!['last-event-id']).toBe('4821');
+    await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+    const span = spans.getFinishedSpans()[0]!;
+    expect(span.attributes['forkwatch.resume.reason']).toBe('id_regressed');
+    expect(server.gets[1]!.traceparent).toContain(span.spanContext().traceId);
+    expect(server.gets[0]!.traceparent).toBeUndefined(); // only resume GETs carry it
+    const text = await scrape();
+    expect(sample(text, METRICS.clientForks.prometheusName, { reason: 'id_regressed' })).toBe(1);
+    expect(sample(text, `${METRICS.clientResumeGapSeconds.prometheusName}_count`)).toBe(1);
+    expect(app.received).toEqual([1, 2, 3]); // record mode: the SDK still gets every frame
+    await app.client.close();
+  });
+
+  test('a contiguous dense sequence is resumed with 0 skipped events; a gap of 3 is measured', async () => {
+    instrument();
+    dropThenResume(frame('7', 1), res => {
+      openSse(res);
+      res.write(frame('8', 2));
+    });
+    const app = await connect();
+    await waitFor('the resumed frame', () => app.received.includes(2));
+    await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+    const text = await scrape();
+    expect(sample(text, `${METRICS.clientResumeSkippedEvents.prometheusName}_bucket`, { le: '0' })).toBe(1);
+    expect(sample(text, METRICS.clientResumes.prometheusName, { outcome: 'resumed' })).toBe(1);
+    await app.client.close();
+  });
+
+  test('comments and id-less frames before the first frame: the first dispatched frame decides (id_missing)', async () => {
+    instrument();
+    dropThenResume(frame('a-1', 1), res => {
+      openSse(res);
+      res.write(': keepalive\n\n');
+      res.write('retry: 1000\n\n');
+      res.write(frame(undefined, 2));
+    });
+    const app = await connect();
+    await waitFor('the frame', () => app.received.includes(2));
+    await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+    expect(spans.getFinishedSpans()[0]!.attributes['forkwatch.resume.reason']).toBe('id_missing');
+    await app.client.close();
+  });
+
+  test('a silent resumed stream is inconclusive at the configured verdict timeout', async () => {
+    instrument({ verdictTimeoutMs: 150 });
+    dropThenResume(frame('s_1700000000000_aaaa', 1), res => {
+      openSse(res);
+      res.write(': keepalive\n\n');
+    });
+    const app = await connect();
+    const started = Date.now();
+    await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+    expect(Date.now() - started).toBeLessThan(2000);
+    const first = spans.getFinishedSpans()[0]!.events.find(e => e.name === 'forkwatch.resume.first_frame')!;
+    expect(first.attributes).toMatchObject({ 'forkwatch.resume.outcome': 'inconclusive', 'forkwatch.resume.reason': 'timeout' });
+    await app.client.close();
+  });
+
+  test('a huge cursor: the resume is rejected by the server (431) and spans stay bounded', async () => {
+    instrument();
+    const huge = 'x'.repeat(1 << 20);
+    dropThenResume(frame(huge, 1), () => {
+      throw new Error('the server never sees a 1 MB header');
+    });
+    const app = await connect();
+    await waitFor('the span', () => spans.getFinishedSpans().length >= 1, 6000);
+    const span = spans.getFinishedSpans()[0]!;
+    expect(span.attributes['forkwatch.resume.outcome']).toBe('rejected');
+    expect(span.attributes['http.response.status_code']).toBe(431);
+    const cursor = String(span.events[0]!.attributes!['forkwatch.resume.cursor']);
+    expect(cursor.length).toBeLessThan(400);
+    expect(app.received).toEqual([1]);
+    await app.client.close();
+  });
+});
+
+describe('configuration and privacy', () => {
+  test('session ids are hashed; raw ids and event ids follow their switches', async () => {
+    instrument({ captureEventIds: false });
+    dropThenResume(frame('1', 1), res => {
+      openSse(res);
+      res.write(frame('2', 2));
+    });
+    const app = await connect();
+    await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+    const [span] = spans.getFinishedSpans();
+    const all = [span!.attributes, ...span!.events.map(e => e.attributes ?? {})];
+    expect(all.some(a => 'forkwatch.resume.cursor' in a || 'forkwatch.resume.first_event_id' in a)).toBe(false);
+    expect(span!.attributes['forkwatch.session.hash']).toMatch(/^[0-9a-f]{16}$/);
+    expect(span!.attributes['mcp.session.id']).toBeUndefined();
+    await app.client.close();
+
+    instrumentation.disable();
+    spans.reset();
+    instrument({ captureRawSessionId: true });
+    dropThenResume(frame('1', 1), res => {
+      openSse(res);
+      res.write(frame('2', 2));
+    });
+    const again = await connect();
+    await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+    expect(spans.getFinishedSpans()[0]!.attributes['mcp.session.id']).toBe('session-under-test');
+    await again.client.close();
+  });
+
+  test('bad settings get a diagnostic and safe defaults', () => {
+    const i = instrument({ codec: 'nope' as any, verdictTimeoutMs: -5, onFork: 'explode' as any });
+    expect(i.settings).toMatchObject({ verdictTimeoutMs: 10_000, onFork: 'record' });
+    expect(i.settings.codec.name).toBe('auto');
+    expect(warnings.join('\n')).toMatch(/unknown codec/);
+    expect(warnings.join('\n')).toMatch(/invalid verdictTimeoutMs/);
+    expect(warnings.join('\n')).toMatch(/invalid onFork/);
+  });
+
+  test('a throwing onForkDetected hook is contained: the app keeps its frames', async () => {
+    instrument({
+      onForkDetected: () => {
+        throw new Error('user hook bug');
+      },
+    });
+    dropThenResume(frame('9', 1), res => {
+      openSse(res);
+      res.write(frame('1', 2) + frame('2', 3));
+    });
+    const app = await connect();
+    await waitFor('all frames', () => app.received.length === 3);
+    expect(app.received).toEqual([1, 2, 3]);
+    expect(warnings.join('\n')).toMatch(/onForkDetected hook threw/);
+    await app.client.close();
+  });
+
+  test('sessions negotiated at 2026-07-28 are left alone', async () => {
+    instrument();
+    dropThenResume(frame('5', 1), res => {
+      openSse(res);
+      res.write(frame('1', 2));
+    });
+    const app = await connect();
+    app.transport.setProtocolVersion('2026-07-28');
+    await waitFor('the second GET', () => server.gets.length >= 2 && app.received.includes(2));
+    await sleep(100);
+    expect(spans.getFinishedSpans()).toEqual([]);
+    const text = await scrape();
+    for (const outcome of ['resumed', 'forked', 'inconclusive']) {
+      expect(sample(text, METRICS.clientResumes.prometheusName, { outcome })).toBe(0);
+    }
+    await app.client.close();
+  });
+});
+
+describe('metrics contract', () => {
+  test('every counter label combination is exported at 0 from the start', async () => {
+    instrument();
+    const text = await scrape();
+    for (const spec of Object.values(METRICS)) {
+      if (spec.kind !== 'counter') continue;
+      for (const labels of labelCombinations(spec)) expect(sample(text, spec.prometheusName, labels)).toBe(0);
+    }
+  });
+});
+
+describe('patching', () => {
+  test('disable() restores the SDK methods; enable() patches again', () => {
+    instrument();
+    expect(proto._handleSseStream.__wrapped).toBe(true);
+    instrumentation.disable();
+    expect(proto._handleSseStream).toBe(originalHandleSseStream);
+    for (const m of ['_startOrAuthSse', '_scheduleReconnection', '_commonHeaders']) expect(proto[m].__wrapped).toBeUndefined();
+    instrumentation.enable();
+    instrumentation.manuallyInstrument(streamableHttp);
+    expect(proto._handleSseStream.__wrapped).toBe(true);
+  });
+
+  test('a second instrumentation does not patch twice: one resume is counted once', async () => {
+    instrument();
+    const second = new ForkwatchInstrumentation();
+    second.manuallyInstrument(streamableHttp);
+    expect(proto._handleSseStream.__original).toBe(originalHandleSseStream);
+    dropThenResume(frame('3', 1), res => {
+      openSse(res);
+      res.write(frame('4', 2));
+    });
+    const app = await connect();
+    await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+    await sleep(50);
+    expect(spans.getFinishedSpans()).toHaveLength(1);
+    expect(sample(await scrape(), METRICS.clientResumes.prometheusName, { outcome: 'resumed' })).toBe(1);
+    second.disable();
+    await app.client.close();
+  });
+});

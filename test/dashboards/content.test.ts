@@ -1,0 +1,76 @@
+/** What the issue asks of the overview, panel by panel. */
+import { describe, expect, test } from 'vitest';
+import { type Panel, loadDashboard, panelsOf, queriesOf } from './dashboard-model';
+import { SAMPLE_DURATIONS, analyse } from './promql';
+
+const overview = loadDashboard('forkwatch-overview.json');
+const panels = panelsOf(overview);
+
+function panel(title: string): Panel {
+  const found = panels.find(p => p.title === title);
+  if (!found) throw new Error(`no panel "${title}"`);
+  return found;
+}
+const exprs = (p: Panel) => (p.targets ?? []).map(t => t.expr ?? '');
+const metricsOf = (p: Panel) => exprs(p).flatMap(e => analyse(e).selectors.map(s => s.metric));
+
+describe('overview dashboard content', () => {
+  test('variables: data source, cluster, namespace, job, instance', () => {
+    const vars = (overview.templating?.list ?? []).map(v => `${v.type}:${v.name}`);
+    expect(vars).toEqual(['datasource:datasource', 'query:cluster', 'query:namespace', 'query:job', 'query:instance']);
+  });
+
+  test('every range is $__rate_interval or $__range, never a fixed window', () => {
+    const allowed = [SAMPLE_DURATIONS.__rate_interval, SAMPLE_DURATIONS.__range];
+    const fixed = queriesOf(overview).flatMap(q => analyse(q.expr).ranges.filter(r => !allowed.includes(r.range)));
+    expect(fixed).toEqual([]);
+  });
+
+  test('every description ends with what on-call should do, in bold', () => {
+    for (const p of panels) expect(p.description, p.title).toMatch(/\*\*[^*]+\*\*/);
+  });
+
+  test('fork rate by reason and transport', () => {
+    const p = panel('Fork rate by reason and transport');
+    expect(exprs(p)[0]).toMatch(/^sum by \(transport, reason\) \(rate\(forkwatch_client_forks_total\{/);
+    expect(p.targets?.[0]?.legendFormat).toBe('{{reason}} ({{transport}})');
+  });
+
+  test('resume outcomes as a share of all resumes', () => {
+    const p = panel('Resume outcomes (share of all resumes)');
+    expect(p.fieldConfig?.defaults?.unit).toBe('percentunit');
+    expect(exprs(p)[0]).toContain('group_left');
+  });
+
+  test('"2xx resumes" beside "lossless resumes"', () => {
+    const p = panel('2xx resumes vs lossless resumes');
+    expect(p.targets?.map(t => t.legendFormat)).toEqual(['2xx resumes', 'lossless resumes']);
+    expect(exprs(p)[0]).toContain('outcome=~"resumed|forked|inconclusive"');
+    expect(exprs(p)[1]).toContain('outcome="resumed"');
+  });
+
+  test.each([
+    ['Resume gap time (client)', 'forkwatch_client_resume_gap_seconds_bucket', 's'],
+    ['Skipped events on resume (client)', 'forkwatch_client_resume_skipped_events_bucket', 'short'],
+  ])('%s is a heatmap of Prometheus buckets', (title, bucket, unit) => {
+    const p = panel(title);
+    expect(p.type).toBe('heatmap');
+    expect(p.targets?.[0]?.format).toBe('heatmap');
+    expect(metricsOf(p)).toEqual([bucket]);
+    expect(p.options?.yAxis?.unit).toBe(unit);
+  });
+
+  test('server replay sizes, server outcomes per instance, duplicates, firing alerts', () => {
+    expect(metricsOf(panel('Server replay size'))).toContain('forkwatch_server_resume_gap_events_bucket');
+    expect(exprs(panel('Server resume outcomes per instance'))[0]).toMatch(/^sum by \(instance, outcome\)/);
+    expect(exprs(panel('Unknown-cursor share per instance'))[0]).toMatch(/^sum by \(job, instance\)/);
+    expect(metricsOf(panel('Duplicate events (client)'))).toEqual(['forkwatch_client_duplicate_events_total']);
+    expect(metricsOf(panel('Firing alerts and their runbooks'))).toEqual(['ALERTS', 'ALERTS']);
+    expect(overview.annotations?.list?.[0]?.expr).toContain('alertname=~"Forkwatch.*"');
+  });
+
+  test('the SLO panel is the one that reads recording rules', () => {
+    const readers = panels.filter(p => metricsOf(p).some(m => m?.includes(':')));
+    expect(readers.map(p => p.title)).toEqual(['Lossy share of 2xx resumes (SLO windows)']);
+  });
+});
