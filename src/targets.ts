@@ -3,6 +3,7 @@
  * The instrumentation hooks (module definitions, the CommonJS hook, the manual API) all work from this table.
  */
 import type { ForkwatchRuntime } from './runtime';
+import { SSE_CLIENT_METHODS, patchSseClient } from './client/sse-client';
 import { STREAMABLE_HTTP_CLIENT_METHODS, patchStreamableHttpClient } from './client/streamable-http-client';
 import {
   NODE_SERVER_METHODS,
@@ -32,6 +33,13 @@ export const STREAMABLE_HTTP_CLIENT: PatchTarget = {
   exportName: 'StreamableHTTPClientTransport',
   methods: STREAMABLE_HTTP_CLIENT_METHODS,
   patch: patchStreamableHttpClient,
+};
+
+/** The legacy HTTP+SSE client transport (protocol 2024-11-05). */
+export const SSE_CLIENT: PatchTarget = {
+  exportName: 'SSEClientTransport',
+  methods: SSE_CLIENT_METHODS,
+  patch: patchSseClient,
 };
 
 /**
@@ -67,6 +75,7 @@ export const SDK_V1_PACKAGE = '@modelcontextprotocol/sdk';
 export const SDK_V1_SUPPORTED = '>=1.17.0 <2';
 export const SDK_V1_FILES: SdkFileTarget[] = [
   { file: 'client/streamableHttp.js', targets: [STREAMABLE_HTTP_CLIENT] },
+  { file: 'client/sse.js', targets: [SSE_CLIENT] },
   { file: 'server/streamableHttp.js', targets: [NODE_STREAMABLE_HTTP_SERVER], versions: '>=1.17.0 <1.25.0' },
   { file: 'server/webStandardStreamableHttp.js', targets: [WEB_STANDARD_STREAMABLE_HTTP_SERVER], versions: '>=1.25.0 <2' },
 ];
@@ -74,7 +83,7 @@ export const SDK_V1_FILES: SdkFileTarget[] = [
 /** @modelcontextprotocol/client and /server 2.x: bundled, classes exported from the package root. */
 export const SDK_V2_SUPPORTED = '>=2.0.0 <3';
 export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
-  '@modelcontextprotocol/client': [STREAMABLE_HTTP_CLIENT],
+  '@modelcontextprotocol/client': [STREAMABLE_HTTP_CLIENT, SSE_CLIENT],
   '@modelcontextprotocol/server': [WEB_STANDARD_STREAMABLE_HTTP_SERVER],
 };
 

@@ -36,13 +36,15 @@ export const EXIT_CODES: Record<ProbeVerdict, 0 | 1 | 2> = {
 
 /** Forks the probe sees beyond the core's reasons: a real cursor answered 200 without its replay. */
 export type ProbeForkReason = ForkReason | 'no_frame' | 'eof_without_frames' | 'wrong_first_frame';
+/** Why a resume was refused (`http_<status>`) or failed. */
+export type ResumeFailureReason = `http_${number}` | 'no_response' | 'not_sse' | 'stream_error';
 
 export interface ResumeAttempt {
   /** 1-based. */
   attempt: number;
   status: number | null;
   outcome: ResumeOutcome;
-  reason?: ProbeForkReason | string;
+  reason?: ProbeForkReason | ResumeFailureReason;
   /** Id of the first frame after the cursor (null: the frame had no id; absent: no frame). */
   firstEventId?: string | null;
   /** True when the first frame carried the response the cursor preceded. */

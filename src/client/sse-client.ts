@@ -1,0 +1,195 @@
+/**
+ * Patch of the legacy HTTP+SSE client transport (`SSEClientTransport`, protocol 2024-11-05; deprecated but
+ * still common). Its EventSource reconnects by itself, and the SDK's fetch wrapper replaces the headers the
+ * EventSource sets, so a held Last-Event-ID never reaches the server (SDK PR #2475); the 2024-11-05 server
+ * mints a new session on every GET. forkwatch sees each EventSource connection through the fetch the SDK
+ * hands it, and judges every reconnect on its first event:
+ * - `endpoint` with another sessionId: the reconnect landed in a new session (stream_changed);
+ * - a cursor was held but not sent: cursor_dropped;
+ * - otherwise the usual first-frame verdict on the message's id.
+ * The verdict comes from EventSource events, after the SDK's own listeners, so fail-loud mode does not apply.
+ */
+import { eventIdKey } from '../core/event-id';
+import type { SessionRecord } from '../core/ledger';
+import { decideFirstFrame } from '../core/verdict';
+import { type ForkwatchRuntime, nowMs } from '../runtime';
+import { ResumeAttempt } from './resume-attempt';
+import { httpStatusOf } from './streamable-http-client';
+
+export const SSE_CLIENT_METHODS = ['_startOrAuth'] as const;
+
+type Fn = (...args: any[]) => any;
+type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
+
+interface LegacyState {
+  session: SessionRecord | undefined;
+  connections: number;
+  endpointSession: string | undefined;
+  /** The last event id seen: what the EventSource would resume from. */
+  heldCursor: string | undefined;
+  lostAt: number | undefined;
+  attempt: ResumeAttempt | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+const attached = new WeakSet<object>();
+let legacyCounter = 0;
+
+export function patchSseClient(proto: any, runtime: ForkwatchRuntime, wrap: Wrap): void {
+  wrap(proto, '_startOrAuth', original =>
+    function startOrAuth(this: any, ...args: unknown[]) {
+      let state: LegacyState | undefined;
+      if (runtime.enabled) {
+        try {
+          state = observeConnections(this, runtime);
+        } catch (error) {
+          runtime.diag.error('observing a legacy SSE connection failed', error);
+        }
+      }
+      const result = original.apply(this, args);
+      if (state) {
+        try {
+          attachEventSource(this._eventSource, state, runtime);
+        } catch (error) {
+          runtime.diag.error('observing a legacy SSE stream failed', error);
+        }
+      }
+      return result;
+    },
+  );
+}
+
+/** Routes the EventSource's requests through an observing fetch that delegates to the one the SDK would use. */
+function observeConnections(transport: any, runtime: ForkwatchRuntime): LegacyState {
+  const state: LegacyState = {
+    session: undefined,
+    connections: 0,
+    endpointSession: undefined,
+    heldCursor: undefined,
+    lostAt: undefined,
+    attempt: undefined,
+    timer: undefined,
+  };
+  const init = transport._eventSourceInit;
+  const baseFetch: Fn = init?.fetch ?? transport._fetch ?? globalThis.fetch;
+  const observingFetch = (url: unknown, requestInit?: any) => {
+    try {
+      onRequest(state, requestInit, runtime);
+    } catch (error) {
+      runtime.diag.error('legacy SSE request observation failed', error);
+    }
+    const attempt = state.attempt;
+    const response = baseFetch(url, requestInit);
+    Promise.resolve(response).then(
+      (res: any) => {
+        if (attempt && !attempt.isConcluded && res && !res.ok) attempt.concludeRejected(res.status);
+      },
+      (error: unknown) => {
+        if (attempt && !attempt.isConcluded) {
+          const status = httpStatusOf(error);
+          if (status !== undefined) attempt.concludeRejected(status);
+          else attempt.concludeFailed(error);
+        }
+      },
+    );
+    return response;
+  };
+  transport._eventSourceInit = { ...init, fetch: observingFetch };
+  return state;
+}
+
+function onRequest(state: LegacyState, requestInit: any, runtime: ForkwatchRuntime): void {
+  state.connections++;
+  if (state.connections === 1) {
+    state.session = runtime.clientLedger.touch(`legacy-sse#${++legacyCounter}`, nowMs());
+    return;
+  }
+  // A reconnect of the EventSource: a resume attempt.
+  const session = state.session!;
+  const sent = readHeader(requestInit?.headers, 'last-event-id');
+  const heldCursor = sent ?? state.heldCursor;
+  const attempt = new ResumeAttempt(runtime, {
+    transport: 'sse',
+    session,
+    sessionId: state.endpointSession,
+    protocolVersion: undefined,
+    cursor: sent,
+    heldCursor: heldCursor ?? '',
+    lostAt: state.lostAt,
+  });
+  state.attempt = attempt;
+  if (heldCursor !== undefined && sent === undefined) {
+    attempt.concludeCursorDropped();
+    runtime.notifyFork(attempt.verdictInfo());
+    return;
+  }
+  if (state.timer) clearTimeout(state.timer);
+  state.timer = setTimeout(() => {
+    if (!attempt.isConcluded) attempt.concludeInconclusive('timeout');
+  }, runtime.settings.verdictTimeoutMs);
+  state.timer.unref?.();
+}
+
+function attachEventSource(es: any, state: LegacyState, runtime: ForkwatchRuntime): void {
+  if (!es || typeof es.addEventListener !== 'function' || attached.has(es)) return;
+  attached.add(es);
+  const pending = () => (state.attempt && !state.attempt.isConcluded ? state.attempt : undefined);
+
+  es.addEventListener('error', () => {
+    // CONNECTING: the connection was lost and the EventSource will reconnect.
+    if (es.readyState === 0) state.lostAt = nowMs();
+  });
+  es.addEventListener('endpoint', (event: any) => {
+    const sessionId = sessionIdOfEndpoint(event?.data);
+    const attempt = pending();
+    if (attempt) {
+      if (state.endpointSession !== undefined && sessionId !== state.endpointSession) {
+        attempt.concludeWithFirstFrame(undefined, { verdict: 'forked', reason: 'stream_changed' });
+        runtime.notifyFork(attempt.verdictInfo());
+      } else {
+        attempt.concludeWithFirstFrame(undefined, { verdict: 'resumed', continuityVerified: false });
+      }
+    }
+    state.endpointSession = sessionId;
+  });
+  es.addEventListener('message', (event: any) => {
+    const id = typeof event?.lastEventId === 'string' && event.lastEventId !== '' ? event.lastEventId : undefined;
+    const attempt = pending();
+    const session = state.session;
+    if (attempt && session) {
+      // The EventSource's lastEventId is sticky: unchanged from the cursor means this frame had no id.
+      const firstId = id === attempt.init.heldCursor ? undefined : id;
+      const verdict = decideFirstFrame({
+        cursor: attempt.init.heldCursor,
+        firstId: firstId === undefined ? undefined : eventIdKey(firstId),
+        codec: runtime.settings.codec,
+        wasConsumed: candidate => session.hasConsumed(candidate),
+      });
+      attempt.concludeWithFirstFrame(firstId, verdict);
+      if (verdict.verdict === 'forked') runtime.notifyFork(attempt.verdictInfo(firstId));
+    }
+    if (id !== undefined && id !== state.heldCursor && session) {
+      state.heldCursor = id;
+      if (session.consume(eventIdKey(id), nowMs())) runtime.instruments.clientDuplicateEvents.add(1, { transport: 'sse' });
+    }
+  });
+}
+
+function readHeader(headers: any, name: string): string | undefined {
+  try {
+    if (!headers) return undefined;
+    const value = typeof headers.get === 'function' ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+    return typeof value === 'string' && value !== '' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function sessionIdOfEndpoint(data: unknown): string | undefined {
+  if (typeof data !== 'string') return undefined;
+  try {
+    return new URL(data, 'http://endpoint.invalid').searchParams.get('sessionId') ?? data;
+  } catch {
+    return data;
+  }
+}
