@@ -43,15 +43,15 @@ function setupServerTelemetry(forkwatch, config) {
 }
 
 /**
- * Loads the server side of the SDK as an app in `resolveFrom` would, in one module system. For ESM, the file of the
- * ESM build is imported by URL (1.x: dist/esm beside dist/cjs; 2.x: index.mjs beside index.cjs).
+ * Loads the server side of the SDK as an app in `resolveFrom` would, in one module system. For ESM, 1.x files are
+ * imported by the URL of their ESM build (dist/esm beside dist/cjs), as the lab clients do.
  */
 async function loadServerSdk(config, moduleSystem) {
   const req = createRequire(path.join(config.resolveFrom ?? __dirname, 'resolve-from.js'));
   const rootReq = createRequire(__filename);
   const load = async (spec, r = req) => {
     if (moduleSystem === 'cjs') return r(spec);
-    const file = r.resolve(spec).replace(/([\\/])dist\1cjs\1/, '$1dist$1esm$1').replace(/index\.cjs$/, 'index.mjs');
+    const file = r.resolve(spec).replace(/([\\/])dist\1cjs\1/, '$1dist$1esm$1');
     return import(pathToFileURL(file).href);
   };
   const optional = async (spec, r) => {
@@ -64,8 +64,10 @@ async function loadServerSdk(config, moduleSystem) {
   // The SDK's own example store is the same code in 1.x and 2.x (2.x does not ship it): always the 1.x file.
   const exampleStore = async r => (await load('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js', r)).InMemoryEventStore;
   if (config.sdk === 'v2') {
-    const server = await load('@modelcontextprotocol/server', rootReq);
-    const node = await load('@modelcontextprotocol/node', rootReq);
+    // 2.x packages are imported by name, as an app does: the ESM hooks match the package, not a file inside it.
+    const byName = async spec => (moduleSystem === 'cjs' ? rootReq(spec) : import(spec));
+    const server = await byName('@modelcontextprotocol/server');
+    const node = await byName('@modelcontextprotocol/node');
     const pkg = JSON.parse(require('node:fs').readFileSync(path.join(path.dirname(rootReq.resolve('@modelcontextprotocol/server')), '../package.json'), 'utf8'));
     return {
       version: `@modelcontextprotocol/server@${pkg.version}`,

@@ -11,6 +11,15 @@ const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: '
 let passed = 0;
 let failed = 0;
 
+// App folders that pin older SDK versions for the version tests: installed on first use.
+const versionsDir = join(root, 'test/sdk-versions');
+for (const dir of existsSync(versionsDir) ? readdirSync(versionsDir) : []) {
+  const app = join(versionsDir, dir);
+  if (existsSync(join(app, 'package-lock.json')) && !existsSync(join(app, 'node_modules'))) {
+    run('npm', ['ci', '--no-audit', '--no-fund', '--prefix', app]);
+  }
+}
+
 if (run(process.execPath, ['scripts/build.mjs']).status !== 0) {
   console.log('tests: 0 passed, 1 failed');
   process.exit(1);

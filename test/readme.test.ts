@@ -1,0 +1,57 @@
+/** The README's reference tables and commands agree with the code: names.ts, package.json and .ci/run. */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../src/names';
+import { PACKAGE_NAME, PACKAGE_VERSION } from '../src/version';
+
+const root = join(__dirname, '..');
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+function tableRows(heading: string): string[][] {
+  const section = readme.split(/^## /m).find(s => s.startsWith(heading));
+  if (!section) throw new Error(`README has no "## ${heading}" section`);
+  return section
+    .split('\n')
+    .filter(l => l.startsWith('| `'))
+    .map(l => l.split('|').slice(1, -1).map(c => c.trim()));
+}
+
+describe('README', () => {
+  test('the metrics table lists exactly the metrics of names.ts, with their types and labels', () => {
+    const rows = tableRows('Metrics');
+    const documented = new Map(rows.map(([name, type, labels]) => [name!.replace(/`/g, ''), { type, labels }]));
+    expect([...documented.keys()].sort()).toEqual(Object.values(METRICS).map(m => m.prometheusName).sort());
+    for (const spec of Object.values(METRICS)) {
+      const doc = documented.get(spec.prometheusName)!;
+      expect(doc.type).toBe(spec.kind);
+      const labels = Object.keys(spec.labels);
+      expect(doc.labels).toBe(labels.length ? labels.map(l => `\`${l}\``).join(', ') : '—');
+    }
+  });
+
+  test('the span table names every span and span event', () => {
+    const spansSection = readme.split(/^## /m).find(s => s.startsWith('Spans and span events'))!;
+    for (const name of [...Object.values(SPAN), ...Object.values(SPAN_EVENT)]) expect(spansSection).toContain(`\`${name}\``);
+    for (const attr of [ATTR.cursor, ATTR.firstEventId, ATTR.sessionHash, ATTR.replayedEvents, ATTR.serverOutcome]) {
+      expect(spansSection).toContain(`\`${attr}\``);
+    }
+  });
+
+  test('the Quickstart commands exist, and CI runs the README test command', () => {
+    const quickstart = readme.split(/^## /m).find(s => s.startsWith('Quickstart'))!;
+    expect(quickstart).toContain('npm ci && npm run lab');
+    expect(quickstart).toContain('npm ci && npm test');
+    expect(pkg.scripts.lab).toBeDefined();
+    expect(pkg.scripts.test).toBeDefined();
+    const ci = readFileSync(join(root, '.ci/run'), 'utf8');
+    expect(ci).toMatch(/^npm test$/m);
+    expect(ci).toMatch(/apt-get install[^\n]*prometheus-alertmanager/);
+  });
+
+  test('src/version.ts follows package.json', () => {
+    expect(PACKAGE_NAME).toBe(pkg.name);
+    expect(PACKAGE_VERSION).toBe(pkg.version);
+  });
+});
