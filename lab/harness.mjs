@@ -10,32 +10,52 @@ import { startProxy } from './proxy.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** Server B configurations, by scenario. Server A always has a correct event store. */
+/**
+ * A store that falls through to a fresh stream (Cloudflare agents' McpAgent does) returns a stream id for a cursor it
+ * never stored and replays nothing. The server has only the store's word, so this is `replayed` with 0 events; the
+ * fork shows on the client (its first frame) and both are in one trace.
+ */
+const FRESH_STORE_STORY = "B: replayed, 0 events (the store vouched for a cursor it never stored; the client's verdict catches it)";
+
+/**
+ * Server B configurations, by scenario. Server A has a correct event store, except in sdk-store-same-process.
+ * `serverStory` is what forkwatch's server instrumentation reports in the server processes (the server's view).
+ */
 export const SCENARIOS = {
-  healthy: { a: {}, b: null, client: 'healthy', story: 'the resume lands on the process that holds the log' },
+  healthy: {
+    a: {},
+    b: null,
+    client: 'healthy',
+    story: 'the resume lands on the process that holds the log',
+    serverStory: 'A: replayed, with the exact number of events the client missed',
+  },
   'silent-fork': {
     a: {},
     b: { store: 'sdk-example', hydrate: true, keepAliveMs: 200 },
     client: 'silent-fork',
     story: "the resume lands on a process with the SDK's own store and no log: 200, keep-alives only",
+    serverStory: "B: unknown_cursor (the store returned '' and the SDK still answered 200)",
   },
   'live-fork-sdk-ids': {
     a: {},
     b: { store: { idFormat: 'sdk', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 150, count: 2 } },
     client: 'post-stream-fork',
     story: 'a tool call stream resumes on a process that opens a fresh stream with live events (SDK-format ids)',
+    serverStory: FRESH_STORE_STORY,
   },
   'live-fork-integer-ids': {
     a: { store: { idFormat: 'integer' } },
     b: { store: { idFormat: 'integer', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 150, count: 2 } },
     client: 'live-fork',
     story: 'the resume lands on a process whose integer ids start again from 1',
+    serverStory: FRESH_STORE_STORY,
   },
   'fork-then-return': {
     a: { store: { idFormat: 'hex-sequence' } },
     b: { store: { idFormat: 'hex-sequence', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 150, count: 2 } },
     client: 'fork-then-return',
     story: 'after a fork, the next reconnect returns to the first process, which replays from the wrong cursor',
+    serverStory: `${FRESH_STORE_STORY}; then A: replayed, from its own event that has the id of B's (the ids collide)`,
   },
   'fail-loud': {
     a: { store: { idFormat: 'integer' } },
@@ -43,26 +63,43 @@ export const SCENARIOS = {
     client: 'fail-loud',
     instrumentation: { onFork: 'abort' },
     story: "the integer-id fork again, with forkwatch's fail-loud mode on",
+    serverStory: FRESH_STORE_STORY,
   },
   'live-fork-no-store': {
     a: {},
     b: { store: null, hydrate: true, ticker: { everyMs: 150, count: 2 } },
     client: 'live-fork',
     story: 'the resume lands on a process without an event store, which ignores Last-Event-ID',
+    serverStory: 'B: ignored (no event store: the SDK dropped Last-Event-ID and opened a fresh stream with 200)',
   },
   'rejected-400': {
     a: {},
     b: { store: { idFormat: 'sdk', unknownCursor: 'validate' }, hydrate: true },
     client: 'rejected',
     story: 'the resume lands on a process that validates cursors: 400',
+    serverStory: 'B: rejected (400 from getStreamIdForEventId), once per attempt',
   },
-  'rejected-404': { a: {}, b: { hydrate: false }, client: 'rejected', story: 'the resume lands on a process without the session: 404' },
+  'rejected-404': {
+    a: {},
+    b: { hydrate: false },
+    client: 'rejected',
+    story: 'the resume lands on a process without the session: 404',
+    serverStory: "nothing: the application's router answers 404 before any transport sees the request (client and HTTP metrics only)",
+  },
   'rejected-409': {
     a: { store: { idFormat: 'sdk', unknownCursor: 'validate' } },
     b: null,
     client: 'rejected',
     resumeTo: 'A',
     story: 'the resume reaches the right process while the old stream is still open there: 409',
+    serverStory: 'A: rejected (409: the stream still has a connection), once per attempt',
+  },
+  'sdk-store-same-process': {
+    a: { store: 'sdk-example', keepAliveMs: 200 },
+    b: null, // the proxy's route B is process A: the resume lands on the process that holds the log
+    client: 'silent-fork',
+    story: "one process with the SDK's own InMemoryEventStore: even a resume on the process that holds the log gets 200 and keep-alives only",
+    serverStory: "A: unknown_cursor, although A stored that cursor: the store's `_GET_stream` split bug (SDK issues #943, #2560)",
   },
 };
 

@@ -2,8 +2,9 @@
 // can cut SSE responses in the middle of a frame, the way a dropped connection does.
 //
 // Control API (JSON over HTTP on the same port):
-//   POST /__lab/routes {post, get, resume}  where each is 'A' or 'B' (resume = GET carrying Last-Event-ID)
-//   POST /__lab/cut {kinds?: ['get'|'resume'|'post'], midFrame?: true, keepUpstream?: false}
+//   POST /__lab/routes {post, get, resume}  where each is 'A' or 'B' (resume = GET carrying Last-Event-ID), or a
+//                                           list of them, taken in turn (round robin)
+//   POST /__lab/cut {kinds?: ['get'|'resume'|'post'], midFrame?: true, keepUpstream?: false, sessionId?}
 //   GET  /__lab/log  every proxied request: {seq, method, kind, target, lastEventId, status}
 import { request as httpRequest, createServer } from 'node:http';
 
@@ -11,6 +12,9 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
   const routes = { ...initialRoutes };
   const log = [];
   const streams = new Set();
+  let turn = 0;
+  let requests = 0;
+  const pick = route => (Array.isArray(route) ? route[turn++ % route.length] : route);
 
   const cutStream = (stream, { midFrame = true, keepUpstream = false } = {}) => {
     const destroy = () => {
@@ -32,7 +36,9 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
     if (req.url === '/__lab/routes') Object.assign(routes, body);
     else if (req.url === '/__lab/cut') {
       const kinds = body.kinds ?? ['get', 'resume'];
-      for (const s of [...streams]) if (kinds.includes(s.entry.kind)) cutStream(s, body);
+      for (const s of [...streams]) {
+        if (kinds.includes(s.entry.kind) && (!body.sessionId || s.entry.sessionId === body.sessionId)) cutStream(s, body);
+      }
     } else if (req.url !== '/__lab/log') {
       res.writeHead(404).end();
       return;
@@ -44,9 +50,12 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
     if (req.url.startsWith('/__lab/')) return void control(req, res);
     const lastEventId = req.headers['last-event-id'];
     const kind = req.method === 'GET' ? (lastEventId ? 'resume' : 'get') : 'post';
-    const target = routes[kind] ?? 'A';
-    const entry = { seq: log.length + 1, method: req.method, kind, target, lastEventId, status: null };
+    const target = pick(routes[kind]) ?? 'A';
+    const sessionId = req.headers['mcp-session-id'];
+    const entry = { seq: ++requests, method: req.method, kind, target, lastEventId, sessionId, status: null };
     log.push(entry);
+    // A long-running lab keeps only the recent past.
+    if (log.length > 5000) log.splice(0, log.length - 5000);
     const upstream = new URL(req.url, upstreams[target]);
     const upstreamReq = httpRequest(upstream, { method: req.method, headers: { ...req.headers, host: upstream.host } }, upRes => {
       entry.status = upRes.statusCode;

@@ -29,7 +29,7 @@ export class SessionRecord {
   placedAt: number;
   /** Resume attempts made for this session. */
   resumeAttempts = 0;
-  private readonly ring: Float64Array;
+  private readonly ring: number[];
   private ringSize = 0;
   private ringNext = 0;
 
@@ -38,7 +38,9 @@ export class SessionRecord {
     capacity: number,
     now: number,
   ) {
-    this.ring = new Float64Array(Math.max(1, capacity));
+    // A plain array of doubles: 8 bytes per hash like a Float64Array, without the ~190 bytes of ArrayBuffer and
+    // typed-array objects that one costs per session. Filled with a non-integer, so it holds doubles from the start.
+    this.ring = new Array<number>(Math.max(1, capacity)).fill(0.5);
     this.lastActiveAt = now;
     this.placedAt = now;
   }

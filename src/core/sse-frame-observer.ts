@@ -50,8 +50,15 @@ export class SseFrameObserver {
   private fieldNameLength = 0;
   private lineEmpty = true;
   private valueStarted = false;
+  /** Copies of the id's bytes, for an id line that spans chunks. */
   private idBytes: Uint8Array[] = [];
+  /** An id line that ends in the chunk being pushed is decoded straight from it, before push() returns: no copy. */
+  private idChunk: Uint8Array | undefined = undefined;
+  private idStart = 0;
+  private idEnd = 0;
   private idLength = 0;
+  /** The id passed maxIdBytes: from then on its bytes are only hashed (for the digest key) and checked for NUL. */
+  private idDigesting = false;
   private idHasNul = false;
   private idHash = 0x811c9dc5;
   private chunkHasCr = false;
@@ -179,17 +186,35 @@ export class SseFrameObserver {
   }
 
   private appendId(chunk: Uint8Array, start: number, end: number): void {
+    if (!this.idDigesting && this.idLength + (end - start) > this.maxIdBytes) {
+      // Oversized: the bytes kept so far go into the digest, and nothing more is kept.
+      this.idDigesting = true;
+      for (const part of this.idBytes) this.digestId(part, 0, part.length);
+      this.idBytes = [];
+    }
+    if (this.idDigesting) {
+      this.digestId(chunk, start, end);
+    } else if (end < chunk.length && this.idBytes.length === 0) {
+      // The line break is in this chunk, so takeId() runs before push() returns.
+      this.idChunk = chunk;
+      this.idStart = start;
+      this.idEnd = end;
+    } else {
+      // Copy: the chunk belongs to the stream and may be reused after push() returns.
+      this.idBytes.push(chunk.slice(start, end));
+    }
+    this.idLength += end - start;
+  }
+
+  /** FNV-1a over the bytes of an oversized id, in order (the key eventIdKey gives the decoded id). */
+  private digestId(bytes: Uint8Array, start: number, end: number): void {
     let hash = this.idHash;
     for (let k = start; k < end; k++) {
-      const b = chunk[k]!;
+      const b = bytes[k]!;
       if (b === 0) this.idHasNul = true;
       hash = Math.imul(hash ^ b, 0x01000193);
     }
     this.idHash = hash;
-    const keep = Math.min(end, start + Math.max(0, this.maxIdBytes - this.idLength));
-    // Copy: the chunk belongs to the stream and may be reused after we return.
-    if (keep > start) this.idBytes.push(chunk.slice(start, keep));
-    this.idLength += end - start;
   }
 
   private endLine(): void {
@@ -211,14 +236,17 @@ export class SseFrameObserver {
 
   private takeId(): void {
     if (this.idHasNul) return;
-    if (this.idLength > this.maxIdBytes) {
+    if (this.idDigesting) {
       this.frameId = oversizedIdKey(this.idLength, this.idHash);
       return;
     }
-    if (this.idBytes.length === 0) {
-      this.frameId = '';
+    let id: string;
+    if (this.idChunk !== undefined) {
+      id = this.decoder.decode(this.idChunk.subarray(this.idStart, this.idEnd));
+    } else if (this.idBytes.length === 0) {
+      id = '';
     } else if (this.idBytes.length === 1) {
-      this.frameId = this.decoder.decode(this.idBytes[0]);
+      id = this.decoder.decode(this.idBytes[0]);
     } else {
       const all = new Uint8Array(this.idLength);
       let offset = 0;
@@ -226,8 +254,11 @@ export class SseFrameObserver {
         all.set(part, offset);
         offset += part.length;
       }
-      this.frameId = this.decoder.decode(all);
+      id = this.decoder.decode(all);
     }
+    // A NUL byte decodes to U+0000, and nothing else does (an overlong form decodes to U+FFFD): one search
+    // of the string instead of a look at every byte.
+    if (id.indexOf('\u0000') === -1) this.frameId = id;
   }
 
   private dispatch(): void {
@@ -249,7 +280,9 @@ export class SseFrameObserver {
     this.lineEmpty = true;
     this.valueStarted = false;
     if (this.idBytes.length > 0) this.idBytes = [];
+    this.idChunk = undefined;
     this.idLength = 0;
+    this.idDigesting = false;
     this.idHasNul = false;
     this.idHash = 0x811c9dc5;
   }

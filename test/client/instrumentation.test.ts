@@ -41,7 +41,7 @@ let instrumentation: ForkwatchInstrumentation;
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms));
 
 function instrument(config: ForkwatchInstrumentationConfig = {}) {
-  instrumentation = new ForkwatchInstrumentation({ verdictTimeoutMs: 400, ...config });
+  instrumentation = new ForkwatchInstrumentation({ verdictTimeoutMs: 3000, ...config });
   instrumentation.setTracerProvider(tracerProvider);
   instrumentation.setMeterProvider(meterProvider);
   instrumentation.manuallyInstrument(streamableHttp);

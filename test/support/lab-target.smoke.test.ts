@@ -1,13 +1,34 @@
 import { expect, test } from 'vitest';
+import { METRICS } from '../../src/names';
+import { sample } from './lab';
 import { startLabTarget } from './lab-target';
 
-test('lab target exports forkwatch metrics over HTTP', async () => {
+test('the forked lab target resumes, forks and reports it over HTTP', async () => {
   const target = await startLabTarget('forked');
   try {
     await target.runScenario();
+    await target.runScenario();
     const text = await (await fetch(target.metricsUrl)).text();
-    expect(text).toContain('forkwatch_client_forks_total{transport="streamable_http",reason="stream_changed"');
-    expect(text).toContain('forkwatch_client_resume_gap_seconds_bucket');
+    const resumes = (outcome: string) => sample(text, METRICS.clientResumes.prometheusName, { outcome }) ?? 0;
+    expect(resumes('resumed')).toBeGreaterThan(0);
+    expect(resumes('forked') + resumes('inconclusive')).toBeGreaterThan(0);
+    expect(sample(text, METRICS.clientForks.prometheusName, { reason: 'id_regressed' })).toBeGreaterThan(0);
+    expect(sample(text, METRICS.serverResumes.prometheusName, { outcome: 'unknown_cursor' })).toBeGreaterThan(0);
+    expect(sample(text, `${METRICS.serverResumeGapEvents.prometheusName}_count`)).toBeGreaterThan(0);
+  } finally {
+    await target.stop();
+  }
+});
+
+test('the healthy lab target only resumes', async () => {
+  const target = await startLabTarget('healthy');
+  try {
+    await target.runScenario();
+    const text = await (await fetch(target.metricsUrl)).text();
+    expect(sample(text, METRICS.clientResumes.prometheusName, { outcome: 'resumed' })).toBe(4);
+    expect(sample(text, METRICS.clientResumes.prometheusName, { outcome: 'forked' })).toBe(0);
+    expect(sample(text, METRICS.clientResumes.prometheusName, { outcome: 'inconclusive' })).toBe(0);
+    expect(sample(text, METRICS.serverResumes.prometheusName, { outcome: 'replayed' })).toBe(4);
   } finally {
     await target.stop();
   }

@@ -1,14 +1,11 @@
 /**
- * A Prometheus scrape target for the rule and dashboard end-to-end tests.
- *
- * STAND-IN: until the fork lab can run as a long-lived target, this records the values the instrumentation
- * records, through forkwatch's own instruments (src/metrics.ts) and the real OpenTelemetry Prometheus exporter.
- * The interface is what the real lab target will keep.
+ * The fork lab as a Prometheus scrape target, for the rule and dashboard end-to-end tests: a child process
+ * (lab/target.mjs) with real SDK servers, the cutting proxy and a real SDK client, instrumented by forkwatch and
+ * exporting through the real OpenTelemetry Prometheus exporter.
  */
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { createInstruments } from '../../src/metrics';
+import { join } from 'node:path';
 
 export type LabScenario = 'forked' | 'healthy';
 
@@ -17,10 +14,12 @@ export interface LabTarget {
   metricsUrl: string;
   /** 127.0.0.1:<port>, for a Prometheus static_config. */
   address: string;
-  /** Runs the scenario once more (resumes, forks or not); counters grow with every run. */
+  /** Plays one more batch of sessions that lose their stream and resume; counters grow with every run. */
   runScenario(): Promise<void>;
   stop(): Promise<void>;
 }
+
+const labDir = join(__dirname, '../../lab');
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -34,42 +33,41 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startLabTarget(scenario: LabScenario): Promise<LabTarget> {
-  const port = await freePort();
-  const exporter = new PrometheusExporter({ host: '127.0.0.1', port });
-  await exporter.startServer();
-  const provider = new MeterProvider({ readers: [exporter] });
-  const m = createInstruments(provider.getMeter('forkwatch'));
-  return {
-    metricsUrl: `http://127.0.0.1:${port}/metrics`,
-    address: `127.0.0.1:${port}`,
-    async runScenario() {
-      const t = { transport: 'streamable_http' };
-      m.serverEvents.add(20, t);
-      if (scenario === 'healthy') {
-        m.clientResumes.add(3, { ...t, outcome: 'resumed' });
-        m.clientResumeGapSeconds.record(1.2);
-        m.clientResumeSkippedEvents.record(0);
-        m.serverResumes.add(3, { ...t, outcome: 'replayed' });
-        m.serverResumeGapEvents.record(4);
-        return;
+  const metricsPort = await freePort();
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--import', join(labDir, 'esm-hooks.mjs'), join(labDir, 'target.mjs')],
+    { env: { ...process.env, LAB_TARGET: JSON.stringify({ scenario, metricsPort }) }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr!.on('data', c => (stderr += c));
+  const controlPort = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`lab target did not start:\n${stderr}`)), 30_000);
+    child.stdout!.on('data', chunk => {
+      out += chunk;
+      const m = /READY (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
       }
-      m.clientResumes.add(1, { ...t, outcome: 'resumed' });
-      m.clientResumes.add(3, { ...t, outcome: 'forked' });
-      m.clientResumes.add(1, { ...t, outcome: 'inconclusive' });
-      m.clientForks.add(1, { ...t, reason: 'stream_changed' });
-      m.clientForks.add(1, { ...t, reason: 'id_regressed' });
-      m.clientForks.add(1, { ...t, reason: 'cursor_dropped' });
-      m.clientDuplicateEvents.add(4, t);
-      m.clientResumeGapSeconds.record(1.1);
-      m.clientResumeGapSeconds.record(2.5);
-      m.clientResumeSkippedEvents.record(0);
-      m.serverResumes.add(1, { ...t, outcome: 'replayed' });
-      m.serverResumes.add(2, { ...t, outcome: 'unknown_cursor' });
-      m.serverResumes.add(1, { ...t, outcome: 'ignored' });
-      m.serverResumeGapEvents.record(3);
+    });
+    child.once('exit', code => reject(new Error(`lab target exited with ${code}:\n${stderr}`)));
+  });
+  const metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+  return {
+    metricsUrl,
+    address: `127.0.0.1:${metricsPort}`,
+    async runScenario() {
+      const res = await fetch(`http://127.0.0.1:${controlPort}/run`, { method: 'POST' });
+      const { failed } = (await res.json()) as { failed: string[] };
+      if (failed.length > 0) throw new Error(`lab sessions failed: ${failed.join('; ')}`);
     },
     async stop() {
-      await provider.shutdown();
+      if (child.exitCode !== null) return;
+      const exited = new Promise(resolve => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
     },
   };
 }

@@ -1,0 +1,457 @@
+/**
+ * forkwatch/register: zero-code install.
+ *
+ *   node --require forkwatch/register app.js     (CommonJS apps)
+ *   node --import forkwatch/register app.mjs     (ESM apps; --require works for them too)
+ *
+ * One CommonJS file serves both flags. Loading it:
+ *  1. reads FORKWATCH_* and the OTEL_* variables it interprets (env-config.ts), one stderr line per unusable value;
+ *  2. registers the ESM loader hooks of the import-in-the-middle copy that forkwatch's own
+ *     @opentelemetry/instrumentation uses (a loader from another copy would patch nothing);
+ *  3. creates and enables ForkwatchInstrumentation synchronously, so its hooks exist before the app loads the MCP SDK
+ *     (an SDK loaded earlier under CommonJS is patched from require.cache);
+ *  4. one tick later, when a CommonJS main module has run its top level, decides how to report: through the
+ *     OpenTelemetry providers the app registered (its own SDK), or through a NodeSDK that it starts itself, by default
+ *     serving Prometheus metrics on :9464.
+ *
+ * It never writes to stdout (an stdio MCP server's stdout is its protocol stream) and never throws into the app: a bad
+ * setting or a busy port gives one diagnostic on stderr and the app keeps running, uninstrumented if need be.
+ */
+import type { DiagLogger, MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
+import { inspect } from 'node:util';
+import { isMainThread } from 'node:worker_threads';
+import { type LogLevelName, type RegisterEnvConfig, readRegisterEnv } from './env-config';
+import type { ForkwatchInstrumentation } from './instrumentation';
+import type { ForkwatchMetricReader, ForkwatchRegistration } from './prom-client';
+
+/** Same symbol as prom-client.ts REGISTRATION_KEY (Symbol.for is process-wide, so copies of forkwatch agree too). */
+const REGISTRATION_KEY = Symbol.for('forkwatch.register');
+const ESM_HOOK_KEY = Symbol.for('forkwatch.esm-hook');
+const OTEL_API_KEY = Symbol.for('opentelemetry.js.api.1');
+/** How long a SIGTERM/SIGINT waits for the last export before the signal takes its course. */
+const SHUTDOWN_TIMEOUT_MS = 5_000;
+/** The longest the Prometheus endpoint waits for resource detection. */
+const RESOURCE_TIMEOUT_MS = 2_000;
+/** How often, when the app runs its own SDK, register looks whether the global MeterProvider changed. */
+const FOLLOW_INTERVAL_MS = 500;
+
+/** DiagLogLevel values of @opentelemetry/api. */
+const LEVEL: Record<LogLevelName, number> = { none: 0, error: 30, warn: 50, info: 60, debug: 70, verbose: 80, all: 9999 };
+
+type Globals = Record<symbol, unknown>;
+type SdkNode = typeof import('@opentelemetry/sdk-node');
+type NodeSdk = InstanceType<SdkNode['NodeSDK']>;
+type SpanProcessorLike = NonNullable<ConstructorParameters<SdkNode['NodeSDK']>[0]>['spanProcessors'] extends
+  | (infer P)[]
+  | undefined
+  ? P
+  : never;
+
+// ---------------------------------------------------------------------------------------------------------------
+// stderr only: OpenTelemetry's DiagConsoleLogger uses console.info/console.log for some levels, which is stdout.
+
+function writeStderr(line: string): void {
+  try {
+    process.stderr.write(`${line}\n`);
+  } catch {
+    // stderr closed: nothing else to do.
+  }
+}
+
+function formatArgs(message: unknown, args: unknown[]): string {
+  const parts = [message, ...args].map(part =>
+    typeof part === 'string' ? part : part instanceof Error ? part.message : inspect(part, { depth: 4, breakLength: Infinity }),
+  );
+  return parts.join(' ');
+}
+
+/** The global DiagLogger register installs when it runs the SDK: OpenTelemetry's messages, one stderr line each. */
+class StderrDiagLogger implements DiagLogger {
+  constructor(private readonly onError: (message: string) => boolean) {}
+  error = (message: string, ...args: unknown[]) => {
+    const text = formatArgs(message, args);
+    if (!this.onError(text)) writeStderr(`forkwatch: opentelemetry error: ${text}`);
+  };
+  warn = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry warn: ${formatArgs(message, args)}`);
+  info = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry info: ${formatArgs(message, args)}`);
+  debug = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry debug: ${formatArgs(message, args)}`);
+  verbose = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry verbose: ${formatArgs(message, args)}`);
+}
+
+/** OTEL_*_EXPORTER=console, on stderr: the console exporters of the SDK print to stdout. */
+class StderrMetricExporter {
+  export(resourceMetrics: any, resultCallback: (result: { code: number }) => void): void {
+    for (const scopeMetrics of resourceMetrics?.scopeMetrics ?? []) {
+      for (const metric of scopeMetrics.metrics ?? []) {
+        const { descriptor, dataPointType, dataPoints } = metric;
+        writeStderr(inspect({ descriptor, dataPointType, dataPoints }, { depth: 6, breakLength: Infinity }));
+      }
+    }
+    resultCallback({ code: 0 });
+  }
+  async forceFlush(): Promise<void> {}
+  async shutdown(): Promise<void> {}
+}
+
+class StderrSpanProcessor {
+  onStart(): void {}
+  onEnd(span: any): void {
+    const context = span.spanContext();
+    writeStderr(
+      inspect(
+        {
+          traceId: context.traceId,
+          parentSpanId: span.parentSpanContext?.spanId,
+          name: span.name,
+          id: context.spanId,
+          kind: span.kind,
+          timestamp: span.startTime,
+          duration: span.duration,
+          attributes: span.attributes,
+          status: span.status,
+          events: span.events,
+        },
+        { depth: 4, breakLength: Infinity },
+      ),
+    );
+  }
+  async forceFlush(): Promise<void> {}
+  async shutdown(): Promise<void> {}
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Runs fn with some variables set (or removed, when undefined) and puts them back; fn must be synchronous. */
+function withEnv<T>(overrides: Record<string, string | undefined>, fn: () => T): T {
+  const saved: Record<string, string | undefined> = {};
+  for (const [key, value] of Object.entries(overrides)) {
+    saved[key] = process.env[key];
+    if (value === undefined) delete process.env[key];
+    else process.env[key] = value;
+  }
+  try {
+    return fn();
+  } finally {
+    for (const [key, value] of Object.entries(saved)) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+  }
+}
+
+/** NodeSDK's own readers of OTEL_EXPORTER_OTLP_*, OTEL_METRIC_EXPORT_* and OTEL_BSP_*, so they behave as in NodeSDK. */
+interface SdkNodeUtils {
+  getOtlpMetricExporterFromEnv(): unknown;
+  getPeriodicExportingMetricReaderFromEnv(exporter: unknown): any;
+  getSpanProcessorsFromEnv(): SpanProcessorLike[];
+}
+
+function sdkNodeUtils(): SdkNodeUtils {
+  // Not a public entry point, but the exact module NodeSDK uses; @opentelemetry/sdk-node is pinned to one version.
+  return require('@opentelemetry/sdk-node/build/src/utils') as SdkNodeUtils;
+}
+
+/** The global registry of @opentelemetry/api 1.x: which providers someone registered, whatever copy of the API. */
+function otelGlobals(): Record<string, unknown> {
+  return ((globalThis as Globals)[OTEL_API_KEY] as Record<string, unknown> | undefined) ?? {};
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+class Registration implements ForkwatchRegistration {
+  mode: ForkwatchRegistration['mode'] = 'pending';
+  instrumentation: ForkwatchInstrumentation | undefined;
+  promClientReader: ForkwatchMetricReader | undefined;
+  readonly ready: Promise<void>;
+  private markReady!: () => void;
+  private sdk: NodeSdk | undefined;
+  private prometheus: { startServer(): Promise<void> } | undefined;
+  private readonly extraMeterProviders: ApiMeterProvider[] = [];
+  private shutdownPromise: Promise<void> | undefined;
+  private warnedAboutLateSdk = false;
+
+  constructor(
+    private readonly env: RegisterEnvConfig,
+    private readonly say: (line: string) => void,
+  ) {
+    this.ready = new Promise(resolve => (this.markReady = resolve));
+  }
+
+  /** Something threw while setting up: the app runs on, without forkwatch's exporters. */
+  fail(): void {
+    this.mode = 'failed';
+    this.markReady();
+  }
+
+  start(): void {
+    if (this.env.sdkDisabled) {
+      this.mode = 'disabled';
+      this.markReady();
+      return;
+    }
+    this.installEsmHook();
+    const { ForkwatchInstrumentation } = require('./instrumentation') as typeof import('./instrumentation');
+    // Enabled by its constructor: the require hooks and the require.cache scan are in place from here on.
+    this.instrumentation = new ForkwatchInstrumentation({ ...this.env.instrumentation });
+    // One tick later a CommonJS main module (`--require`) has run its top level, and every --require preload has
+    // run: an SDK the app starts there is seen. ESM main modules run later, after their imports load; an ESM app
+    // that starts its own SDK sets FORKWATCH_START_SDK=false (and is told so if it does not).
+    setImmediate(() => this.decide());
+  }
+
+  private installEsmHook(): void {
+    const globals = globalThis as Globals;
+    if (globals[ESM_HOOK_KEY]) return;
+    globals[ESM_HOOK_KEY] = true;
+    try {
+      const mod = require('node:module') as { register?: (specifier: string) => void };
+      if (typeof mod.register !== 'function') {
+        this.say('this Node.js cannot register ESM loader hooks (module.register, Node >= 20.6): ESM code is not instrumented');
+        return;
+      }
+      const { pathToFileURL } = require('node:url') as typeof import('node:url');
+      // Resolved from forkwatch's own dependency: the loader must come from the same import-in-the-middle copy as
+      // the Hook the instrumentation registers, or nothing is patched.
+      mod.register(pathToFileURL(require.resolve('@opentelemetry/instrumentation/hook.mjs')).href);
+    } catch (error) {
+      this.say(`could not register the ESM loader hooks (${describeError(error)}): ESM code is not instrumented`);
+    }
+  }
+
+  private decide(): void {
+    try {
+      const globals = otelGlobals();
+      if (!this.env.startSdk || globals.trace || globals.metrics) {
+        this.mode = 'app-sdk';
+        this.followGlobalMeterProvider();
+      } else {
+        this.startSdk(Boolean(globals.context), Boolean(globals.propagation));
+        this.mode = 'sdk';
+      }
+    } catch (error) {
+      this.mode = 'failed';
+      this.say(`could not start the OpenTelemetry SDK (${describeError(error)}); the app runs without forkwatch's exporters`);
+    } finally {
+      this.markReady();
+    }
+  }
+
+  private startSdk(contextRegistered: boolean, propagatorRegistered: boolean): void {
+    const { diag } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+    diag.setLogger(new StderrDiagLogger(message => this.onOtelError(message)), {
+      logLevel: LEVEL[this.env.logLevel],
+      suppressOverrideMessage: true,
+    });
+    const metricReaders = this.metricReaders();
+    const spanProcessors = this.spanProcessors();
+    const { NodeSDK } = require('@opentelemetry/sdk-node') as SdkNode;
+    // OTEL_LOG_LEVEL would make NodeSDK install DiagConsoleLogger (stdout); register's logger honours it instead.
+    const sdk = withEnv({ OTEL_LOG_LEVEL: undefined }, () => {
+      return new NodeSDK({
+        instrumentations: [this.instrumentation!],
+        metricReaders,
+        spanProcessors,
+        // Someone registered these already (without providers): keep theirs rather than fail to register ours.
+        ...(contextRegistered ? { contextManager: null as never } : {}),
+        ...(propagatorRegistered ? { textMapPropagator: null } : {}),
+      });
+    });
+    const logs = this.env.logsExporters.length > 0 ? this.env.logsExporters.join(',') : 'none';
+    withEnv({ OTEL_LOGS_EXPORTER: logs }, () => sdk.start());
+    this.sdk = sdk;
+    this.installExitHandlers();
+    this.applyMeterProvider();
+    if (this.prometheus) {
+      // The Prometheus exporter reads the resource without waiting for the detectors' async attributes (host.id),
+      // and logs an error on every scrape until someone settles them: settle them, then open the port.
+      const exporter = this.prometheus;
+      const resource = (sdk as unknown as { _resource?: { waitForAsyncAttributes?(): Promise<void> } })._resource;
+      withTimeout(Promise.resolve(resource?.waitForAsyncAttributes?.()), RESOURCE_TIMEOUT_MS)
+        .catch(() => undefined)
+        .then(() => this.startPrometheusServer(exporter));
+    }
+  }
+
+  private metricReaders(): any[] {
+    const readers: any[] = [];
+    for (const name of this.env.metricsExporters) {
+      try {
+        if (name === 'prometheus') {
+          const { PrometheusExporter } = require('@opentelemetry/exporter-prometheus') as typeof import('@opentelemetry/exporter-prometheus');
+          // The server is started below, so that a busy port gives one clear line rather than a bare diag error.
+          const exporter = new PrometheusExporter({
+            host: this.env.prometheus.host,
+            port: this.env.prometheus.port,
+            preventServerStart: true,
+          });
+          this.prometheus = exporter;
+          readers.push(exporter);
+        } else if (name === 'otlp') {
+          const utils = sdkNodeUtils();
+          readers.push(utils.getPeriodicExportingMetricReaderFromEnv(utils.getOtlpMetricExporterFromEnv()));
+        } else {
+          readers.push(sdkNodeUtils().getPeriodicExportingMetricReaderFromEnv(new StderrMetricExporter()));
+        }
+      } catch (error) {
+        this.say(`OTEL_METRICS_EXPORTER: could not create the ${name} exporter (${describeError(error)}); left out`);
+      }
+    }
+    if (readers.length > 0) {
+      // For forkwatch/prom-client: idle until a registry is scraped.
+      const { ForkwatchMetricReader } = require('./prom-client') as typeof import('./prom-client');
+      this.promClientReader = new ForkwatchMetricReader();
+      readers.push(this.promClientReader);
+    }
+    return readers;
+  }
+
+  private spanProcessors(): SpanProcessorLike[] {
+    const processors: SpanProcessorLike[] = [];
+    const viaNodeSdk = this.env.tracesExporters.filter(name => name !== 'console');
+    if (viaNodeSdk.length > 0) {
+      try {
+        processors.push(
+          ...withEnv({ OTEL_TRACES_EXPORTER: viaNodeSdk.join(',') }, () => sdkNodeUtils().getSpanProcessorsFromEnv()),
+        );
+      } catch (error) {
+        this.say(`OTEL_TRACES_EXPORTER: could not create the ${viaNodeSdk.join(', ')} exporter (${describeError(error)}); left out`);
+      }
+    }
+    if (this.env.tracesExporters.includes('console')) processors.push(new StderrSpanProcessor() as never);
+    return processors;
+  }
+
+  private startPrometheusServer(exporter: { startServer(): Promise<void> }): void {
+    const { host, port } = this.env.prometheus;
+    const where = `${host ?? 'all interfaces'} port ${port}`;
+    exporter.startServer().then(
+      () => undefined,
+      (error: NodeJS.ErrnoException) => {
+        const reason =
+          error?.code === 'EADDRINUSE'
+            ? 'the port is already in use (EADDRINUSE); set OTEL_EXPORTER_PROMETHEUS_PORT to a free port'
+            : `${describeError(error)}; check OTEL_EXPORTER_PROMETHEUS_HOST and OTEL_EXPORTER_PROMETHEUS_PORT`;
+        this.say(`cannot serve Prometheus metrics on ${where}: ${reason}. The app keeps running without forkwatch's /metrics`);
+      },
+    );
+  }
+
+  /** The API reports an SDK registered after ours as a duplicate registration: say once what to do about it. */
+  private onOtelError(message: string): boolean {
+    if (!message.includes('Attempted duplicate registration of API')) return false;
+    if (!this.warnedAboutLateSdk) {
+      this.warnedAboutLateSdk = true;
+      this.say(
+        'the app registered its own OpenTelemetry SDK after forkwatch/register had started one, so the app\'s providers are not active. ' +
+          'Set FORKWATCH_START_SDK=false when the app runs its own SDK (or add ForkwatchInstrumentation to it instead of forkwatch/register)',
+      );
+    }
+    return true;
+  }
+
+  /** When the app runs its own SDK: report to its global MeterProvider, including one it registers later. */
+  private followGlobalMeterProvider(): void {
+    const { metrics } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+    let current = metrics.getMeterProvider();
+    this.applyMeterProvider();
+    setInterval(() => {
+      try {
+        const provider = metrics.getMeterProvider();
+        if (provider === current) return;
+        current = provider;
+        this.applyMeterProvider();
+      } catch {
+        // never throw from a timer into the app
+      }
+    }, FOLLOW_INTERVAL_MS).unref();
+  }
+
+  addMeterProvider(provider: ApiMeterProvider): void {
+    this.extraMeterProviders.push(provider);
+    this.applyMeterProvider();
+  }
+
+  private applyMeterProvider(): void {
+    if (!this.instrumentation) return;
+    const { metrics } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+    const global = metrics.getMeterProvider();
+    if (this.extraMeterProviders.length === 0) {
+      this.instrumentation.setMeterProvider(global);
+      return;
+    }
+    const { teeMeterProvider } = require('./prom-client') as typeof import('./prom-client');
+    this.instrumentation.setMeterProvider(teeMeterProvider([global, ...this.extraMeterProviders]));
+  }
+
+  // --- shutdown ---
+
+  private installExitHandlers(): void {
+    const onSignal = (signal: NodeJS.Signals) => {
+      process.removeListener('SIGTERM', onTerm);
+      process.removeListener('SIGINT', onInt);
+      void this.shutdown().then(() => {
+        // Our listener replaced Node's default action: if the app has no listener of its own, take that action now.
+        if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+      });
+    };
+    const onTerm = () => onSignal('SIGTERM');
+    const onInt = () => onSignal('SIGINT');
+    process.on('SIGTERM', onTerm);
+    process.on('SIGINT', onInt);
+    // The event loop ran dry: push what periodic exporters hold (once; the exit follows when the flush is done).
+    process.once('beforeExit', () => void this.flush());
+  }
+
+  private async flush(): Promise<void> {
+    const providers = this.sdk as unknown as { _meterProvider?: { forceFlush(): Promise<void> }; _tracerProvider?: { forceFlush(): Promise<void> } };
+    await withTimeout(
+      Promise.all([providers?._meterProvider?.forceFlush(), providers?._tracerProvider?.forceFlush()]).then(() => undefined),
+    ).catch(error => this.say(`flushing telemetry at exit failed: ${describeError(error)}`));
+  }
+
+  shutdown(): Promise<void> {
+    this.shutdownPromise ??= withTimeout(this.sdk ? this.sdk.shutdown() : Promise.resolve()).catch(error =>
+      this.say(`shutting down the OpenTelemetry SDK failed: ${describeError(error)}`),
+    );
+    return this.shutdownPromise;
+  }
+}
+
+function withTimeout(promise: Promise<void>, ms = SHUTDOWN_TIMEOUT_MS): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function main(): void {
+  // Node runs --require preloads in the ESM loader's thread too, and in every Worker: register the app's main thread
+  // only (a second registration there would only warn, or start a second SDK on the same port).
+  if (!isMainThread) return;
+  const globals = globalThis as Globals;
+  if (globals[REGISTRATION_KEY]) return; // both --require and --import, or two copies of forkwatch
+  let say: (line: string) => void = writeStderr;
+  let registration: Registration | undefined;
+  try {
+    const env = readRegisterEnv(process.env);
+    const quiet = LEVEL[env.logLevel] < LEVEL.warn;
+    say = line => {
+      if (!quiet) writeStderr(`forkwatch: ${line}`);
+    };
+    for (const line of env.diagnostics) say(line);
+    registration = new Registration(env, say);
+    globals[REGISTRATION_KEY] = registration;
+    registration.start();
+  } catch (error) {
+    registration?.fail();
+    say(`forkwatch/register failed (${describeError(error)}); the app runs uninstrumented`);
+  }
+}
+
+main();

@@ -1,0 +1,62 @@
+/**
+ * The server instrumentation across server SDK lines, in the fork lab (CommonJS and ESM server processes, patched by
+ * the module hooks): @modelcontextprotocol/sdk 1.17 and 1.24 (the Node transport before 1.25, app folders under
+ * test/sdk-versions) and @modelcontextprotocol/server 2.x. The client is the latest 1.x.
+ *
+ * Not every scenario exists on every line: before 1.23 there is no getStreamIdForEventId and no 409 on resume (1.17
+ * replays from any store and registers whatever it returns), and before 1.30 no keep-alives, so a silent stream
+ * never sends a byte (the lab proxy then never forwards its 200; the old path's unknown_cursor is covered in
+ * process by node-transport-v1.24.test.ts).
+ */
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { METRICS } from '../../src/names';
+import { sample } from '../support/lab';
+import { runLab, serverResumeSpans, serverView } from './lab-support';
+import { versionsDir } from './support';
+
+const resumes = METRICS.serverResumes.prometheusName;
+const gap = METRICS.serverResumeGapEvents.prometheusName;
+const t = { transport: 'streamable_http' };
+
+const lines = [
+  { label: '@modelcontextprotocol/sdk 1.17', options: { serverResolveFrom: join(versionsDir, 'v1.17') }, version: /^@modelcontextprotocol\/sdk@1\.17\./, rejections: false },
+  { label: '@modelcontextprotocol/sdk 1.24', options: { serverResolveFrom: join(versionsDir, 'v1.24') }, version: /^@modelcontextprotocol\/sdk@1\.24\./, rejections: true },
+  { label: '@modelcontextprotocol/server 2.x', options: { serverSdk: 'v2' as const }, version: /^@modelcontextprotocol\/server@2\./, rejections: true },
+];
+
+describe.each(lines)('$label server', ({ options, version, rejections }) => {
+  test.each(['cjs', 'esm'] as const)('%s: replayed with the exact gap; no store: ignored', async moduleSystem => {
+    const healthy = await runLab('healthy', { moduleSystem, ...options });
+    const A = healthy.servers.A!;
+    expect(A.sdkVersion).toMatch(version);
+    expect(A.moduleSystem).toBe(moduleSystem);
+    expect(A.sdkPatched).toBe(true);
+    expect(healthy.lost).toEqual([]);
+    expect(sample(A.metrics, resumes, { ...t, outcome: 'replayed' })).toBe(1);
+    expect(sample(A.metrics, `${gap}_sum`)).toBe(3);
+    expect(serverResumeSpans(A)[0]!.parentSpanId).toBe(healthy.spans.find(s => s.name === 'forkwatch.client.resume')!.spanId);
+
+    const noStore = await runLab('live-fork-no-store', { moduleSystem, ...options });
+    expect(serverView(noStore.servers).B).toMatchObject({ outcomes: ['ignored'], resumes: { ignored: 1, replayed: 0 } });
+  });
+
+  if (rejections) {
+    test('cjs: 400 and 409 answered by the transport: rejected', async () => {
+      const r400 = await runLab('rejected-400', { moduleSystem: 'cjs', ...options });
+      const r409 = await runLab('rejected-409', { moduleSystem: 'cjs', ...options });
+      expect(serverResumeSpans(r400.servers.B!).map(s => s.attributes['http.response.status_code'])).toEqual([400, 400]);
+      expect(serverResumeSpans(r409.servers.A!).map(s => s.attributes['http.response.status_code'])).toEqual([409, 409]);
+      expect(sample(r409.servers.A!.metrics, resumes, { ...t, outcome: 'rejected' })).toBe(2);
+    });
+  }
+});
+
+describe('@modelcontextprotocol/server 2.x server', () => {
+  test.each(['cjs', 'esm'] as const)("%s: silent fork on the SDK's own store: unknown_cursor", async moduleSystem => {
+    const r = await runLab('silent-fork', { moduleSystem, serverSdk: 'v2' });
+    expect(r.servers.B!.sdkVersion).toMatch(/^@modelcontextprotocol\/server@2\./);
+    expect(r.lost).toEqual([4, 5, 6]);
+    expect(serverView(r.servers).B).toMatchObject({ outcomes: ['unknown_cursor'], replayedEvents: [0] });
+  });
+});

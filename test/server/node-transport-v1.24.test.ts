@@ -1,0 +1,161 @@
+/**
+ * The server instrumentation on the old server path: `StreamableHTTPServerTransport` of @modelcontextprotocol/sdk
+ * 1.24.3 (test/sdk-versions/v1.24), the full Node implementation, which writes 200 on the ServerResponse before it
+ * replays. Driven over real HTTP on 127.0.0.1.
+ */
+import { readFileSync } from 'node:fs';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test } from 'vitest';
+import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
+import { sample } from '../support/lab';
+import { type Forkwatch, LabEventStore, eventAttributes, hydrate, notification, parseFrames, requireFrom, setupForkwatch, versionsDir } from './support';
+
+const req = requireFrom(join(versionsDir, 'v1.24'));
+// The SDK's exports map `./*` into dist/, so its package.json is read from beside dist/.
+const sdkVersion: string = JSON.parse(
+  readFileSync(req.resolve('@modelcontextprotocol/sdk/server/streamableHttp.js').replace(/dist[\\/]cjs[\\/].*$/, 'package.json'), 'utf8'),
+).version;
+const legacy = req('@modelcontextprotocol/sdk/server/streamableHttp.js');
+const { InMemoryEventStore } = req('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
+const Transport = legacy.StreamableHTTPServerTransport;
+
+const resumes = METRICS.serverResumes.prometheusName;
+const gap = METRICS.serverResumeGapEvents.prometheusName;
+const events = METRICS.serverEvents.prometheusName;
+const t = { transport: 'streamable_http' };
+
+let fw: Forkwatch | undefined;
+let server: Server | undefined;
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise(r => (server ? server.close(r) : r(undefined)));
+  server = undefined;
+  await fw?.teardown();
+  fw = undefined;
+});
+
+/** Serves one hydrated 1.24 transport over HTTP. */
+async function serve(eventStore: unknown) {
+  const transport = hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
+  server = createServer((request, response) => void transport.handleRequest(request, response));
+  await new Promise<void>(r => server!.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  /** GET with these headers; the body read for `ms`, then the connection dropped. */
+  const get = async (headers: Record<string, string>, ms = 150, sessionId = 'session-1') => {
+    const abort = new AbortController();
+    const res = await fetch(url, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25', ...headers },
+      signal: abort.signal,
+    });
+    let text = '';
+    const reader = res.body!.getReader();
+    const stop = setTimeout(() => abort.abort(), ms);
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += Buffer.from(value).toString('utf8');
+      }
+    } catch {
+      // aborted: the client went away, as after a drop
+    }
+    clearTimeout(stop);
+    return { status: res.status, frames: parseFrames(text) };
+  };
+  return { transport, get };
+}
+
+describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport (Node, before 1.25)`, () => {
+  test('the app folder really holds 1.24', () => {
+    expect(sdkVersion).toMatch(/^1\.24\./);
+  });
+
+  test('a correct store: replayed, and the gap is exactly the events replayed on the wire', async () => {
+    fw = setupForkwatch({}, legacy);
+    const { transport, get } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    for (let n = 1; n <= 6; n++) await transport.send(notification(n));
+    const { status, frames } = await get({ 'last-event-id': '2' });
+    await fw.settle();
+    expect(status).toBe(200);
+    expect(frames.map(f => f.id)).toEqual(['3', '4', '5', '6']);
+    const m = await fw.metrics();
+    expect(sample(m, resumes, { ...t, outcome: 'replayed' })).toBe(1);
+    expect(sample(m, `${gap}_sum`)).toBe(4);
+    expect(sample(m, events, t)).toBe(6);
+    expect(eventAttributes(fw.spans(SPAN.serverResume)[0]!, SPAN_EVENT.replayDone)).toEqual({
+      [ATTR.serverOutcome]: 'replayed',
+      [ATTR.replayedEvents]: 4,
+      [ATTR.replayStreamId]: '_GET_stream',
+      [ATTR.httpStatusCode]: 200,
+    });
+  });
+
+  test("the SDK's InMemoryEventStore on the transport that stored the cursor: unknown_cursor (#943, #2560)", async () => {
+    fw = setupForkwatch({}, legacy);
+    const store = new InMemoryEventStore();
+    const { transport, get } = await serve(store);
+    for (let n = 1; n <= 3; n++) await transport.send(notification(n));
+    const cursor = [...store.events.keys()][0] as string;
+    const { status, frames } = await get({ 'last-event-id': cursor });
+    await fw.settle();
+    expect(status).toBe(200);
+    expect(frames).toEqual([]);
+    expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'unknown_cursor' })).toBe(1);
+  });
+
+  test('no event store: ignored', async () => {
+    fw = setupForkwatch({}, legacy);
+    const { transport, get } = await serve(undefined);
+    const pending = get({ 'last-event-id': '7' }, 200);
+    await new Promise(r => setTimeout(r, 50));
+    await transport.send(notification(1));
+    const { status, frames } = await pending;
+    await fw.settle();
+    expect(status).toBe(200);
+    expect(frames.map(f => f.id)).toEqual([undefined]);
+    const m = await fw.metrics();
+    expect(sample(m, resumes, { ...t, outcome: 'ignored' })).toBe(1);
+    expect(sample(m, events, t)).toBe(1);
+  });
+
+  test('4xx written by the transport: rejected (400, 404, 409)', async () => {
+    fw = setupForkwatch({}, legacy);
+    const { transport, get } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    await transport.send(notification(1));
+    const open = get({}, 300); // the standalone stream stays connected meanwhile
+    await new Promise(r => setTimeout(r, 50));
+    const statuses = [
+      (await get({ 'last-event-id': '999' })).status,
+      (await get({ 'last-event-id': '1' }, 150, 'another-session')).status,
+      (await get({ 'last-event-id': '1' })).status,
+    ];
+    await open;
+    await fw.settle();
+    expect(statuses).toEqual([400, 404, 409]);
+    expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'rejected' })).toBe(3);
+    expect(fw.spans(SPAN.serverResume).map(s => s.attributes[ATTR.httpStatusCode])).toEqual([400, 404, 409]);
+  });
+
+  test('a store that throws after the 200 is written: failed, although the client saw 200', async () => {
+    fw = setupForkwatch({}, legacy);
+    const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'empty' });
+    store.replayEventsAfter = async () => {
+      throw new RangeError('store down');
+    };
+    const errors: unknown[] = [];
+    const { transport, get } = await serve(store);
+    transport.onerror = (e: unknown) => errors.push(e);
+    const { status } = await get({ 'last-event-id': '1' });
+    await fw.settle();
+    expect(status).toBe(200);
+    expect(errors).toHaveLength(1); // the SDK swallowed it after writing the head
+    expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'failed' })).toBe(1);
+    expect(eventAttributes(fw.spans(SPAN.serverResume)[0]!, SPAN_EVENT.replayDone)).toMatchObject({
+      [ATTR.serverOutcome]: 'failed',
+      [ATTR.errorType]: 'RangeError',
+      [ATTR.httpStatusCode]: 200,
+    });
+  });
+});

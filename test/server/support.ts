@@ -1,0 +1,118 @@
+/**
+ * In-process test support for the server instrumentation: a ForkwatchInstrumentation with an in-memory span
+ * exporter and the real Prometheus serializer, SDK modules loaded from any app folder, and small helpers to drive a
+ * real server transport (hydrated, as a multi-node deployment does) and read what it answered.
+ */
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ForkwatchInstrumentation } from '../../src/instrumentation';
+import type { ForkwatchInstrumentationConfig } from '../../src/types';
+// @ts-expect-error: plain ESM module without types
+import { LabEventStore } from '../../lab/event-store.mjs';
+
+export { LabEventStore };
+
+export const root = join(__dirname, '../..');
+export const versionsDir = join(root, 'test/sdk-versions');
+
+/** `require` as an app in `folder` (default: the repository root) would use it. */
+export function requireFrom(folder = root): NodeJS.Require {
+  return createRequire(join(folder, 'resolve-from.js'));
+}
+
+export interface Forkwatch {
+  instrumentation: ForkwatchInstrumentation;
+  spans(name?: string): ReadableSpan[];
+  /** Prometheus text of forkwatch's metrics, as scraped. */
+  metrics(): Promise<string>;
+  /** Lets the instrumentation's asynchronous recording (after the SDK's promise settled) finish. */
+  settle(): Promise<void>;
+  teardown(): Promise<void>;
+}
+
+/** A ForkwatchInstrumentation on private providers, with the given modules instrumented by the manual API. */
+export function setupForkwatch(config: ForkwatchInstrumentationConfig = {}, ...modules: object[]): Forkwatch {
+  const exporter = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const prometheus = new PrometheusExporter({ preventServerStart: true });
+  const meterProvider = new MeterProvider({ readers: [prometheus] });
+  const instrumentation = new ForkwatchInstrumentation({ ...config, enabled: false });
+  instrumentation.setTracerProvider(tracerProvider);
+  instrumentation.setMeterProvider(meterProvider);
+  instrumentation.enable();
+  instrumentation.manuallyInstrument(...modules);
+  return {
+    instrumentation,
+    spans: name => exporter.getFinishedSpans().filter(s => name === undefined || s.name === name),
+    async metrics() {
+      const { resourceMetrics } = await prometheus.collect();
+      return new PrometheusSerializer().serialize(resourceMetrics);
+    },
+    settle: () => new Promise(resolve => setTimeout(resolve, 20)),
+    async teardown() {
+      instrumentation.disable();
+      await tracerProvider.shutdown();
+      await meterProvider.shutdown();
+    },
+  };
+}
+
+export const notification = (n: number) => ({
+  jsonrpc: '2.0' as const,
+  method: 'notifications/message',
+  params: { level: 'info', data: { n } },
+});
+
+/** A session transport that claims session `sessionId` without an initialize (the lab's hydration). */
+export function hydrate<T extends object>(transport: T, sessionId = 'session-1'): T {
+  const core = ((transport as any)._webStandardTransport ?? transport) as any;
+  core.sessionId = sessionId;
+  core._initialized = true;
+  return transport;
+}
+
+export function getRequest(headers: Record<string, string>, sessionId = 'session-1'): Request {
+  return new Request('http://127.0.0.1/mcp', {
+    method: 'GET',
+    headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25', ...headers },
+  });
+}
+
+/** SSE frames (id and data) readable from a body within `ms`, then the body is cancelled. */
+export async function readFrames(body: ReadableStream<Uint8Array> | null, ms = 100): Promise<{ id?: string; data: string }[]> {
+  if (!body) return [];
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    const next = await Promise.race([reader.read(), new Promise<'timeout'>(r => setTimeout(() => r('timeout'), left))]);
+    if (next === 'timeout' || next.done) break;
+    text += decoder.decode(next.value, { stream: true });
+  }
+  await reader.cancel().catch(() => {});
+  return parseFrames(text);
+}
+
+export function parseFrames(text: string): { id?: string; data: string }[] {
+  const frames: { id?: string; data: string }[] = [];
+  for (const block of text.split('\n\n')) {
+    const lines = block.split('\n').filter(l => l && !l.startsWith(':'));
+    if (!lines.some(l => l.startsWith('data:'))) continue;
+    const id = lines.find(l => l.startsWith('id:'))?.slice(3).trim();
+    frames.push({ ...(id !== undefined ? { id } : {}), data: lines.filter(l => l.startsWith('data:')).map(l => l.slice(5).trim()).join('\n') });
+  }
+  return frames;
+}
+
+/** Attributes of the span event `name` of a span. */
+export function eventAttributes(span: ReadableSpan, name: string): Record<string, unknown> {
+  const event = span.events.find(e => e.name === name);
+  if (!event) throw new Error(`span ${span.name} has no event ${name}`);
+  return event.attributes ?? {};
+}

@@ -1,0 +1,270 @@
+/**
+ * The server instrumentation in process, against the real web-standard transport of @modelcontextprotocol/sdk
+ * 1.32.2 (the class that holds the logic from 1.25 on) and of @modelcontextprotocol/server 2.x, with real stores:
+ * the SDK's own InMemoryEventStore and the lab's correct one.
+ */
+import { SpanStatusCode } from '@opentelemetry/api';
+import { afterEach, describe, expect, test } from 'vitest';
+import { hashSessionId } from '../../src/session-id';
+import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
+import { sample } from '../support/lab';
+import {
+  type Forkwatch,
+  LabEventStore,
+  eventAttributes,
+  getRequest,
+  hydrate,
+  notification,
+  readFrames,
+  requireFrom,
+  setupForkwatch,
+} from './support';
+
+const req = requireFrom();
+const v1 = req('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
+const v2 = req('@modelcontextprotocol/server');
+const { InMemoryEventStore } = req('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
+
+const resumes = METRICS.serverResumes.prometheusName;
+const gap = METRICS.serverResumeGapEvents.prometheusName;
+const events = METRICS.serverEvents.prometheusName;
+const t = { transport: 'streamable_http' };
+
+let fw: Forkwatch | undefined;
+afterEach(async () => {
+  await fw?.teardown();
+  fw = undefined;
+});
+
+const lines = [
+  { label: '@modelcontextprotocol/sdk 1.32.2', module: v1 },
+  { label: '@modelcontextprotocol/server 2.x', module: v2 },
+];
+
+describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ module }) => {
+  const Transport = module.WebStandardStreamableHTTPServerTransport;
+  const transportWith = (eventStore: unknown) => hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
+
+  test('a correct store: replayed, and the gap is exactly the events replayed on the wire', async () => {
+    fw = setupForkwatch({}, module);
+    const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
+    const transport = transportWith(store);
+    for (let n = 1; n <= 7; n++) await transport.send(notification(n));
+    const res = await transport.handleRequest(getRequest({ 'last-event-id': '2' }));
+    const frames = await readFrames(res.body);
+    await fw.settle();
+    expect(res.status).toBe(200);
+    expect(frames.map(f => f.id)).toEqual(['3', '4', '5', '6', '7']);
+    const m = await fw.metrics();
+    expect(sample(m, resumes, { ...t, outcome: 'replayed' })).toBe(1);
+    for (const outcome of ['unknown_cursor', 'ignored', 'rejected', 'failed']) expect(sample(m, resumes, { ...t, outcome })).toBe(0);
+    expect(sample(m, `${gap}_count`)).toBe(1);
+    expect(sample(m, `${gap}_sum`)).toBe(frames.length);
+    expect(sample(m, events, t)).toBe(7);
+    const [span] = fw.spans(SPAN.serverResume);
+    expect(span!.status.code).toBe(SpanStatusCode.UNSET);
+    expect(eventAttributes(span!, SPAN_EVENT.resumeCursor)).toEqual({
+      [ATTR.cursor]: '2',
+      [ATTR.sessionHash]: hashSessionId('session-1'),
+      [ATTR.mcpProtocolVersion]: '2025-11-25',
+      [ATTR.eventStore]: true,
+    });
+    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toEqual({
+      [ATTR.serverOutcome]: 'replayed',
+      [ATTR.replayedEvents]: 5,
+      [ATTR.replayStreamId]: '_GET_stream',
+      [ATTR.httpStatusCode]: 200,
+    });
+  });
+
+  test("the SDK's InMemoryEventStore on the very transport that stored the cursor: unknown_cursor (#943, #2560)", async () => {
+    fw = setupForkwatch({}, module);
+    const store = new InMemoryEventStore();
+    const transport = transportWith(store);
+    for (let n = 1; n <= 4; n++) await transport.send(notification(n));
+    const [cursor] = [...store.events.keys()] as string[];
+    expect(cursor).toMatch(/^_GET_stream_/);
+    expect(store.events.has(cursor)).toBe(true); // the store holds it...
+    const res = await transport.handleRequest(getRequest({ 'last-event-id': cursor! }));
+    const frames = await readFrames(res.body);
+    await fw.settle();
+    expect(res.status).toBe(200); // ...and the client gets a healthy-looking, empty stream
+    expect(frames).toEqual([]);
+    const m = await fw.metrics();
+    expect(sample(m, resumes, { ...t, outcome: 'unknown_cursor' })).toBe(1);
+    expect(sample(m, `${gap}_count`) ?? 0).toBe(0); // an unknown cursor measures no gap (no series yet)
+    const [span] = fw.spans(SPAN.serverResume);
+    expect(span!.status.code).toBe(SpanStatusCode.ERROR);
+    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toMatchObject({
+      [ATTR.serverOutcome]: 'unknown_cursor',
+      [ATTR.replayedEvents]: 0,
+      [ATTR.replayStreamId]: '',
+    });
+  });
+
+  test("the same store replays a request stream (a UUID stream id) correctly: the bug is only '_GET_stream'", async () => {
+    fw = setupForkwatch({}, module);
+    const store = new InMemoryEventStore();
+    const transport = transportWith(store);
+    const streamId = '0d9a3a4e-5b1c-4d8e-9f00-1234567890ab';
+    const ids: string[] = [];
+    for (let n = 1; n <= 4; n++) {
+      ids.push(await store.storeEvent(streamId, notification(n)));
+      await new Promise(r => setTimeout(r, 2)); // the store orders by the ms timestamp in the id
+    }
+    // 2.x closes a replayed request stream whose request is over, after the replay: the events still went out.
+    const res = await transport.handleRequest(getRequest({ 'last-event-id': ids[0]! }));
+    const frames = await readFrames(res.body);
+    await fw.settle();
+    expect(frames.map(f => f.id)).toEqual(ids.slice(1));
+    expect(eventAttributes(fw.spans(SPAN.serverResume)[0]!, SPAN_EVENT.replayDone)).toMatchObject({
+      [ATTR.serverOutcome]: 'replayed',
+      [ATTR.replayedEvents]: 3,
+      [ATTR.replayStreamId]: streamId,
+    });
+  });
+
+  test('no event store: ignored, and the fresh stream is the SDK’s own', async () => {
+    fw = setupForkwatch({}, module);
+    const transport = transportWith(undefined);
+    const res = await transport.handleRequest(getRequest({ 'last-event-id': '41' }));
+    await transport.send(notification(1));
+    const frames = await readFrames(res.body);
+    await fw.settle();
+    expect(res.status).toBe(200);
+    expect(frames).toHaveLength(1);
+    expect(frames[0]!.id).toBeUndefined();
+    const m = await fw.metrics();
+    expect(sample(m, resumes, { ...t, outcome: 'ignored' })).toBe(1);
+    expect(sample(m, events, t)).toBe(1); // the event written on the fresh stream
+    const [span] = fw.spans(SPAN.serverResume);
+    expect(span!.attributes[ATTR.eventStore]).toBe(false);
+    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toEqual({ [ATTR.serverOutcome]: 'ignored', [ATTR.httpStatusCode]: 200 });
+  });
+
+  test('4xx from the transport: rejected (400 invalid event id, 404 other session, 409 stream connected)', async () => {
+    fw = setupForkwatch({}, module);
+    const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
+    const transport = transportWith(store);
+    await transport.send(notification(1));
+    const open = await transport.handleRequest(getRequest({})); // the standalone stream, still connected
+    const statuses = [];
+    for (const request of [
+      getRequest({ 'last-event-id': '999' }),
+      getRequest({ 'last-event-id': '1' }, 'some-other-session'),
+      getRequest({ 'last-event-id': '1' }),
+    ]) {
+      const res = await transport.handleRequest(request);
+      statuses.push(res.status);
+      await res.body?.cancel();
+    }
+    await open.body?.cancel();
+    await fw.settle();
+    expect(statuses).toEqual([400, 404, 409]);
+    expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'rejected' })).toBe(3);
+    expect(fw.spans(SPAN.serverResume).map(s => s.attributes[ATTR.httpStatusCode])).toEqual([400, 404, 409]);
+    expect(fw.spans(SPAN.serverResume).every(s => s.status.code === SpanStatusCode.ERROR)).toBe(true);
+  });
+
+  test('a store that throws: failed, with the error type, and the SDK answers as it would (500)', async () => {
+    fw = setupForkwatch({}, module);
+    const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'empty' });
+    store.replayEventsAfter = async () => {
+      throw new TypeError('store down');
+    };
+    const transport = transportWith(store);
+    const res = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
+    await fw.settle();
+    expect(res.status).toBe(500);
+    expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'failed' })).toBe(1);
+    const [span] = fw.spans(SPAN.serverResume);
+    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toMatchObject({ [ATTR.serverOutcome]: 'failed', [ATTR.errorType]: 'TypeError' });
+  });
+
+  test('events: stored events with a store, written events without one, never both', async () => {
+    fw = setupForkwatch({}, module);
+    const withStore = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    const stream = await withStore.handleRequest(getRequest({}));
+    for (let n = 1; n <= 3; n++) await withStore.send(notification(n)); // stored and written: counted once
+    await withStore.send(notification(4));
+    const withoutStore = transportWith(undefined);
+    await withoutStore.send(notification(1)); // no stream, no store: neither stored nor sent
+    const fresh = await withoutStore.handleRequest(getRequest({}));
+    for (let n = 2; n <= 3; n++) await withoutStore.send(notification(n));
+    expect((await readFrames(stream.body)).length).toBe(4);
+    expect((await readFrames(fresh.body)).length).toBe(2);
+    await fw.settle();
+    expect(sample(await fw.metrics(), events, t)).toBe(6);
+  });
+});
+
+describe('recording wrapper', () => {
+  const Transport = v1.WebStandardStreamableHTTPServerTransport;
+
+  test('delegates exactly: same values, the store as `this`, getStreamIdForEventId only when the store has it', async () => {
+    fw = setupForkwatch({}, v1);
+    class PrivateStore {
+      #events: { id: string; message: unknown }[] = [];
+      readonly label = 'mine';
+      last: Promise<string> | undefined;
+      storeEvent(_streamId: string, message: unknown) {
+        const id = String(this.#events.push({ id: String(this.#events.length + 1), message }));
+        this.last = Promise.resolve(id);
+        return this.last;
+      }
+      async replayEventsAfter(lastEventId: string, { send }: { send: (id: string, m: unknown) => Promise<void> }) {
+        for (const e of this.#events.filter(e => Number(e.id) > Number(lastEventId))) await send(e.id, e.message);
+        return '_GET_stream';
+      }
+      size() {
+        return this.#events.length;
+      }
+    }
+    const store = new PrivateStore();
+    const transport = hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore: store }));
+    await transport.send(notification(1));
+    const wrapper = transport._eventStore;
+    expect(wrapper).not.toBe(store);
+    expect(wrapper).toBeInstanceOf(PrivateStore);
+    expect('getStreamIdForEventId' in wrapper).toBe(false);
+    expect(wrapper.getStreamIdForEventId).toBeUndefined();
+    expect(wrapper.label).toBe('mine');
+    expect(wrapper.storeEvent('x', {})).toBe(store.last); // the very promise the store returned
+    expect(store.size()).toBe(2); // both calls ran on the store itself (its #private field)
+    const res = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
+    expect((await readFrames(res.body)).map(f => f.id)).toEqual(['2']);
+
+    const validating = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
+    const other = hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore: validating }));
+    await other.send(notification(1));
+    expect(typeof other._eventStore.getStreamIdForEventId).toBe('function');
+    expect(await other._eventStore.getStreamIdForEventId('1')).toBe('_GET_stream');
+  });
+
+  test('concurrent resumes on one transport keep their own counts', async () => {
+    fw = setupForkwatch({}, v1);
+    const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'empty' });
+    const slow = store.replayEventsAfter.bind(store);
+    store.replayEventsAfter = async (cursor: string, { send }: any) =>
+      slow(cursor, { send: async (id: string, m: unknown) => {
+        await new Promise(r => setTimeout(r, 5));
+        return send(id, m);
+      } });
+    const transport = hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore: store }));
+    for (let n = 1; n <= 6; n++) await transport.send(notification(n));
+    const [a, b] = await Promise.all([
+      transport.handleRequest(getRequest({ 'last-event-id': '1' })),
+      transport.handleRequest(getRequest({ 'last-event-id': '4' })),
+    ]);
+    await a.body?.cancel();
+    await b.body?.cancel();
+    await fw.settle();
+    const byCursor = Object.fromEntries(
+      fw.spans(SPAN.serverResume).map(s => [
+        eventAttributes(s, SPAN_EVENT.resumeCursor)[ATTR.cursor],
+        eventAttributes(s, SPAN_EVENT.replayDone)[ATTR.replayedEvents],
+      ]),
+    );
+    expect(byCursor).toEqual({ '1': 5, '4': 2 });
+  });
+});
