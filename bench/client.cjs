@@ -1,6 +1,6 @@
 // One benchmark run of one variant, in its own process: sets the variant's telemetry up, loads the real MCP SDK
-// client, connects to the benchmark server over loopback HTTP, warms up, then times one tool call that streams
-// BENCH.count notifications on its SSE stream. Prints one JSON line on stdout.
+// client, connects to the benchmark server over loopback HTTP, warms up with one tool call that streams BENCH.warmup
+// notifications (the cold phase), then times one that streams BENCH.count (the warm phase). Prints one JSON line.
 //
 // BENCH (JSON env): { variant, url, count, warmup, bytes, forkwatchEntry }
 process.env.OTEL_TRACES_EXPORTER = 'none';
@@ -38,7 +38,10 @@ async function main() {
     if (received !== count || lastSeq !== count || result.isError) throw new Error(`got ${received}/${count} notifications`);
   };
 
+  // The warm-up call is measured too, as the cold phase: it includes the JIT warm-up of the SDK and of forkwatch.
+  const coldCpu0 = process.cpuUsage();
   await stream(config.warmup);
+  const coldCpu = process.cpuUsage(coldCpu0);
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();
   await stream(config.count);
@@ -68,6 +71,7 @@ async function main() {
       eventsPerSecond: config.count / (wallNs / 1e9),
       cpuUs: cpu.user + cpu.system,
       cpuUsPerFrame: (cpu.user + cpu.system) / config.count,
+      coldCpuUsPerFrame: (coldCpu.user + coldCpu.system) / config.warmup,
       rssBytes: memory.rss,
       heapUsedBytes: memory.heapUsed,
       ...extra,

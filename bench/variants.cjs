@@ -5,6 +5,8 @@ const { metrics } = require('@opentelemetry/api');
 
 const VARIANTS = {
   bare: { label: 'bare client', baseline: null },
+  // The same as bare, run as one more variant: its ratio to bare shows what "no difference" looks like in this run.
+  'bare-again': { label: 'bare client again (A/A control)', baseline: 'bare' },
   forkwatch: { label: 'forkwatch (providers + registerInstrumentations)', baseline: 'bare' },
   sdk: { label: 'bare NodeSDK (no instrumentations)', baseline: 'bare' },
   'sdk+forkwatch': { label: 'NodeSDK + forkwatch', baseline: 'sdk' },
@@ -33,7 +35,7 @@ function exporters() {
  */
 function setupVariant(name, { forkwatchEntry }) {
   if (!VARIANTS[name]) throw new Error(`unknown variant ${name}`);
-  if (name === 'bare') return { spans: undefined, instrumentation: undefined, check() {}, async shutdown() {} };
+  if (name === 'bare' || name === 'bare-again') return { spans: undefined, instrumentation: undefined, check() {}, async shutdown() {} };
 
   const { spans, spanProcessor, reader } = exporters();
   let instrumentation;

@@ -195,7 +195,7 @@ export async function runLabScenario(name, options = {}) {
   const work = mkdtempSync(join(tmpdir(), 'fork-lab-'));
   let proxy;
   try {
-    const serverOptions = { moduleSystem: options.moduleSystem };
+    const serverOptions = { moduleSystem: options.moduleSystem ?? 'cjs' }; // the client's default too
     servers.A = await startServer({ name: 'A', ...scenario.a, ...serverOverrides(options) }, serverOptions);
     if (scenario.b) servers.B = await startServer({ name: 'B', ...scenario.b, ...serverOverrides(options) }, serverOptions);
     proxy = await startProxy(
@@ -234,7 +234,7 @@ export async function runLabScenario(name, options = {}) {
     if (options.serverTelemetry !== false) {
       for (const [key, server] of Object.entries(servers)) serverReports[key] = await server.telemetry();
     }
-    return { ...JSON.parse(readFileSync(reportFile, 'utf8')), name, story: scenario.story, stderr, servers: serverReports };
+    return { ...JSON.parse(readFileSync(reportFile, 'utf8')), name, story: scenario.story, serverStory: scenario.serverStory, stderr, servers: serverReports };
   } finally {
     await proxy?.close();
     for (const s of Object.values(servers)) s.stop();

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 const require = createRequire(import.meta.url);
-const { readServerConfig, forkwatchEntry, setupServerTelemetry, loadServerSdk, startLabServer } = require('./server-app.cjs');
+const { readServerConfig, forkwatchEntry, setupServerTelemetry, loadServerSdk, startLabServer, announce } = require('./server-app.cjs');
 
 const config = readServerConfig();
 try {
@@ -13,7 +13,7 @@ try {
     : undefined;
   const sdk = await loadServerSdk(config, 'esm');
   const { LabEventStore } = await import('./event-store.mjs');
-  await startLabServer({ config, sdk, LabEventStore, telemetry, moduleSystem: 'esm' });
+  announce(await startLabServer({ config, sdk, LabEventStore, telemetry, moduleSystem: 'esm' }));
 } catch (error) {
   process.stderr.write(`fork-lab server failed: ${error?.stack ?? error}\n`);
   process.exit(1);

@@ -85,7 +85,7 @@ for (const name of chosen) {
   const forks = metric(report.metrics, 'forkwatch_client_forks_total');
   const duplicates = metric(report.metrics, 'forkwatch_client_duplicate_events_total');
   console.log(paint('1', `━━ ${name}`) + dim(`: ${report.story}`));
-  console.log(`  what the app saw      ${report.emittedByA} sent by the session's server, ${received} received, ${lostText}`);
+  console.log(`  what the app saw      ${report.emittedByA} sent by the session's server, ${received}, ${lostText}`);
   if (report.duplicatesSeenByApp) console.log(`                        ${red(`${report.duplicatesSeenByApp} delivered twice`)}`);
   if (report.errors.some(e => e.name === 'StreamForkDetected')) console.log(`                        onerror: ${red('StreamForkDetected')}`);
   console.log(`                        after the drop: ${statuses.join(dim(', ')) || 'no reconnect'}`);
@@ -93,6 +93,7 @@ for (const name of chosen) {
   attempts.forEach((span, i) => console.log(`  ${i === 0 ? 'what forkwatch says ' : '                    '}  resume ${i + 1}: ${describeAttempt(span)}`));
   if (duplicates) console.log(`                        duplicate events counted: ${duplicates}`);
   describeServers(report).forEach((line, i) => console.log(`  ${i === 0 ? "the servers' view   " : '                    '}  ${line}`));
+  if (report.serverStory) console.log(`                        ${dim(report.serverStory)}`);
   const silentLoss = report.lost.length > 0 && report.httpLog.filter(e => e.kind === 'resume').every(e => e.status === 200);
   const caught = forks > 0;
   const ok = name === 'healthy' ? !caught && report.lost.length === 0 : !silentLoss || caught;

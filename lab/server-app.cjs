@@ -14,7 +14,8 @@
 //   sdk         'v1' (default, @modelcontextprotocol/sdk) | 'v2' (@modelcontextprotocol/server + /node)
 //   resolveFrom a folder whose node_modules holds the SDK 1.x version to run (v1 only)
 //   metricsPort serve the Prometheus exporter on this port too
-// Prints `LISTENING <port>` on stdout once it accepts connections.
+// The entry points print `LISTENING <port>` on stdout once it accepts connections (announce). startLabServer itself
+// only listens and returns the http.Server, so one process can run several (lab/target.mjs does).
 const { randomUUID } = require('node:crypto');
 const { createServer } = require('node:http');
 const { createRequire } = require('node:module');
@@ -201,9 +202,13 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
   });
 
   await new Promise(resolve => httpServer.listen(0, '127.0.0.1', resolve));
-  process.stdout.write(`LISTENING ${httpServer.address().port}\n`);
-  process.on('SIGTERM', () => process.exit(0));
   return httpServer;
 }
 
-module.exports = { readServerConfig, forkwatchEntry, setupServerTelemetry, loadServerSdk, startLabServer };
+/** What the entry points do once the server listens: the harness waits for this line. */
+function announce(httpServer) {
+  process.stdout.write(`LISTENING ${httpServer.address().port}\n`);
+  process.on('SIGTERM', () => process.exit(0));
+}
+
+module.exports = { readServerConfig, forkwatchEntry, setupServerTelemetry, loadServerSdk, startLabServer, announce };

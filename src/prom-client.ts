@@ -33,7 +33,6 @@ import {
   type MetricData,
   type ScopeMetrics,
 } from '@opentelemetry/sdk-metrics';
-import type { Registry } from 'prom-client';
 import type { ForkwatchInstrumentation } from './instrumentation';
 import { METRIC_SPECS, type MetricSpec } from './names';
 
@@ -49,6 +48,16 @@ export class ForkwatchMetricReader extends MetricReader {
   protected override async onForceFlush(): Promise<void> {}
 
   protected override async onShutdown(): Promise<void> {}
+}
+
+/**
+ * What the bridge uses of a prom-client Registry: any prom-client registry (Prometheus or OpenMetrics content type, the
+ * app's own copy of prom-client) has it.
+ */
+export interface PromClientRegistry {
+  registerMetric(metric: any): void;
+  getSingleMetric(name: string): unknown;
+  removeSingleMetric(name: string): void;
 }
 
 export interface RegisterForkwatchMetricsOptions {
@@ -73,7 +82,7 @@ export interface ForkwatchPromClientBridge {
  * then reads the current values on every scrape.
  */
 export function registerForkwatchMetrics(
-  registry: Registry,
+  registry: PromClientRegistry,
   options: RegisterForkwatchMetricsOptions = {},
 ): ForkwatchPromClientBridge {
   if (!registry || typeof registry.registerMetric !== 'function') {
@@ -83,13 +92,13 @@ export function registerForkwatchMetrics(
   if (existing) return existing;
   const reader = resolveReader(options);
   const families = METRIC_SPECS.map(spec => new ForkwatchPromMetric(spec, reader));
-  for (const family of families) registry.registerMetric(family as never);
+  for (const family of families) registry.registerMetric(family);
   const bridge: ForkwatchPromClientBridge = {
     reader,
     unregister() {
       bridges.delete(registry);
       for (const family of families) {
-        if (registry.getSingleMetric(family.key) === (family as never)) registry.removeSingleMetric(family.key);
+        if (registry.getSingleMetric(family.key) === family) registry.removeSingleMetric(family.key);
       }
     },
   };
@@ -97,7 +106,7 @@ export function registerForkwatchMetrics(
   return bridge;
 }
 
-const bridges = new WeakMap<Registry, ForkwatchPromClientBridge>();
+const bridges = new WeakMap<PromClientRegistry, ForkwatchPromClientBridge>();
 
 function resolveReader(options: RegisterForkwatchMetricsOptions): Promise<ForkwatchMetricReader | undefined> {
   if (options.reader) return Promise.resolve(options.reader);

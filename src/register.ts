@@ -250,7 +250,8 @@ class Registration implements ForkwatchRegistration {
     const spanProcessors = this.spanProcessors();
     const { NodeSDK } = require('@opentelemetry/sdk-node') as SdkNode;
     // OTEL_LOG_LEVEL would make NodeSDK install DiagConsoleLogger (stdout); register's logger honours it instead.
-    const sdk = withEnv({ OTEL_LOG_LEVEL: undefined }, () => {
+    // OTEL_SDK_DISABLED was read (and reported, if unusable) above; NodeSDK would warn about a bad value again.
+    const sdk = withEnv({ OTEL_LOG_LEVEL: undefined, OTEL_SDK_DISABLED: undefined }, () => {
       return new NodeSDK({
         instrumentations: [this.instrumentation!],
         metricReaders,
@@ -288,6 +289,9 @@ class Registration implements ForkwatchRegistration {
             port: this.env.prometheus.port,
             preventServerStart: true,
           });
+          // The exporter unrefs its listening socket, but a scraper's keep-alive connection would still hold an
+          // app that is done (until the server's keep-alive timeout): forkwatch must not change when the app exits.
+          (exporter as unknown as { _server?: import('node:http').Server })._server?.on('connection', socket => socket.unref());
           this.prometheus = exporter;
           readers.push(exporter);
         } else if (name === 'otlp') {
@@ -430,10 +434,18 @@ function withTimeout(promise: Promise<void>, ms = SHUTDOWN_TIMEOUT_MS): Promise<
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * npm, npx, yarn, pnpm and corepack run on Node.js too, so NODE_OPTIONS puts register into `npm start` itself, which
+ * would take the metrics port before the app it starts.
+ */
+const PACKAGE_MANAGER =
+  /[\\/](?:npm|npx|yarn|yarnpkg|pnpm|pnpx|corepack)$|[\\/](?:npm|npx)-cli\.js$|[\\/]node_modules[\\/](?:npm|pnpm|yarn|corepack)[\\/]|[\\/]\.yarn[\\/]releases[\\/]|[\\/](?:yarn|pnpm)\.c?js$/;
+
 function main(): void {
   // Node runs --require preloads in the ESM loader's thread too, and in every Worker: register the app's main thread
   // only (a second registration there would only warn, or start a second SDK on the same port).
   if (!isMainThread) return;
+  if (PACKAGE_MANAGER.test(process.argv[1] ?? '')) return;
   const globals = globalThis as Globals;
   if (globals[REGISTRATION_KEY]) return; // both --require and --import, or two copies of forkwatch
   let say: (line: string) => void = writeStderr;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { ATTR } from './names';
 
 /**
  * Session ids are bearer-like secrets on some servers, so spans carry a short hash by default. Client and server
@@ -6,6 +7,12 @@ import { createHash } from 'node:crypto';
  */
 export function hashSessionId(sessionId: string): string {
   return createHash('sha256').update(sessionId).digest('hex').slice(0, 16);
+}
+
+/** The session attributes of a span: always the hash, the raw id only when the user opted in. */
+export function sessionSpanAttributes(sessionId: string | undefined, captureRaw: boolean): Record<string, string> {
+  if (sessionId === undefined) return {};
+  return { [ATTR.sessionHash]: hashSessionId(sessionId), ...(captureRaw ? { [ATTR.mcpSessionId]: sessionId } : {}) };
 }
 
 /** Protocol revisions from 2026-07-28 have no resumability: forkwatch stays silent for them. */

@@ -8,7 +8,7 @@ import type { SessionRecord } from '../core/ledger';
 import type { FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdict';
 import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../names';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
-import { hashSessionId } from '../session-id';
+import { sessionSpanAttributes } from '../session-id';
 import type { ResumeVerdictInfo } from '../types';
 
 export interface ResumeAttemptInit {
@@ -167,11 +167,6 @@ export class ResumeAttempt {
   }
 
   private sessionAttributes(): Record<string, string> {
-    const id = this.init.sessionId;
-    if (id === undefined) return {};
-    return {
-      [ATTR.sessionHash]: hashSessionId(id),
-      ...(this.runtime.settings.captureRawSessionId ? { [ATTR.mcpSessionId]: id } : {}),
-    };
+    return sessionSpanAttributes(this.init.sessionId, this.runtime.settings.captureRawSessionId);
   }
 }

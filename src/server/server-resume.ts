@@ -6,7 +6,7 @@ import { type Context, type Span, SpanStatusCode, context, trace } from '@opente
 import { displayEventId } from '../core/event-id';
 import { ATTR, SPAN, SPAN_EVENT, type ServerResumeOutcome, type ServerTransportLabel } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
-import { hashSessionId } from '../session-id';
+import { sessionSpanAttributes } from '../session-id';
 import { type ReplayRecord, type ReplayScope, newReplayRecord } from './recording-event-store';
 
 export interface ServerResumeInit {
@@ -38,6 +38,12 @@ export interface ClassifyInput {
  * - `unknown_cursor`: the store did not resolve the cursor to a stream ('' from replayEventsAfter) and the
  *   transport still answered with a stream that nothing will ever write to.
  * - `replayed`: the store resolved a stream and replayed what it had after the cursor (possibly nothing).
+ *
+ * The server has only its store's word. A store that returns a stream id for a cursor it never stored and replays
+ * nothing (falling through to a fresh stream, as Cloudflare agents' McpAgent does) is `replayed` with 0 events:
+ * with a shared store a legitimate empty replay looks the same, so calling it a fork here would be a guess. The
+ * client's first-frame verdict catches that fork, and both spans are in one trace. Likewise, if the store wrapper
+ * could not be put in place (a frozen transport), a 2xx with a store is `replayed` without a gap.
  */
 export function classifyServerResume({ hasEventStore, status, record }: ClassifyInput): ServerResumeOutcome {
   if (record.storeFailed) return 'failed';
@@ -140,11 +146,6 @@ export class ServerResume {
   }
 
   private sessionAttributes(): Record<string, string> {
-    const id = this.init.sessionId;
-    if (id === undefined) return {};
-    return {
-      [ATTR.sessionHash]: hashSessionId(id),
-      ...(this.runtime.settings.captureRawSessionId ? { [ATTR.mcpSessionId]: id } : {}),
-    };
+    return sessionSpanAttributes(this.init.sessionId, this.runtime.settings.captureRawSessionId);
   }
 }

@@ -16,6 +16,11 @@
  *   event goes through storeEvent first and is counted there).
  *
  * The request, the response and their streams are only read, never altered; nothing here throws into the SDK.
+ *
+ * What a transport cannot see: an application's own 404 for a session it does not know. Apps route by
+ * Mcp-Session-Id to a transport (`sessions.get(id)`) and answer 404 themselves when there is none, so that GET never
+ * reaches a transport. It shows only on the client (`rejected`) and in HTTP server metrics. The transport's own
+ * 400/404/409 (validateSession, getStreamIdForEventId, conflicts) are recorded as `rejected`.
  */
 import { type Context, type TextMapGetter, context, propagation, trace } from '@opentelemetry/api';
 import { isWrapped } from '@opentelemetry/instrumentation';

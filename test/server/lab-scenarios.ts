@@ -37,16 +37,19 @@ function expectPatched(report: ServerLabReport, moduleSystem: 'cjs' | 'esm') {
 }
 
 export function defineLabScenarioTests(moduleSystem: 'cjs' | 'esm') {
-  test('healthy: replayed, the gap is exactly the events emitted while away, one trace with the client', async () => {
+  test('healthy: replayed, the gap is the events the client missed, one trace with the client', async () => {
     const r = await runLab('healthy', { moduleSystem });
     expectPatched(r, moduleSystem);
     expect(Object.keys(r.servers)).toEqual(['A']);
     const A = r.servers.A!;
     expect(r.lost).toEqual([]);
     expect(outcomes(A)).toEqual(only('replayed', 1));
-    // The client's 'healthy' steps emit 3 events while it is disconnected: exactly those are replayed.
+    // The client's 'healthy' steps emit 3 events while it is disconnected, and the proxy lets half of the next chunk
+    // through when it cuts: 3 are replayed, or 2 if the first one arrived whole in that half (the lost-nothing check
+    // above says none was missed either way). The in-process tests check the count against the frames on the wire.
     expect(sample(A.metrics, `${gap}_count`)).toBe(1);
-    expect(sample(A.metrics, `${gap}_sum`)).toBe(3);
+    const replayed = sample(A.metrics, `${gap}_sum`)!;
+    expect([2, 3]).toContain(replayed);
     expect(sample(A.metrics, events, t)).toBeGreaterThanOrEqual(r.emittedByA);
     const [serverSpan] = serverResumeSpans(A);
     const [clientSpan] = clientResumeSpans(r);
@@ -62,7 +65,7 @@ export function defineLabScenarioTests(moduleSystem: 'cjs' | 'esm') {
     });
     expect(serverSpan!.events.find(e => e.name === SPAN_EVENT.replayDone)!.attributes).toEqual({
       [ATTR.serverOutcome]: 'replayed',
-      [ATTR.replayedEvents]: 3,
+      [ATTR.replayedEvents]: replayed,
       [ATTR.replayStreamId]: '_GET_stream',
       [ATTR.httpStatusCode]: 200,
     });

@@ -1,0 +1,272 @@
+#!/usr/bin/env node
+// forkwatch's overhead benchmark.
+//
+// Streams notifications from a real MCP SDK server (its own process) through the real SDK client over loopback
+// HTTP, with each telemetry variant in its own client process (heap and GC never carry over), in alternating
+// rounds: every round runs every variant once, in a rotated order. Per round, each variant is compared with its
+// baseline of the same round; the report gives the medians of those ratios with their spread. Then a
+// micro-benchmark of the detector itself (ns per frame, bytes per tracked session).
+//
+//   npm run bench                       full run (about 7 minutes on 2 cores)
+//   npm run bench -- --quick            CI-size run (about 1 minute)
+//   node bench/run.mjs --rounds 10 --count 5000 --variants bare,forkwatch
+//   node bench/run.mjs --no-detector --out /tmp/result.json
+//
+// Writes bench/results/latest.json (or --out) and prints a table. Run `node scripts/build.mjs` first (npm run bench
+// does): forkwatch is loaded from a private copy of build/src taken at the start, so a rebuild during the run
+// cannot change what is measured.
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { summarize } from './stats.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+const require_ = (await import('node:module')).createRequire(import.meta.url);
+const { VARIANTS } = require_('./variants.cjs');
+
+const args = process.argv.slice(2);
+const flag = name => args.includes(name);
+const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const quick = flag('--quick');
+const config = {
+  mode: quick ? 'quick' : 'full',
+  rounds: Number(value('--rounds', quick ? 3 : 20)),
+  count: Number(value('--count', quick ? 5000 : 20000)),
+  warmup: Number(value('--warmup', quick ? 5000 : 30000)),
+  bytes: Number(value('--bytes', 64)),
+  variants: value('--variants', Object.keys(VARIANTS).join(',')).split(','),
+  detector: !flag('--no-detector'),
+};
+const out = value('--out', join(here, 'results', 'latest.json'));
+for (const v of config.variants) if (!VARIANTS[v]) throw new Error(`unknown variant ${v}; known: ${Object.keys(VARIANTS)}`);
+if (!config.variants.includes('bare')) config.variants.unshift('bare');
+
+// A private copy of the build: other work may rebuild build/ while this runs.
+const built = join(root, 'build', 'src');
+if (!existsSync(join(built, 'index.js'))) {
+  console.error('build/src is missing: run `node scripts/build.mjs` first (or `npm run bench`).');
+  process.exit(2);
+}
+const snapshot = join(root, '.tmp', `bench-forkwatch-${process.pid}`);
+rmSync(snapshot, { recursive: true, force: true });
+mkdirSync(snapshot, { recursive: true });
+cpSync(built, join(snapshot, 'src'), { recursive: true });
+const forkwatchRoot = join(snapshot, 'src');
+const forkwatchEntry = join(forkwatchRoot, 'index.js');
+
+function startServer() {
+  const child = spawn(process.execPath, [join(here, 'server.cjs')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error('bench server did not start')), 15_000);
+    child.stdout.on('data', chunk => {
+      text += chunk;
+      const m = /LISTENING (\d+)/.exec(text);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: `http://127.0.0.1:${m[1]}/mcp` });
+      }
+    });
+    child.once('exit', code => reject(new Error(`bench server exited with ${code}`)));
+  });
+}
+
+function runNode(argv, env, timeoutMs) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, argv, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', c => (stdout += c));
+    child.stderr.on('data', c => (stderr += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', code => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`${argv.join(' ')} exited ${code}:\n${stderr}`));
+      try {
+        resolve(JSON.parse(stdout.trim().split('\n').pop()));
+      } catch (error) {
+        reject(new Error(`unreadable output of ${argv.join(' ')}: ${stdout}\n${stderr}`));
+      }
+    });
+  });
+}
+
+const runClient = (variant, url) =>
+  runNode(
+    [join(here, 'client.cjs')],
+    { BENCH: JSON.stringify({ variant, url, count: config.count, warmup: config.warmup, bytes: config.bytes, forkwatchEntry }) },
+    300_000,
+  );
+
+// --- measure ---
+
+const startedAt = new Date();
+const loadBefore = os.loadavg();
+const rounds = [];
+const server = await startServer();
+let detector;
+try {
+  const k = config.variants.length;
+  for (let r = 0; r < config.rounds; r++) {
+    const order = config.variants.map((_, i) => config.variants[(i + r) % k]);
+    const results = {};
+    for (const variant of order) results[variant] = await runClient(variant, server.url);
+    rounds.push({ order, results });
+    const fw = results['sdk+forkwatch'] && results.sdk ? results['sdk+forkwatch'].cpuUsPerFrame / results.sdk.cpuUsPerFrame : undefined;
+    process.stderr.write(
+      `round ${r + 1}/${config.rounds}: bare ${results.bare.cpuUsPerFrame.toFixed(1)} µs/frame` +
+        (fw !== undefined ? `, NodeSDK+forkwatch / NodeSDK ${fw.toFixed(3)}` : '') +
+        '\n',
+    );
+  }
+  if (config.detector) {
+    process.stderr.write('detector micro-benchmark…\n');
+    detector = await runNode(
+      ['--expose-gc', join(here, 'detector.cjs')],
+      { BENCH_DETECTOR: JSON.stringify({ forkwatchRoot, quick }) },
+      300_000,
+    );
+  }
+} finally {
+  server.child.kill('SIGTERM');
+  rmSync(snapshot, { recursive: true, force: true });
+}
+
+// --- summarize ---
+
+const METRICS = ['cpuUsPerFrame', 'eventsPerSecond', 'rssBytes', 'coldCpuUsPerFrame'];
+const perVariant = {};
+for (const variant of config.variants) {
+  const samples = Object.fromEntries(METRICS.map(m => [m, rounds.map(r => r.results[variant][m])]));
+  perVariant[variant] = {
+    label: VARIANTS[variant].label,
+    absolute: Object.fromEntries(METRICS.map(m => [m, summarize(samples[m])])),
+  };
+}
+/** Per-round ratios (and CPU differences) of a variant to a baseline of the same round. */
+function compare(variant, baseline) {
+  const ratios = Object.fromEntries(
+    METRICS.map(m => [m, summarize(rounds.map(r => r.results[variant][m] / r.results[baseline][m]))]),
+  );
+  const cpuDeltaUsPerFrame = summarize(rounds.map(r => r.results[variant].cpuUsPerFrame - r.results[baseline].cpuUsPerFrame));
+  return { variant, baseline, ratios, cpuDeltaUsPerFrame };
+}
+const comparisons = [];
+for (const variant of config.variants) {
+  if (variant === 'bare') continue;
+  comparisons.push(compare(variant, 'bare'));
+  if (VARIANTS[variant].baseline === 'sdk' && config.variants.includes('sdk')) comparisons.push(compare(variant, 'sdk'));
+}
+const own = comparisons.find(c => c.variant === 'sdk+forkwatch' && c.baseline === 'sdk');
+const alone = comparisons.find(c => c.variant === 'forkwatch' && c.baseline === 'bare');
+const session = detector?.memory.session.bytesPerSession;
+const targets = {
+  cpuOverheadMax: 0.03,
+  cpuOverheadAim: 0.01,
+  bytesPerSessionMax: 1024,
+  forkwatchOwnCpuOverhead: own ? own.ratios.cpuUsPerFrame.median - 1 : undefined,
+  forkwatchAloneCpuOverhead: alone ? alone.ratios.cpuUsPerFrame.median - 1 : undefined,
+  bytesPerSession: session,
+};
+targets.cpuWithinMax = targets.forkwatchOwnCpuOverhead !== undefined ? targets.forkwatchOwnCpuOverhead <= targets.cpuOverheadMax : undefined;
+targets.memoryWithinMax = session !== undefined ? session <= targets.bytesPerSessionMax : undefined;
+
+const command = `node bench/run.mjs${args.length ? ' ' + args.join(' ') : ''}`;
+const result = {
+  command: `npm run bench${args.length ? ' -- ' + args.join(' ') : ''}`,
+  runner: command,
+  startedAt: startedAt.toISOString(),
+  durationSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+  config,
+  machine: {
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    totalMemoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    loadAverageBefore: loadBefore,
+    loadAverageAfter: os.loadavg(),
+  },
+  workload:
+    'one MCP session per client process; one tools/call whose POST SSE stream carries `count` notifications/message ' +
+    `(payload ${config.bytes} B of text, SDK-format event ids from the SDK's InMemoryEventStore), after a warm-up call of ` +
+    '`warmup` notifications; CPU is process.cpuUsage() of the client around the timed call, events/s by wall clock, ' +
+    'RSS at the end',
+  variants: perVariant,
+  comparisons,
+  detector,
+  targets,
+  rounds,
+};
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+
+// --- print ---
+
+const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+const pct = x => (Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${(x * 100).toFixed(1)}%` : '—');
+const pad = (s, n) => String(s).padEnd(n);
+const lpad = (s, n) => String(s).padStart(n);
+console.log(
+  `\nforkwatch overhead: ${config.rounds} alternating rounds; per variant and round one client process streaming ` +
+    `${config.warmup} (cold) then ${config.count} (warm) notifications. Node ${process.version}, ${os.cpus().length} × ` +
+    `${os.cpus()[0]?.model ?? 'cpu'}, load average ${loadBefore[0].toFixed(2)} before, ${os.loadavg()[0].toFixed(2)} after.\n`,
+);
+console.log(`${pad('variant (medians)', 20)}${lpad('warm CPU µs/frame', 18)}${lpad('cold CPU µs/frame', 18)}${lpad('events/s', 10)}${lpad('RSS MiB', 9)}  set-up`);
+for (const [variant, v] of Object.entries(perVariant)) {
+  const a = v.absolute;
+  console.log(
+    `${pad(variant, 20)}${lpad(f(a.cpuUsPerFrame.median, 2), 18)}${lpad(f(a.coldCpuUsPerFrame.median, 2), 18)}` +
+      `${lpad(Math.round(a.eventsPerSecond.median), 10)}${lpad(f(a.rssBytes.median / 2 ** 20, 1), 9)}  ${v.label}`,
+  );
+}
+console.log(`\nper-round ratios to the same round's baseline: median [interquartile range]`);
+console.log(`${pad('variant / baseline', 32)}${pad('warm CPU per frame', 24)}${pad('cold CPU per frame', 24)}${pad('events/s', 24)}${pad('RSS', 24)}`);
+const cell = s => `${f(s.median)} [${f(s.p25)}–${f(s.p75)}]`;
+for (const c of comparisons) {
+  const r = c.ratios;
+  console.log(
+    `${pad(`${c.variant} / ${c.baseline}`, 32)}${pad(cell(r.cpuUsPerFrame), 24)}${pad(cell(r.coldCpuUsPerFrame), 24)}` +
+      `${pad(cell(r.eventsPerSecond), 24)}${pad(cell(r.rssBytes), 24)}`,
+  );
+}
+if (own) {
+  const d = own.cpuDeltaUsPerFrame;
+  const r = own.ratios.cpuUsPerFrame;
+  console.log(
+    `\nforkwatch's own cost (NodeSDK + forkwatch vs bare NodeSDK, warm): CPU ${pct(r.median - 1)} per frame ` +
+      `(IQR ${pct(r.p25 - 1)} to ${pct(r.p75 - 1)}, range ${pct(r.min - 1)} to ${pct(r.max - 1)}), ` +
+      `${f(d.median, 2)} µs/frame (IQR ${f(d.p25, 2)} to ${f(d.p75, 2)})`,
+  );
+}
+const control = comparisons.find(c => c.variant === 'bare-again');
+if (control) {
+  const r = control.ratios.cpuUsPerFrame;
+  console.log(
+    `A/A control (bare again / bare): CPU ${pct(r.median - 1)} (IQR ${pct(r.p25 - 1)} to ${pct(r.p75 - 1)}, ` +
+      `range ${pct(r.min - 1)} to ${pct(r.max - 1)}): the noise floor of this run`,
+  );
+}
+if (detector) {
+  const c = detector.cost;
+  console.log(
+    `detector (observer + ledger, warm): ${Math.round(c.chunks16KiB.detector.nsPerFrame)} ns/frame in 16 KiB chunks, ` +
+      `${Math.round(c.framePerChunk.detector.nsPerFrame)} ns/frame at one frame per chunk ` +
+      `(observer alone ${Math.round(c.chunks16KiB.observerOnly.nsPerFrame)} / ${Math.round(c.framePerChunk.observerOnly.nsPerFrame)}); ` +
+      `pass-through stream ${Math.round(detector.wrapper.wrapperNsPerChunk)} ns/chunk`,
+  );
+  console.log(
+    `memory: ${Math.round(detector.memory.session.bytesPerSession)} B per tracked session ` +
+      `(${detector.memory.session.sessions} sessions, ${detector.memory.session.recentIds} recent ids each), ` +
+      `${Math.round(detector.memory.observer.bytesPerObserver)} B per observed stream`,
+  );
+}
+const verdict = ok => (ok === undefined ? 'n/a' : ok ? 'within target' : 'OVER TARGET');
+console.log(
+  `targets: CPU ≤ 3% (aim 1%): ${pct(targets.forkwatchOwnCpuOverhead)} → ${verdict(targets.cpuWithinMax)}; ` +
+    `≤ 1 KiB per session: ${session !== undefined ? Math.round(session) + ' B' : '—'} → ${verdict(targets.memoryWithinMax)}`,
+);
+console.log(`\nwrote ${relative(root, out)} (${result.durationSeconds} s)`);

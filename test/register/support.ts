@@ -1,0 +1,359 @@
+/**
+ * Child-process harness for `forkwatch/register`: a private build of forkwatch laid out as the installed package,
+ * app folders that resolve `forkwatch/...` through their own node_modules (the way users' apps do), the fork lab's
+ * server and proxy, and a process runner that keeps every byte of stdout and stderr.
+ *
+ * The private build (the project's tsc config, written to a temporary folder keyed by a hash of the package's
+ * sources) keeps these tests independent of build/, which other jobs delete and rebuild.
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+// @ts-expect-error: plain ESM module without types
+import { startServer } from '../../lab/harness.mjs';
+// @ts-expect-error: plain ESM module without types
+import { startProxy } from '../../lab/proxy.mjs';
+
+export { freePort, waitUntil } from '../support/prometheus';
+export { parseMetricFamilies, type MetricFamily } from '../support/scrape';
+
+export const ROOT = join(__dirname, '../..');
+export const LAB_DIR = join(ROOT, 'lab');
+export const FIXTURES = join(__dirname, 'fixtures');
+
+// ---------------------------------------------------------------------------------------------------------------
+// The package
+
+/** Files that make up the package (and so the build key). */
+function packageInputs(): string[] {
+  const files: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else files.push(path);
+    }
+  };
+  for (const dir of ['src', 'dashboards', 'alerts']) if (existsSync(join(ROOT, dir))) walk(join(ROOT, dir));
+  for (const file of ['package.json', 'tsconfig.json', 'README.md']) if (existsSync(join(ROOT, file))) files.push(join(ROOT, file));
+  return files.sort();
+}
+
+const SKIP_IN_STAGE = new Set(['node_modules', '.git', 'build', '.tmp', 'coverage']);
+
+let stagedPackage: string | undefined;
+
+/** Builds of older sources, left by earlier runs (an hour old: a concurrent run may still use a recent one). */
+function removeStaleStages(keep: string): void {
+  for (const entry of readdirSync(tmpdir())) {
+    const path = join(tmpdir(), entry);
+    if (!entry.startsWith('forkwatch-register-pkg-') || path === keep) continue;
+    try {
+      if (Date.now() - statSync(path).mtimeMs > 3_600_000) rmSync(path, { recursive: true, force: true });
+    } catch {
+      // gone already
+    }
+  }
+}
+
+/**
+ * A folder that is the forkwatch repository as `npm pack` sees it (everything but node_modules, .git, build/,
+ * .tmp/), with a fresh build/ (tsc + the ESM entry wrappers, as scripts/build.mjs writes them) and a node_modules
+ * link to the repository's dependencies. Built once per content of the package's sources.
+ */
+export function forkwatchPackage(): string {
+  if (stagedPackage) return stagedPackage;
+  const hash = createHash('sha256');
+  for (const file of packageInputs()) hash.update(relative(ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
+  const final = join(tmpdir(), `forkwatch-register-pkg-${hash.digest('hex').slice(0, 16)}`);
+  if (existsSync(join(final, 'build/src/register.js'))) return (stagedPackage = final);
+  removeStaleStages(final);
+
+  const work = `${final}.tmp-${process.pid}-${Date.now()}`;
+  const keep = (src: string) => {
+    const parts = relative(ROOT, src).split(/[\\/]/);
+    return !SKIP_IN_STAGE.has(parts[0] ?? '') && !parts.includes('node_modules') && !src.endsWith('.tgz');
+  };
+  cpSync(ROOT, work, { recursive: true, filter: keep });
+  const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
+  try {
+    execFileSync(process.execPath, [tsc, '-p', join(work, 'tsconfig.json')], { stdio: 'pipe', cwd: work });
+  } catch (error) {
+    // tsc emits even when files elsewhere in src/ have type errors (`npx tsc --noEmit` is what checks types).
+    if (!existsSync(join(work, 'build/src/register.js'))) throw error;
+  }
+  symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'), 'dir');
+  // The ESM entry wrappers, exactly as scripts/build.mjs derives them from the CommonJS exports.
+  const wrapperScript = `
+    const { mkdirSync, writeFileSync } = require('node:fs');
+    const { join } = require('node:path');
+    const root = process.argv[1];
+    mkdirSync(join(root, 'build/esm'), { recursive: true });
+    for (const [file, target] of Object.entries({ 'index.mjs': '../src/index.js', 'prom-client.mjs': '../src/prom-client.js' })) {
+      const names = Object.keys(require(join(root, 'build/esm', target)));
+      const body = [\`import cjs from '\${target}';\`, ...names.filter(n => n !== 'default' && n !== '__esModule').map(n => \`export const \${n} = cjs.\${n};\`), 'export default cjs;', ''].join('\\n');
+      writeFileSync(join(root, 'build/esm', file), body);
+    }`;
+  execFileSync(process.execPath, ['-e', wrapperScript, work], { stdio: 'pipe' });
+  try {
+    renameSync(work, final);
+  } catch {
+    // Another test file finished the same build first.
+    rmSync(work, { recursive: true, force: true });
+  }
+  return (stagedPackage = final);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// App folders
+
+export interface AppDir {
+  dir: string;
+  remove(): void;
+}
+
+/**
+ * A temporary app folder: its node_modules links every dependency of the repository plus `forkwatch` (the staged
+ * package), and the fixtures are copied in, so `node --require forkwatch/register app.cjs` resolves as in a user's app.
+ */
+export function makeAppDir(fixtureDirs: string[] = [FIXTURES], pkg = forkwatchPackage()): AppDir {
+  const dir = mkdtempSync(join(tmpdir(), 'forkwatch-app-'));
+  const modules = join(dir, 'node_modules');
+  mkdirSync(modules);
+  for (const entry of readdirSync(join(ROOT, 'node_modules'))) {
+    if (entry.startsWith('.') || entry === 'forkwatch') continue;
+    symlinkSync(join(ROOT, 'node_modules', entry), join(modules, entry));
+  }
+  symlinkSync(pkg, join(modules, 'forkwatch'), 'dir');
+  for (const fixtures of fixtureDirs) for (const file of readdirSync(fixtures)) cpSync(join(fixtures, file), join(dir, file));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Processes
+
+export interface AppProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** stderr lines written by forkwatch (its diagnostics all start with `forkwatch:`). */
+  forkwatchLines(): string[];
+  /** Resolves with the first match of `pattern` in stderr; rejects when the process exits first or on timeout. */
+  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** The fixture's `FIXTURE DONE {json}` report. */
+  done(timeoutMs?: number): Promise<FixtureSummary>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Sends a signal and waits for the exit (SIGKILL after `timeoutMs`). */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export interface FixtureSummary {
+  lost: number;
+  emitted: number;
+  resumes: number[];
+  patched: boolean;
+  /** Names of the errors the MCP client's onerror received. */
+  errors?: string[];
+}
+
+/** The environment of a child app: the test's own, minus anything that would configure OpenTelemetry or Node. */
+export function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(OTEL_|FORKWATCH_|NODE_OPTIONS$|NODE_PATH$|VITEST|FIXTURE_)/.test(key)) continue;
+    env[key] = value;
+  }
+  for (const [key, value] of Object.entries(extra)) if (value !== undefined) env[key] = value;
+  return env;
+}
+
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+
+/**
+ * Starts `node <args>` (or `command <args>`) in `cwd`. With a command other than node (npm start), the child runs in
+ * a process group of its own, and signals go to the group, so that what it spawned goes too.
+ */
+export function startApp(opts: { cwd: string; args: string[]; env?: Record<string, string | undefined>; command?: string }): AppProcess {
+  const group = opts.command !== undefined;
+  const child = spawn(opts.command ?? process.execPath, opts.args, {
+    cwd: opts.cwd,
+    env: cleanEnv(opts.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: group,
+  });
+  const signal = (sig: NodeJS.Signals) => {
+    try {
+      if (group && child.pid) process.kill(-child.pid, sig);
+      else child.kill(sig);
+    } catch {
+      // already gone
+    }
+  };
+  running.add(child);
+  let out = '';
+  let err = '';
+  const listeners = new Set<() => void>();
+  child.stdout!.on('data', chunk => (out += chunk));
+  child.stderr!.on('data', chunk => {
+    err += chunk;
+    for (const l of listeners) l();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>(resolve =>
+    child.once('exit', (code, signal) => {
+      running.delete(child);
+      // Let the pipes drain.
+      setImmediate(() => {
+        for (const l of listeners) l();
+        resolve({ code, signal });
+      });
+    }),
+  );
+  let exitedState: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  void exited.then(s => (exitedState = s));
+
+  const waitForStderr = (pattern: RegExp, timeoutMs = 30_000) =>
+    new Promise<RegExpMatchArray>((resolve, reject) => {
+      const check = () => {
+        const m = pattern.exec(err);
+        if (m) {
+          cleanup();
+          resolve(m);
+        } else if (exitedState) {
+          cleanup();
+          reject(new Error(`process exited (${JSON.stringify(exitedState)}) before ${pattern} appeared; stderr:\n${err}\nstdout:\n${out}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${pattern}; stderr:\n${err}\nstdout:\n${out}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        listeners.delete(check);
+      };
+      listeners.add(check);
+      check();
+    });
+
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    forkwatchLines: () => err.split('\n').filter(line => line.startsWith('forkwatch:')),
+    waitForStderr,
+    async done(timeoutMs = 30_000) {
+      const m = await waitForStderr(/FIXTURE (DONE (.*)|FAILED[^]*)\n/, timeoutMs);
+      if (!m[2]) throw new Error(`fixture failed:\n${err}`);
+      return JSON.parse(m[2]) as FixtureSummary;
+    },
+    exited,
+    async stop(sig = 'SIGTERM', timeoutMs = 10_000) {
+      if (!exitedState || group) signal(sig);
+      const killer = setTimeout(() => signal('SIGKILL'), timeoutMs);
+      const state = await exited;
+      clearTimeout(killer);
+      return state;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The fork lab and scrapes
+
+export interface Lab {
+  /** A fresh proxy in front of the lab server (each app gets its own, so its request log is its own). */
+  proxy(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The fork lab's two MCP servers (real SDK, integer event ids: dense, so skipped events are counted) and lab proxies.
+ * Everything goes to A, which holds the session's log, unless a scenario routes the resume to B, which claims the
+ * session without its log and starts its ids again from 1 (the `live-fork` and `fail-loud` scenarios).
+ */
+export async function startLab(): Promise<Lab> {
+  const a = await startServer({ name: 'A', store: { idFormat: 'integer' } });
+  const b = await startServer({
+    name: 'B',
+    store: { idFormat: 'integer', unknownCursor: 'fresh' },
+    hydrate: true,
+    ticker: { everyMs: 150, count: 2 },
+  });
+  const proxies: { close(): Promise<void> }[] = [];
+  return {
+    async proxy() {
+      const proxy = await startProxy({ A: a.url, B: b.url }, { post: 'A', get: 'A', resume: 'A' });
+      proxies.push(proxy);
+      return proxy.url as string;
+    },
+    async stop() {
+      await Promise.all(proxies.map(p => p.close()));
+      a.stop();
+      b.stop();
+    },
+  };
+}
+
+/** The environment a client fixture needs to run its lab scenario, with a proxy of its own. */
+export async function labEnv(lab: Lab): Promise<Record<string, string>> {
+  return { FIXTURE_LAB_DIR: LAB_DIR, FIXTURE_PROXY_URL: await lab.proxy() };
+}
+
+export async function scrapeText(port: number, path = '/metrics'): Promise<string> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`);
+  if (!res.ok) throw new Error(`GET :${port}${path}: HTTP ${res.status}`);
+  return res.text();
+}
+
+/** True when nothing accepts connections on the port. */
+export async function refusesConnections(port: number): Promise<boolean> {
+  try {
+    await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(3000) });
+    return false;
+  } catch (error) {
+    return /ECONNREFUSED/.test(String((error as { cause?: unknown }).cause ?? error));
+  }
+}
+
+/** Samples of an exposition as `name{label="value",...}` (labels sorted) → value. */
+export function parseSamples(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$/.exec(line);
+    if (!m) throw new Error(`unparseable sample: ${line}`);
+    const labels = [...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map(l => `${l[1]}="${l[2]}"`).sort();
+    samples.set(`${m[1]}{${labels.join(',')}}`, Number(m[3]));
+  }
+  return samples;
+}
+
+/** The value of one sample, matched by name and a subset of labels (undefined if none matches). */
+export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const [key, value] of parseSamples(text)) {
+    if (!key.startsWith(`${name}{`)) continue;
+    if (Object.entries(labels).every(([k, v]) => key.includes(`${k}="${v}"`))) return value;
+  }
+  return undefined;
+}
+
+export function isDirectory(path: string): boolean {
+  return existsSync(path) && statSync(path).isDirectory();
+}
