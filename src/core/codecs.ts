@@ -8,6 +8,11 @@
 export interface DecodedEventId {
   /** The stream the id belongs to, when the format encodes it. */
   stream?: string;
+  /**
+   * True when every session's stream of this kind has the same key (the SDK's standalone `_GET_stream`): a match
+   * then says nothing about continuity, only a mismatch does.
+   */
+  sharedStream?: boolean;
   /** Position in a strictly increasing sequence (per stream, or per log): a smaller value means an older event. */
   sequence?: number;
   /** True when the sequence grows by exactly one per event on the stream, so skipped events can be counted. */
@@ -42,11 +47,17 @@ export const integerCodec: EventIdCodec = {
   },
 };
 
+/** The SDK's standalone GET stream: the same stream id in every session. */
+export const SDK_STANDALONE_STREAM = '_GET_stream';
+
 export const sdkCodec: EventIdCodec = {
   name: 'sdk',
   decode(id) {
     const m = SDK.exec(id);
-    return m ? { stream: m[1], timeMs: Number(m[2]) } : undefined;
+    if (!m) return undefined;
+    return m[1] === SDK_STANDALONE_STREAM
+      ? { stream: m[1], sharedStream: true, timeMs: Number(m[2]) }
+      : { stream: m[1], timeMs: Number(m[2]) };
   },
 };
 
@@ -54,8 +65,11 @@ export const mcpProxyCodec: EventIdCodec = {
   name: 'mcp-proxy',
   decode(id) {
     const m = MCP_PROXY.exec(id);
+    if (!m) return undefined;
     // The counter is per process and wraps, so it orders events within a millisecond but is no sequence.
-    return m ? { stream: m[1], timeMs: Number(m[2]) } : undefined;
+    return m[1] === SDK_STANDALONE_STREAM
+      ? { stream: m[1], sharedStream: true, timeMs: Number(m[2]) }
+      : { stream: m[1], timeMs: Number(m[2]) };
   },
 };
 

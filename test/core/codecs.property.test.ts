@@ -20,8 +20,9 @@ describe('encode → decode round trips', () => {
     fc.assert(
       fc.property(streamId, epochMs, base36(1, 8), (stream, ms, rand) => {
         const id = `${stream}_${ms}_${rand}`;
-        expect(sdkCodec.decode(id)).toEqual({ stream, timeMs: ms });
-        expect(autoCodec.decode(id)).toEqual({ stream, timeMs: ms });
+        const expected = stream === '_GET_stream' ? { stream, sharedStream: true, timeMs: ms } : { stream, timeMs: ms };
+        expect(sdkCodec.decode(id)).toEqual(expected);
+        expect(autoCodec.decode(id)).toEqual(expected);
       }),
       RUNS,
     );
@@ -31,8 +32,9 @@ describe('encode → decode round trips', () => {
     fc.assert(
       fc.property(streamId, epochMs, base36(4, 4), base36(3, 3), (stream, ms, counter, rand) => {
         const id = `${stream}_${ms}_${counter}_${rand}`;
-        expect(mcpProxyCodec.decode(id)).toEqual({ stream, timeMs: ms });
-        expect(autoCodec.decode(id)).toEqual({ stream, timeMs: ms });
+        const expected = stream === '_GET_stream' ? { stream, sharedStream: true, timeMs: ms } : { stream, timeMs: ms };
+        expect(mcpProxyCodec.decode(id)).toEqual(expected);
+        expect(autoCodec.decode(id)).toEqual(expected);
       }),
       RUNS,
     );

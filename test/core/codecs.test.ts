@@ -40,6 +40,7 @@ describe('sdk codec (InMemoryEventStore `<streamId>_<ms>_<rand8>`)', () => {
   test('keeps the underscores of the standalone GET stream in the stream id', () => {
     expect(sdkCodec.decode('_GET_stream_1732000000000_ab12cd34')).toEqual({
       stream: '_GET_stream',
+      sharedStream: true,
       timeMs: 1732000000000,
     });
   });

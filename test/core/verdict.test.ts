@@ -275,3 +275,23 @@ describe('verdict shape', () => {
     expect(decideFirstFrame(input)).toEqual(decideFirstFrame(input));
   });
 });
+
+describe('shared stream keys', () => {
+  test("a match on the SDK's standalone stream key, shared by every session, does not verify continuity", () => {
+    const verdict = decideFirstFrame({
+      cursor: '_GET_stream_1732000000000_aaaaaaaa',
+      firstId: '_GET_stream_1732000000100_bbbbbbbb',
+      wasConsumed: () => false,
+    });
+    expect(verdict).toMatchObject({ verdict: 'resumed', continuityVerified: false, codec: 'sdk' });
+  });
+  test('a match on a per-stream key (a UUID) does', () => {
+    const uuid = '0f8fad5b-d9cb-469f-a165-70867728950e';
+    const verdict = decideFirstFrame({
+      cursor: `${uuid}_1732000000000_aaaaaaaa`,
+      firstId: `${uuid}_1732000000100_bbbbbbbb`,
+      wasConsumed: () => false,
+    });
+    expect(verdict).toMatchObject({ verdict: 'resumed', continuityVerified: true });
+  });
+});
