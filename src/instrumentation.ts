@@ -14,6 +14,7 @@ import {
 import { Hook as RequireHook } from 'require-in-the-middle';
 import { resolveCodec } from './core/codecs';
 import { SessionLedger } from './core/ledger';
+import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
 import { type ForkwatchInstruments, createInstruments } from './metrics';
 import type { ForkwatchRuntime, ResolvedSettings } from './runtime';
 import {
@@ -31,7 +32,6 @@ import {
 import type { ForkwatchInstrumentationConfig, ResumeVerdictInfo } from './types';
 import { PACKAGE_NAME, PACKAGE_VERSION } from './version';
 
-const DEFAULT_VERDICT_TIMEOUT_MS = 10_000;
 
 export class ForkwatchInstrumentation
   extends InstrumentationBase<ForkwatchInstrumentationConfig>

@@ -56,6 +56,34 @@ const SKIP_IN_STAGE = new Set(['node_modules', '.git', 'build', '.tmp', 'coverag
 
 let stagedPackage: string | undefined;
 
+/**
+ * Copies the repository as `npm pack` would see it, minus node_modules (at any depth), .git, build/, .tmp/. Files that
+ * vanish while it copies (other jobs work in the same checkout) are skipped rather than failing the copy.
+ */
+function copyTree(from: string, to: string): void {
+  mkdirSync(to, { recursive: true });
+  let entries: import('node:fs').Dirent[];
+  try {
+    entries = readdirSync(from, { withFileTypes: true });
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    if (entry.name === 'node_modules' || entry.name.endsWith('.tgz')) continue;
+    if (from === ROOT && SKIP_IN_STAGE.has(entry.name)) continue;
+    const source = join(from, entry.name);
+    const target = join(to, entry.name);
+    if (entry.isDirectory()) copyTree(source, target);
+    else if (entry.isFile()) {
+      try {
+        cpSync(source, target);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      }
+    }
+  }
+}
+
 /** Builds of older sources, left by earlier runs (an hour old: a concurrent run may still use a recent one). */
 function removeStaleStages(keep: string): void {
   for (const entry of readdirSync(tmpdir())) {
@@ -83,11 +111,7 @@ export function forkwatchPackage(): string {
   removeStaleStages(final);
 
   const work = `${final}.tmp-${process.pid}-${Date.now()}`;
-  const keep = (src: string) => {
-    const parts = relative(ROOT, src).split(/[\\/]/);
-    return !SKIP_IN_STAGE.has(parts[0] ?? '') && !parts.includes('node_modules') && !src.endsWith('.tgz');
-  };
-  cpSync(ROOT, work, { recursive: true, filter: keep });
+  copyTree(ROOT, work);
   const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
   try {
     execFileSync(process.execPath, [tsc, '-p', join(work, 'tsconfig.json')], { stdio: 'pipe', cwd: work });
