@@ -17,9 +17,9 @@
  * It never writes to stdout (an stdio MCP server's stdout is its protocol stream) and never throws into the app: a bad
  * setting or a busy port gives one diagnostic on stderr and the app keeps running, uninstrumented if need be.
  */
-import type { DiagLogger, MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
-import { inspect } from 'node:util';
+import type { MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
 import { isMainThread } from 'node:worker_threads';
+import { StderrDiagLogger, StderrMetricExporter, StderrSpanProcessor, writeStderr } from './register-stderr';
 import { type LogLevelName, type RegisterEnvConfig, readRegisterEnv } from './env-config';
 import type { ForkwatchInstrumentation } from './instrumentation';
 import type { ForkwatchMetricReader, ForkwatchRegistration } from './prom-client';
@@ -47,77 +47,6 @@ type SpanProcessorLike = NonNullable<ConstructorParameters<SdkNode['NodeSDK']>[0
   ? P
   : never;
 
-// ---------------------------------------------------------------------------------------------------------------
-// stderr only: OpenTelemetry's DiagConsoleLogger uses console.info/console.log for some levels, which is stdout.
-
-function writeStderr(line: string): void {
-  try {
-    process.stderr.write(`${line}\n`);
-  } catch {
-    // stderr closed: nothing else to do.
-  }
-}
-
-function formatArgs(message: unknown, args: unknown[]): string {
-  const parts = [message, ...args].map(part =>
-    typeof part === 'string' ? part : part instanceof Error ? part.message : inspect(part, { depth: 4, breakLength: Infinity }),
-  );
-  return parts.join(' ');
-}
-
-/** The global DiagLogger register installs when it runs the SDK: OpenTelemetry's messages, one stderr line each. */
-class StderrDiagLogger implements DiagLogger {
-  constructor(private readonly onError: (message: string) => boolean) {}
-  error = (message: string, ...args: unknown[]) => {
-    const text = formatArgs(message, args);
-    if (!this.onError(text)) writeStderr(`forkwatch: opentelemetry error: ${text}`);
-  };
-  warn = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry warn: ${formatArgs(message, args)}`);
-  info = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry info: ${formatArgs(message, args)}`);
-  debug = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry debug: ${formatArgs(message, args)}`);
-  verbose = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry verbose: ${formatArgs(message, args)}`);
-}
-
-/** OTEL_*_EXPORTER=console, on stderr: the console exporters of the SDK print to stdout. */
-class StderrMetricExporter {
-  export(resourceMetrics: any, resultCallback: (result: { code: number }) => void): void {
-    for (const scopeMetrics of resourceMetrics?.scopeMetrics ?? []) {
-      for (const metric of scopeMetrics.metrics ?? []) {
-        const { descriptor, dataPointType, dataPoints } = metric;
-        writeStderr(inspect({ descriptor, dataPointType, dataPoints }, { depth: 6, breakLength: Infinity }));
-      }
-    }
-    resultCallback({ code: 0 });
-  }
-  async forceFlush(): Promise<void> {}
-  async shutdown(): Promise<void> {}
-}
-
-class StderrSpanProcessor {
-  onStart(): void {}
-  onEnd(span: any): void {
-    const context = span.spanContext();
-    writeStderr(
-      inspect(
-        {
-          traceId: context.traceId,
-          parentSpanId: span.parentSpanContext?.spanId,
-          name: span.name,
-          id: context.spanId,
-          kind: span.kind,
-          timestamp: span.startTime,
-          duration: span.duration,
-          attributes: span.attributes,
-          status: span.status,
-          events: span.events,
-        },
-        { depth: 4, breakLength: Infinity },
-      ),
-    );
-  }
-  async forceFlush(): Promise<void> {}
-  async shutdown(): Promise<void> {}
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 
