@@ -20,12 +20,13 @@ export const root = join(__dirname, '../..');
 export const { StreamableHTTPClientTransport } = streamableHttp;
 export const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
+/** Polls `fn` until it returns something truthy; the deadline is on the monotonic clock (tests move Date). */
 export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 8000): Promise<T> {
-  const deadline = Date.now() + ms;
+  const deadline = performance.now() + ms;
   for (;;) {
     const value = await fn();
     if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(10);
   }
 }
@@ -159,11 +160,12 @@ export function expectPrintableSpans(spans: ReadableSpan[], max = 400): void {
   }
 }
 
-/** Verdicts of the client resume spans, as `outcome` or `outcome:reason`. */
+/** Verdicts of the client resume spans, as `outcome` or `outcome:reason` (fork reasons, and why inconclusive). */
 export function clientOutcomes(fw: Forkwatch): string[] {
   return fw.spans('forkwatch.client.resume').map(s => {
     const outcome = String(s.attributes['forkwatch.resume.outcome']);
-    const reason = s.attributes['forkwatch.resume.reason'];
+    const event = s.events.find(e => e.name === 'forkwatch.resume.first_frame')?.attributes ?? {};
+    const reason = s.attributes['forkwatch.resume.reason'] ?? event['forkwatch.resume.reason'];
     return reason === undefined ? outcome : `${outcome}:${reason}`;
   });
 }
