@@ -17,7 +17,14 @@ const lines = [];
 const profiledOverhead = p => p.forkwatchSelfUsPerFrame / (p.cpuUsPerFrameMeasured - p.forkwatchSelfUsPerFrame);
 const out = s => lines.push(s);
 
-out(`Measured with \`${r.command}\` on ${r.startedAt.slice(0, 10)}: Node ${r.machine.node}, ${r.machine.cpus} × ${r.machine.cpuModel}, ` +
+/** The command that reproduces this run's configuration, whatever the defaults are now. */
+function command(c) {
+  if (c.mode === 'quick') return 'npm run bench -- --quick';
+  const args = [`--rounds ${c.rounds}`, `--count ${c.count}`, `--warmup ${c.warmup}`];
+  if (c.ab) args.push(`--ab-processes ${c.ab.processes}`, `--ab-pairs ${c.ab.pairs}`, `--ab-count ${c.ab.count}`);
+  return `npm run bench -- ${args.join(' ')}`;
+}
+out(`Measured with \`${command(r.config)}\` on ${r.startedAt.slice(0, 10)}: Node ${r.machine.node}, ${r.machine.cpus} × ${r.machine.cpuModel}, ` +
   `${r.machine.totalMemoryGiB} GiB; load average ${r.machine.loadAverageBefore[0].toFixed(2)} before and ` +
   `${r.machine.loadAverageAfter[0].toFixed(2)} after (a shared machine: other work ran during the run). ` +
   `${r.config.rounds} alternating rounds, ${r.durationSeconds} s in all.`);

@@ -9,6 +9,7 @@ import type { FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdi
 import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../names';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { sessionSpanAttributes } from '../session-id';
+import { errorTypeOf, recordBoundedException } from '../span-errors';
 import type { ResumeVerdictInfo } from '../types';
 
 export interface ResumeAttemptInit {
@@ -107,9 +108,8 @@ export class ResumeAttempt {
 
   concludeFailed(error: unknown): void {
     if (!this.begin('failed')) return;
-    const type = error instanceof Error ? error.name || 'Error' : typeof error;
-    this.span.recordException(error instanceof Error ? error : String(error));
-    this.finish({ [ATTR.errorType]: type });
+    recordBoundedException(this.span, error);
+    this.finish({ [ATTR.errorType]: errorTypeOf(error) });
   }
 
   /** No frame before the stream ended or before the verdict timeout: the attempt cannot be judged. */

@@ -7,6 +7,7 @@ import { displayEventId } from '../core/event-id';
 import { ATTR, SPAN, SPAN_EVENT, type ServerResumeOutcome, type ServerTransportLabel } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
 import { sessionSpanAttributes } from '../session-id';
+import { errorTypeOf, recordBoundedException } from '../span-errors';
 import { type ReplayRecord, type ReplayScope, newReplayRecord } from './recording-event-store';
 
 export interface ServerResumeInit {
@@ -125,8 +126,8 @@ export class ServerResume {
     if (typeof streamId === 'string') attrs[ATTR.replayStreamId] = displayEventId(streamId) ?? '';
     if (status !== undefined) attrs[ATTR.httpStatusCode] = status;
     if (error !== undefined) {
-      attrs[ATTR.errorType] = error instanceof Error ? error.name || 'Error' : typeof error;
-      this.span.recordException(error instanceof Error ? error : String(error));
+      attrs[ATTR.errorType] = errorTypeOf(error);
+      recordBoundedException(this.span, error);
     }
     this.span.addEvent(SPAN_EVENT.replayDone, attrs);
     this.span.setAttribute(ATTR.serverOutcome, outcome);
