@@ -10,10 +10,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { createParser } from 'eventsource-parser';
 import * as streamableHttp from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DiagLogLevel, diag } from '@opentelemetry/api';
-import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ForkwatchInstrumentation } from '../../src/instrumentation';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { type Forkwatch, setupForkwatch as setupSharedForkwatch } from '../support/forkwatch';
 import type { ForkwatchInstrumentationConfig } from '../../src/types';
 
 export const root = join(__dirname, '../..');
@@ -44,39 +42,11 @@ diag.setLogger(
   DiagLogLevel.WARN,
 );
 
-export interface Forkwatch {
-  instrumentation: ForkwatchInstrumentation;
-  spans(name?: string): ReadableSpan[];
-  resetSpans(): void;
-  metrics(): Promise<string>;
-  teardown(): Promise<void>;
-}
+export type { Forkwatch };
 
 /** ForkwatchInstrumentation on private providers, patching the given SDK modules (default: the 1.x client). */
 export function setupForkwatch(config: ForkwatchInstrumentationConfig = {}, ...modules: object[]): Forkwatch {
-  const exporter = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-  const prometheus = new PrometheusExporter({ preventServerStart: true });
-  const meterProvider = new MeterProvider({ readers: [prometheus] });
-  const instrumentation = new ForkwatchInstrumentation({ ...config, enabled: false });
-  instrumentation.setTracerProvider(tracerProvider);
-  instrumentation.setMeterProvider(meterProvider);
-  instrumentation.enable();
-  instrumentation.manuallyInstrument(...(modules.length > 0 ? modules : [streamableHttp]));
-  return {
-    instrumentation,
-    spans: name => exporter.getFinishedSpans().filter(s => name === undefined || s.name === name),
-    resetSpans: () => exporter.reset(),
-    async metrics() {
-      const { resourceMetrics } = await prometheus.collect();
-      return new PrometheusSerializer().serialize(resourceMetrics);
-    },
-    async teardown() {
-      instrumentation.disable();
-      await tracerProvider.shutdown();
-      await meterProvider.shutdown();
-    },
-  };
+  return setupSharedForkwatch(config, modules.length > 0 ? modules : [streamableHttp]);
 }
 
 /** What the application sees of a session: every notification (as JSON), every onerror message, in order. */

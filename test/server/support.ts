@@ -5,10 +5,8 @@
  */
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
-import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { ForkwatchInstrumentation } from '../../src/instrumentation';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { type Forkwatch, setupForkwatch as setupSharedForkwatch } from '../support/forkwatch';
 import type { ForkwatchInstrumentationConfig } from '../../src/types';
 // @ts-expect-error: plain ESM module without types
 import { LabEventStore } from '../../lab/event-store.mjs';
@@ -23,41 +21,11 @@ export function requireFrom(folder = root): NodeJS.Require {
   return createRequire(join(folder, 'resolve-from.js'));
 }
 
-export interface Forkwatch {
-  instrumentation: ForkwatchInstrumentation;
-  spans(name?: string): ReadableSpan[];
-  /** Prometheus text of forkwatch's metrics, as scraped. */
-  metrics(): Promise<string>;
-  /** Lets the instrumentation's asynchronous recording (after the SDK's promise settled) finish. */
-  settle(): Promise<void>;
-  teardown(): Promise<void>;
-}
+export type { Forkwatch };
 
 /** A ForkwatchInstrumentation on private providers, with the given modules instrumented by the manual API. */
 export function setupForkwatch(config: ForkwatchInstrumentationConfig = {}, ...modules: object[]): Forkwatch {
-  const exporter = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-  const prometheus = new PrometheusExporter({ preventServerStart: true });
-  const meterProvider = new MeterProvider({ readers: [prometheus] });
-  const instrumentation = new ForkwatchInstrumentation({ ...config, enabled: false });
-  instrumentation.setTracerProvider(tracerProvider);
-  instrumentation.setMeterProvider(meterProvider);
-  instrumentation.enable();
-  instrumentation.manuallyInstrument(...modules);
-  return {
-    instrumentation,
-    spans: name => exporter.getFinishedSpans().filter(s => name === undefined || s.name === name),
-    async metrics() {
-      const { resourceMetrics } = await prometheus.collect();
-      return new PrometheusSerializer().serialize(resourceMetrics);
-    },
-    settle: () => new Promise(resolve => setTimeout(resolve, 20)),
-    async teardown() {
-      instrumentation.disable();
-      await tracerProvider.shutdown();
-      await meterProvider.shutdown();
-    },
-  };
+  return setupSharedForkwatch(config, modules);
 }
 
 export const notification = (n: number) => ({
