@@ -370,13 +370,8 @@ export function parseSamples(text: string): Map<string, number> {
 }
 
 /** The value of one sample, matched by name and a subset of labels (undefined if none matches). */
-export function sampleValue(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const [key, value] of parseSamples(text)) {
-    if (!key.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => key.includes(`${k}="${v}"`))) return value;
-  }
-  return undefined;
-}
+/** The shared sample lookup, under the name these tests use. */
+export { sample as sampleValue } from '../support/scrape';
 
 export function isDirectory(path: string): boolean {
   return existsSync(path) && statSync(path).isDirectory();

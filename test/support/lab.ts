@@ -2,6 +2,8 @@
 // @ts-expect-error: plain ESM module without types
 import * as harness from '../../lab/harness.mjs';
 
+export { sample } from './scrape';
+
 export interface LabSpan {
   name: string;
   traceId: string;
@@ -37,16 +39,6 @@ export interface LabOptions {
 }
 
 export const runLabScenario: (name: string, options?: LabOptions) => Promise<LabReport> = harness.runLabScenario;
-
-/** Value of one Prometheus sample, matched by metric name and a subset of labels; undefined if absent. */
-export function sample(metricsText: string, name: string, labels: Record<string, string> = {}): number | undefined {
-  for (const line of metricsText.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    const wanted = Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`));
-    if (wanted) return Number(line.slice(line.lastIndexOf(' ') + 1));
-  }
-  return undefined;
-}
 
 export function resumeSpans(report: LabReport): LabSpan[] {
   return report.spans.filter(s => s.name === 'forkwatch.client.resume');

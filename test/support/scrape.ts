@@ -109,3 +109,12 @@ function parseLabels(block: string): [string, string][] {
   }
   return out;
 }
+
+/** Value of the first sample of `name` whose labels include `labels`; undefined if there is none. */
+export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return undefined;
+}
