@@ -38,7 +38,9 @@ const vitest = run(process.execPath, [
 if (existsSync(report)) {
   const json = JSON.parse(readFileSync(report, 'utf8'));
   passed += json.numPassedTests ?? 0;
-  failed += (json.numFailedTests ?? 0) + (json.numFailedTestSuites ?? 0);
+  failed += json.numFailedTests ?? 0;
+  // A file that fails to load has no failed test of its own: count it once.
+  failed += (json.testResults ?? []).filter(f => f.status === 'failed' && !f.assertionResults?.some(a => a.status === 'failed')).length;
 }
 if (vitest.status !== 0 && failed === 0) failed++;
 

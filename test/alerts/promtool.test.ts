@@ -3,6 +3,11 @@
  * (every alert has a firing case with exact labels and annotations, and a silent one), and mutations proving the unit
  * tests would notice: an alert that never fires, a dropped `for`, a dropped counter-born-at-1 guard, a dropped
  * traffic floor.
+ *
+ * Prometheus evaluates rule groups independently, so an alert may read a recording rule's value from this
+ * evaluation or from the previous one. promtool without `group_eval_order` picks the group order at random (Go map
+ * order), which once let a mutant survive in CI only. Every unit test and every mutant therefore runs under both
+ * orders: recording rules first, and alert rules first.
  */
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -44,6 +49,45 @@ const unitTests = new Map(TEST_FILES.map(f => [f, parse(readFileSync(join(ALERTS
 const testFilesFor = (alert: string) =>
   TEST_FILES.filter(f => unitTests.get(f)!.tests.some(t => t.alert_rule_test?.some(a => a.alertname === alert)));
 
+/** Alerting and recording rule group names, read from the rule files. */
+function ruleGroupNames(): { alerting: string[]; recording: string[] } {
+  const out = { alerting: [] as string[], recording: [] as string[] };
+  for (const f of RULE_FILES) {
+    const doc = parse(readFileSync(join(ALERTS_DIR, f), 'utf8')) as { groups: { name: string; rules: { alert?: string }[] }[] };
+    for (const g of doc.groups) (g.rules.some(r => r.alert) ? out.alerting : out.recording).push(g.name);
+  }
+  return out;
+}
+const EVAL_ORDERS = (() => {
+  const { alerting, recording } = ruleGroupNames();
+  return { 'recording rules first': [...recording, ...alerting], 'alert rules first': [...alerting, ...recording] };
+})();
+type EvalOrderName = keyof typeof EVAL_ORDERS;
+const EVAL_ORDER_NAMES = Object.keys(EVAL_ORDERS) as EvalOrderName[];
+
+/**
+ * Runs unit test files of `alertsDir`/tests with promtool, each rewritten beside itself with `group_eval_order`
+ * set to `order`, and returns promtool's exit code and output.
+ */
+async function runUnitTests(alertsDir: string, files: string[], order: EvalOrderName): Promise<{ code: number | null; out: string }> {
+  const testsDir = join(alertsDir, 'tests');
+  const dir = await mkdtemp(join(testsDir, '.order-'));
+  try {
+    const variants: string[] = [];
+    for (const file of files) {
+      const doc = parseDocument(await readFile(join(testsDir, file), 'utf8'));
+      doc.set('rule_files', (doc.toJS().rule_files as string[]).map(r => join('..', r)));
+      doc.set('group_eval_order', EVAL_ORDERS[order]);
+      await writeFile(join(dir, file), doc.toString());
+      variants.push(file);
+    }
+    const res = await runTool(BIN.promtool, ['test', 'rules', ...variants], { cwd: dir });
+    return { code: res.code, out: res.stdout + res.stderr };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 describe('promtool check rules', () => {
   test('both rule files are valid and lint-clean (duplicate rules included)', async () => {
     expect(RULE_FILES).toEqual(['forkwatch-alerts.rules.yml', 'forkwatch-recording.rules.yml']);
@@ -54,10 +98,17 @@ describe('promtool check rules', () => {
 });
 
 describe('promtool test rules', () => {
-  test.each(TEST_FILES)('%s passes', async file => {
-    const res = await runTool(BIN.promtool, ['test', 'rules', file], { cwd: join(ALERTS_DIR, 'tests') });
-    expect(res.code, res.stdout + res.stderr).toBe(0);
-    expect(res.stdout).toContain('SUCCESS');
+  test.concurrent.each(TEST_FILES.flatMap(f => EVAL_ORDER_NAMES.map(o => [f, o] as const)))('%s passes with %s', async (file, order) => {
+    const res = await runUnitTests(ALERTS_DIR, [file], order);
+    expect(res.code, res.out).toBe(0);
+    expect(res.out).toContain('SUCCESS');
+  });
+
+  test('the two evaluation orders name every rule group once', () => {
+    const groups = ruleGroupNames();
+    expect(groups.alerting.length).toBeGreaterThan(0);
+    expect(groups.recording.length).toBeGreaterThan(0);
+    for (const name of EVAL_ORDER_NAMES) expect([...EVAL_ORDERS[name]].sort()).toEqual([...groups.alerting, ...groups.recording].sort());
   });
 
   test('every unit test file loads both rule files', () => {
@@ -84,7 +135,11 @@ describe('promtool test rules', () => {
 });
 
 /** Copies alerts/ to a temp dir, applies `mutate` to the alert rules, runs the given unit test files there. */
-async function runMutated(files: string[], mutate: (rule: AlertRule) => Partial<AlertRule> | undefined): Promise<{ code: number | null; out: string }> {
+async function runMutated(
+  files: string[],
+  order: EvalOrderName,
+  mutate: (rule: AlertRule) => Partial<AlertRule> | undefined,
+): Promise<{ code: number | null; out: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'forkwatch-mutant-'));
   try {
     await cp(ALERTS_DIR, dir, { recursive: true });
@@ -101,36 +156,39 @@ async function runMutated(files: string[], mutate: (rule: AlertRule) => Partial<
     );
     if (changed === 0) throw new Error('mutation changed nothing');
     await writeFile(join(dir, ALERT_FILE), doc.toString());
-    const res = await runTool(BIN.promtool, ['test', 'rules', ...files], { cwd: join(dir, 'tests') });
-    return { code: res.code, out: res.stdout + res.stderr };
+    return await runUnitTests(dir, files, order);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 describe('the unit tests catch broken rules (mutations)', () => {
-  test.concurrent.each(ALERT_NAMES)('%s never firing fails its unit tests', async alert => {
-    const res = await runMutated(testFilesFor(alert), r => (r.alert === alert ? { expr: 'vector(1) < 0' } : undefined));
+  const eachOrder = <T extends readonly unknown[]>(cases: readonly T[]) => cases.flatMap(c => EVAL_ORDER_NAMES.map(o => [...c, o] as const));
+
+  test.concurrent.each(eachOrder(ALERT_NAMES.map(a => [a] as const)))('%s never firing fails its unit tests, %s', async (alert, order) => {
+    const res = await runMutated(testFilesFor(alert), order, r => (r.alert === alert ? { expr: 'vector(1) < 0' } : undefined));
     expect(res.code, res.out).not.toBe(0);
   });
 
-  test.concurrent.each(ALERT_NAMES)('%s without its `for` fails its unit tests', async alert => {
-    const res = await runMutated(testFilesFor(alert), r => (r.alert === alert ? { for: '0s' } : undefined));
+  test.concurrent.each(eachOrder(ALERT_NAMES.map(a => [a] as const)))('%s without its `for` fails its unit tests, %s', async (alert, order) => {
+    const res = await runMutated(testFilesFor(alert), order, r => (r.alert === alert ? { for: '0s' } : undefined));
     expect(res.code, res.out).not.toBe(0);
   });
 
-  test.concurrent.each([
-    ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'job, transport, reason'],
-    ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'job, transport'],
-  ])('%s without the counter-born-at-1 guard fails its unit tests', async (alert, metric, by) => {
+  test.concurrent.each(
+    eachOrder([
+      ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'job, transport, reason'],
+      ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'job, transport'],
+    ] as const),
+  )('%s without the counter-born-at-1 guard fails its unit tests (%s, %s), %s', async (alert, metric, by, order) => {
     const plain = `sum by (${by}) (increase(${metric}[10m])) > 0`;
-    const res = await runMutated(testFilesFor(alert), r => (r.alert === alert ? { expr: plain } : undefined));
+    const res = await runMutated(testFilesFor(alert), order, r => (r.alert === alert ? { expr: plain } : undefined));
     expect(res.code, res.out).not.toBe(0);
     expect(res.out).toMatch(/born-at-1/);
   });
 
-  test('ForkwatchResumeLossBudgetBurn without its traffic floor fails its unit tests', async () => {
-    const res = await runMutated(testFilesFor('ForkwatchResumeLossBudgetBurn'), r =>
+  test.concurrent.each(EVAL_ORDER_NAMES)('ForkwatchResumeLossBudgetBurn without its traffic floor fails its unit tests, %s', async order => {
+    const res = await runMutated(testFilesFor('ForkwatchResumeLossBudgetBurn'), order, r =>
       r.alert === 'ForkwatchResumeLossBudgetBurn' ? { expr: r.expr.replace(/\s*and on \(job\)\s*sum by \(job\) \(increase[^\n]*/, '') } : undefined,
     );
     expect(res.code, res.out).not.toBe(0);
