@@ -73,33 +73,29 @@ describe('one process, both paths', () => {
       args: ['--require', 'forkwatch/register', 'prom-client-app.cjs'],
       env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(otelPort), PROM_CLIENT_PORT: String(promClientPort) },
     });
-    try {
-      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-      const [otelText, promClientText] = await Promise.all([scrapeText(otelPort), scrapeText(promClientPort)]);
+    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    const [otelText, promClientText] = await Promise.all([scrapeText(otelPort), scrapeText(promClientPort)]);
 
-      const otel = forkwatchFamilies(otelText);
-      const promClient = forkwatchFamilies(promClientText);
-      // Both sides of a resume happened in the process: every family forkwatch defines has samples on both paths.
-      expect(Object.keys(otel).sort()).toEqual(METRIC_SPECS.map(s => s.prometheusName).sort());
-      for (const family of Object.values(otel)) expect(family.series.length).toBeGreaterThan(0);
-      expect(promClient).toEqual(otel);
+    const otel = forkwatchFamilies(otelText);
+    const promClient = forkwatchFamilies(promClientText);
+    // Both sides of a resume happened in the process: every family forkwatch defines has samples on both paths.
+    expect(Object.keys(otel).sort()).toEqual(METRIC_SPECS.map(s => s.prometheusName).sort());
+    for (const family of Object.values(otel)) expect(family.series.length).toBeGreaterThan(0);
+    expect(promClient).toEqual(otel);
 
-      const otelSamples = forkwatchSamples(otelText);
-      expect(forkwatchSamples(promClientText)).toEqual(otelSamples);
-      // And the samples say what happened: one resume each side, the replay's gap, the client's gap.
-      const one = (key: string) => expect(otelSamples.get(key), key).toBe(1);
-      one('forkwatch_client_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="resumed",transport="streamable_http"}');
-      one('forkwatch_server_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="replayed",transport="streamable_http"}');
-      one('forkwatch_client_resume_gap_seconds_count{otel_scope_name="forkwatch",otel_scope_version="0.1.0"}');
-      one('forkwatch_server_resume_gap_events_count{otel_scope_name="forkwatch",otel_scope_version="0.1.0"}');
+    const otelSamples = forkwatchSamples(otelText);
+    expect(forkwatchSamples(promClientText)).toEqual(otelSamples);
+    // And the samples say what happened: one resume each side, the replay's gap, the client's gap.
+    const one = (key: string) => expect(otelSamples.get(key), key).toBe(1);
+    one('forkwatch_client_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="resumed",transport="streamable_http"}');
+    one('forkwatch_server_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="replayed",transport="streamable_http"}');
+    one('forkwatch_client_resume_gap_seconds_count{otel_scope_name="forkwatch",otel_scope_version="0.1.0"}');
+    one('forkwatch_server_resume_gap_events_count{otel_scope_name="forkwatch",otel_scope_version="0.1.0"}');
 
-      // The service's own metrics are still there, beside forkwatch's.
-      expect(promClientText).toMatch(/^app_requests_total \d+$/m);
-      expect(proc.stdout()).toBe('');
-      expect(proc.forkwatchLines()).toEqual([]);
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    // The service's own metrics are still there, beside forkwatch's.
+    expect(promClientText).toMatch(/^app_requests_total \d+$/m);
+    expect(proc.stdout()).toBe('');
+    expect(proc.forkwatchLines()).toEqual([]);
   });
 });
 

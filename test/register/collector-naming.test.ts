@@ -139,7 +139,6 @@ describe('what a register-instrumented app really exports', () => {
       expect(proc.stdout()).toBe('');
       expect(proc.forkwatchLines()).toEqual([]);
     } finally {
-      await proc.stop('SIGKILL');
       receiver.close();
     }
   });

@@ -119,17 +119,13 @@ describe('installed into a fresh app with only the MCP SDK', () => {
       args: [flag, 'forkwatch/register', file],
       env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
     });
-    try {
-      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-      const text = await scrapeText(port);
-      expect(sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' })).toBe(1);
-      expect(sampleValue(text, 'forkwatch_client_resume_gap_seconds_count')).toBe(1);
-      expect(await proc.stop('SIGTERM')).toEqual({ code: null, signal: 'SIGTERM' });
-      expect(proc.stdout()).toBe('');
-      expect(proc.forkwatchLines()).toEqual([]);
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    const text = await scrapeText(port);
+    expect(sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' })).toBe(1);
+    expect(sampleValue(text, 'forkwatch_client_resume_gap_seconds_count')).toBe(1);
+    expect(await proc.stop('SIGTERM')).toEqual({ code: null, signal: 'SIGTERM' });
+    expect(proc.stdout()).toBe('');
+    expect(proc.forkwatchLines()).toEqual([]);
   });
 
   test('the other entry points resolve from the installed package, for require and import', async () => {

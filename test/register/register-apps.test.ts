@@ -57,33 +57,29 @@ describe.each([
       args: [flag, 'forkwatch/register', file],
       env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port), OTEL_SERVICE_NAME: `fixture-${file}` },
     });
-    try {
-      const summary = await proc.done();
-      expect(summary).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    const summary = await proc.done();
+    expect(summary).toMatchObject({ lost: 0, resumes: [200], patched: true });
 
-      const text = await scrapeText(port);
-      const families = parseMetricFamilies(text);
-      for (const name of COUNTER_FAMILIES) expect(families.get(name)?.type, name).toBe('counter');
-      expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-      expect(sampleValue(text, 'forkwatch_client_forks_total', { reason: 'id_regressed' })).toBe(0);
-      const gap = families.get('forkwatch_client_resume_gap_seconds');
-      expect(gap?.type).toBe('histogram');
-      expect([...(gap?.labels.get('le') ?? [])]).toEqual([...GAP_SECONDS_BUCKETS.map(String), '+Inf']);
-      expect(sampleValue(text, 'forkwatch_client_resume_gap_seconds_count')).toBe(1);
-      // The standard variables reach NodeSDK: OTEL_SERVICE_NAME names the resource.
-      expect(sampleValue(text, 'target_info', { service_name: `fixture-${file}` })).toBe(1);
+    const text = await scrapeText(port);
+    const families = parseMetricFamilies(text);
+    for (const name of COUNTER_FAMILIES) expect(families.get(name)?.type, name).toBe('counter');
+    expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    expect(sampleValue(text, 'forkwatch_client_forks_total', { reason: 'id_regressed' })).toBe(0);
+    const gap = families.get('forkwatch_client_resume_gap_seconds');
+    expect(gap?.type).toBe('histogram');
+    expect([...(gap?.labels.get('le') ?? [])]).toEqual([...GAP_SECONDS_BUCKETS.map(String), '+Inf']);
+    expect(sampleValue(text, 'forkwatch_client_resume_gap_seconds_count')).toBe(1);
+    // The standard variables reach NodeSDK: OTEL_SERVICE_NAME names the resource.
+    expect(sampleValue(text, 'target_info', { service_name: `fixture-${file}` })).toBe(1);
 
-      const t0 = performance.now();
-      const exit = await proc.stop(signal);
-      // No listener of the app's own: after the flush, the signal takes its default course.
-      expect(exit).toEqual({ code: null, signal });
-      expect(performance.now() - t0).toBeLessThan(3000);
-      expect(proc.stdout()).toBe('');
-      // Nothing on stderr but the app's own report: no diagnostics, no loader warning.
-      expect(proc.stderr()).toMatch(/^FIXTURE DONE \{.*\}\n$/);
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    const t0 = performance.now();
+    const exit = await proc.stop(signal);
+    // No listener of the app's own: after the flush, the signal takes its default course.
+    expect(exit).toEqual({ code: null, signal });
+    expect(performance.now() - t0).toBeLessThan(3000);
+    expect(proc.stdout()).toBe('');
+    // Nothing on stderr but the app's own report: no diagnostics, no loader warning.
+    expect(proc.stderr()).toMatch(/^FIXTURE DONE \{.*\}\n$/);
   });
 });
 
@@ -94,14 +90,10 @@ test('--require and --import together: registered once (one SDK, one patch, no p
     args: ['--require', 'forkwatch/register', '--import', 'forkwatch/register', 'client-app.mjs'],
     env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
   });
-  try {
-    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-    expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-    expect(proc.stdout()).toBe('');
-    expect(proc.stderr()).toMatch(/^FIXTURE DONE \{.*\}\n$/);
-  } finally {
-    await proc.stop('SIGKILL');
-  }
+  expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+  expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+  expect(proc.stdout()).toBe('');
+  expect(proc.stderr()).toMatch(/^FIXTURE DONE \{.*\}\n$/);
 });
 
 test('NODE_OPTIONS=--require forkwatch/register npm start: npm itself is left alone, the app it starts gets the port', async () => {
@@ -122,7 +114,6 @@ test('NODE_OPTIONS=--require forkwatch/register npm start: npm itself is left al
     expect(proc.forkwatchLines()).toEqual([]);
     expect(proc.stdout()).toBe('');
   } finally {
-    await proc.stop('SIGKILL');
     rmSync(join(app.dir, 'package.json'), { force: true });
   }
 });
@@ -134,17 +125,13 @@ test('worker threads inherit --require: register stays out of them', async () =>
     args: ['--require', 'forkwatch/register', 'worker-app.cjs'],
     env: { OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
   });
-  try {
-    await proc.done();
-    expect(proc.stderr()).toMatch(/FIXTURE WORKER object/);
-    // The main thread's SDK serves; a second one in the worker would have logged EADDRINUSE.
-    const text = await waitUntil(() => scrapeText(port), { what: `metrics on :${port}`, timeoutMs: 10_000 });
-    expect(parseMetricFamilies(text).get('forkwatch_client_resumes_total')?.type).toBe('counter');
-    expect(proc.forkwatchLines()).toEqual([]);
-    expect(proc.stdout()).toBe('');
-  } finally {
-    await proc.stop('SIGKILL');
-  }
+  await proc.done();
+  expect(proc.stderr()).toMatch(/FIXTURE WORKER object/);
+  // The main thread's SDK serves; a second one in the worker would have logged EADDRINUSE.
+  const text = await waitUntil(() => scrapeText(port), { what: `metrics on :${port}`, timeoutMs: 10_000 });
+  expect(parseMetricFamilies(text).get('forkwatch_client_resumes_total')?.type).toBe('counter');
+  expect(proc.forkwatchLines()).toEqual([]);
+  expect(proc.stdout()).toBe('');
 });
 
 test('an app that loads the MCP SDK first and requires forkwatch/register afterwards (CommonJS) is instrumented', async () => {
@@ -154,14 +141,10 @@ test('an app that loads the MCP SDK first and requires forkwatch/register afterw
     args: ['client-app.cjs'],
     env: { ...(await labEnv(lab)), FIXTURE_REGISTER_LATE: '1', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
   });
-  try {
-    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-    expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-    expect(proc.stdout()).toBe('');
-    expect(proc.forkwatchLines()).toEqual([]);
-  } finally {
-    await proc.stop('SIGKILL');
-  }
+  expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+  expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+  expect(proc.stdout()).toBe('');
+  expect(proc.forkwatchLines()).toEqual([]);
 });
 
 describe('an app that runs its own OpenTelemetry SDK', () => {
@@ -181,19 +164,15 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
         FIXTURE_OWN_FORKWATCH: own,
       },
     });
-    try {
-      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-      const text = await scrapeText(appPort);
-      // One resume, counted once: one patch, one set of instruments in the app's MeterProvider.
-      expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-      expect(sampleValue(text, 'forkwatch_client_resume_gap_seconds_count')).toBe(1);
-      // No second SDK: nothing listens where register's exporter would have.
-      expect(await refusesConnections(registerPort)).toBe(true);
-      expect(proc.stdout()).toBe('');
-      expect(proc.forkwatchLines()).toEqual([]);
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    const text = await scrapeText(appPort);
+    // One resume, counted once: one patch, one set of instruments in the app's MeterProvider.
+    expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    expect(sampleValue(text, 'forkwatch_client_resume_gap_seconds_count')).toBe(1);
+    // No second SDK: nothing listens where register's exporter would have.
+    expect(await refusesConnections(registerPort)).toBe(true);
+    expect(proc.stdout()).toBe('');
+    expect(proc.forkwatchLines()).toEqual([]);
   });
 
   test('ESM, SDK started in the main module, FORKWATCH_START_SDK=false: reports through the app SDK once it registers', async () => {
@@ -209,15 +188,11 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
         FORKWATCH_START_SDK: 'false',
       },
     });
-    try {
-      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-      expect(sampleValue(await scrapeText(appPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-      expect(await refusesConnections(registerPort)).toBe(true);
-      expect(proc.stdout()).toBe('');
-      expect(proc.forkwatchLines()).toEqual([]);
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(sampleValue(await scrapeText(appPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    expect(await refusesConnections(registerPort)).toBe(true);
+    expect(proc.stdout()).toBe('');
+    expect(proc.forkwatchLines()).toEqual([]);
   });
 
   test('ESM, SDK started in the main module after register decided: one line says what to set; the app runs on', async () => {
@@ -228,17 +203,13 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
       args: ['--import', 'forkwatch/register', 'own-sdk-app.mjs'],
       env: { ...(await labEnv(lab)), APP_METRICS_PORT: String(appPort), OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort) },
     });
-    try {
-      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-      const lines = proc.forkwatchLines();
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/registered its own OpenTelemetry SDK after forkwatch\/register.*FORKWATCH_START_SDK=false/);
-      // Documented trade-off: register's SDK (started first) holds the globals and forkwatch's metrics.
-      expect(sampleValue(await scrapeText(registerPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-      expect(proc.stdout()).toBe('');
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    const lines = proc.forkwatchLines();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/registered its own OpenTelemetry SDK after forkwatch\/register.*FORKWATCH_START_SDK=false/);
+    // Documented trade-off: register's SDK (started first) holds the globals and forkwatch's metrics.
+    expect(sampleValue(await scrapeText(registerPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    expect(proc.stdout()).toBe('');
   });
 });
 
@@ -256,17 +227,13 @@ describe('FORKWATCH_* settings reach the instrumentation', () => {
         OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
       },
     });
-    try {
-      const summary = await proc.done();
-      expect(summary.errors).toContain('StreamForkDetected');
-      const text = await scrapeText(port);
-      expect(sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'forked' })).toBe(1);
-      expect(sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
-      expect(proc.forkwatchLines()).toEqual([]);
-      expect(proc.stdout()).toBe('');
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    const summary = await proc.done();
+    expect(summary.errors).toContain('StreamForkDetected');
+    const text = await scrapeText(port);
+    expect(sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'forked' })).toBe(1);
+    expect(sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
+    expect(proc.forkwatchLines()).toEqual([]);
+    expect(proc.stdout()).toBe('');
   });
 
   test('default (record): the same fork is counted, and no StreamForkDetected reaches the app', async () => {
@@ -276,15 +243,11 @@ describe('FORKWATCH_* settings reach the instrumentation', () => {
       args: ['--require', 'forkwatch/register', 'client-app.cjs'],
       env: { ...(await labEnv(lab)), FIXTURE_SCENARIO: 'live-fork', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
     });
-    try {
-      const summary = await proc.done();
-      expect(summary.errors).not.toContain('StreamForkDetected');
-      expect(summary.lost).toBeGreaterThan(0);
-      const text = await scrapeText(port);
-      expect(sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    const summary = await proc.done();
+    expect(summary.errors).not.toContain('StreamForkDetected');
+    expect(summary.lost).toBeGreaterThan(0);
+    const text = await scrapeText(port);
+    expect(sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
   });
 });
 
@@ -306,25 +269,21 @@ describe('configuration problems: one clear stderr line each, and the app keeps 
         OTEL_SDK_DISABLED: 'nope',
       },
     });
-    try {
-      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-      expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-      const lines = proc.forkwatchLines();
-      const expected = [
-        /FORKWATCH_CODEC="bogus" is not one of .*; using auto/,
-        /FORKWATCH_VERDICT_TIMEOUT_MS="12abc" is not an integer .*; using 10000/,
-        /FORKWATCH_LEDGER_RECENT_IDS="0" is not an integer .*; using 64/,
-        /FORKWATCH_CAPTURE_EVENT_IDS="maybe" is not a boolean.*; using true/,
-        /OTEL_METRICS_EXPORTER: "bogus": unknown exporter.*; left out/,
-        /OTEL_TRACES_EXPORTER: "jaeger": unknown exporter.*; using none/,
-        /OTEL_SDK_DISABLED="nope" is not a boolean.*; using false/,
-      ];
-      expect(lines).toHaveLength(expected.length);
-      for (const pattern of expected) expect(lines.filter(l => pattern.test(l)), String(pattern)).toHaveLength(1);
-      expect(proc.stdout()).toBe('');
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    const lines = proc.forkwatchLines();
+    const expected = [
+      /FORKWATCH_CODEC="bogus" is not one of .*; using auto/,
+      /FORKWATCH_VERDICT_TIMEOUT_MS="12abc" is not an integer .*; using 10000/,
+      /FORKWATCH_LEDGER_RECENT_IDS="0" is not an integer .*; using 64/,
+      /FORKWATCH_CAPTURE_EVENT_IDS="maybe" is not a boolean.*; using true/,
+      /OTEL_METRICS_EXPORTER: "bogus": unknown exporter.*; left out/,
+      /OTEL_TRACES_EXPORTER: "jaeger": unknown exporter.*; using none/,
+      /OTEL_SDK_DISABLED="nope" is not a boolean.*; using false/,
+    ];
+    expect(lines).toHaveLength(expected.length);
+    for (const pattern of expected) expect(lines.filter(l => pattern.test(l)), String(pattern)).toHaveLength(1);
+    expect(proc.stdout()).toBe('');
   });
 
   test('the Prometheus port is already in use: one line naming the port, no crash, the app finishes normally', async () => {
@@ -343,7 +302,6 @@ describe('configuration problems: one clear stderr line each, and the app keeps 
       expect(lines[0]).toMatch(new RegExp(`cannot serve Prometheus metrics on all interfaces port ${port}: the port is already in use \\(EADDRINUSE\\); set OTEL_EXPORTER_PROMETHEUS_PORT`));
       expect(proc.stdout()).toBe('');
     } finally {
-      await proc.stop('SIGKILL');
       blocker.close();
     }
   });
@@ -367,14 +325,10 @@ describe('configuration problems: one clear stderr line each, and the app keeps 
 describe('standard variables', () => {
   test('nothing set: Prometheus metrics on port 9464 (all interfaces)', async () => {
     const proc = startApp({ cwd: app.dir, args: ['--require', 'forkwatch/register', 'client-app.cjs'], env: await labEnv(lab) });
-    try {
-      expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
-      expect(sampleValue(await scrapeText(9464), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-      expect(proc.forkwatchLines()).toEqual([]);
-      expect(proc.stdout()).toBe('');
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
+    expect(sampleValue(await scrapeText(9464), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    expect(proc.forkwatchLines()).toEqual([]);
+    expect(proc.stdout()).toBe('');
   });
 
   test('OTEL_EXPORTER_PROMETHEUS_HOST: the endpoint listens on that address only', async () => {
@@ -384,14 +338,10 @@ describe('standard variables', () => {
       args: ['--require', 'forkwatch/register', 'client-app.cjs'],
       env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.2', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
     });
-    try {
-      expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
-      const res = await fetch(`http://127.0.0.2:${port}/metrics`);
-      expect(sampleValue(await res.text(), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-      expect(await refusesConnections(port)).toBe(true); // 127.0.0.1
-    } finally {
-      await proc.stop('SIGKILL');
-    }
+    expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
+    const res = await fetch(`http://127.0.0.2:${port}/metrics`);
+    expect(sampleValue(await res.text(), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    expect(await refusesConnections(port)).toBe(true); // 127.0.0.1
   });
 
   test('OTEL_SDK_DISABLED=true: nothing is patched, nothing is served, nothing is printed', async () => {

@@ -22,6 +22,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { onTestFinished } from 'vitest';
 // @ts-expect-error: plain ESM module without types
 import { startServer } from '../../lab/harness.mjs';
 // @ts-expect-error: plain ESM module without types
@@ -276,7 +277,7 @@ export function startApp(opts: { cwd: string; args: string[]; env?: Record<strin
       check();
     });
 
-  return {
+  const app: AppProcess = {
     child,
     stdout: () => out,
     stderr: () => err,
@@ -296,6 +297,11 @@ export function startApp(opts: { cwd: string; args: string[]; env?: Record<strin
       return state;
     },
   };
+  // Whatever the test's outcome, the process does not outlive it.
+  onTestFinished(async () => {
+    await app.stop('SIGKILL');
+  });
+  return app;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
