@@ -17,6 +17,15 @@ export type ServerTransportLabel = (typeof SERVER_TRANSPORTS)[number];
 export const SERVER_RESUME_OUTCOMES = ['replayed', 'unknown_cursor', 'ignored', 'rejected', 'failed'] as const;
 export type ServerResumeOutcome = (typeof SERVER_RESUME_OUTCOMES)[number];
 
+/**
+ * Why an event a server transport stored (or wrote) never reached a client from this process. Loss reasons page
+ * through the server delivery SLO; `abandoned` (the client went away for good) never does.
+ */
+export const SERVER_UNDELIVERED_REASONS = ['stream_moved', 'no_listener', 'dropped', 'abandoned'] as const;
+export type ServerUndeliveredReason = (typeof SERVER_UNDELIVERED_REASONS)[number];
+/** The undelivered reasons that are loss to a live client (the server delivery SLO's bad events). */
+export const SERVER_UNDELIVERED_LOSS_REASONS = ['stream_moved', 'no_listener', 'dropped'] as const satisfies readonly ServerUndeliveredReason[];
+
 /** Metric attribute (Prometheus label) keys. Plain words, so the exporter keeps them as written. */
 export const LABEL = {
   transport: 'transport',
@@ -112,6 +121,15 @@ export const METRICS = {
     unit: '{event}',
     description: 'Events the server stored in its event store or sent on an SSE stream.',
     labels: { transport: SERVER_TRANSPORTS },
+  },
+  serverUndeliveredEvents: {
+    otelName: 'forkwatch.server.undelivered_events',
+    prometheusName: 'forkwatch_server_undelivered_events_total',
+    kind: 'counter',
+    unit: '{event}',
+    description:
+      'Events this process stored or wrote for a session stream that never reached a client from this process, by reason.',
+    labels: { transport: SERVER_TRANSPORTS, reason: SERVER_UNDELIVERED_REASONS },
   },
 } as const satisfies Record<string, MetricSpec>;
 

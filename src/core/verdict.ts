@@ -17,10 +17,21 @@ export const FORK_REASONS: readonly ForkReason[] = [
   'cursor_dropped',
 ];
 
-/** Every way a resume attempt can end. */
-export type ResumeOutcome = 'resumed' | 'forked' | 'rejected' | 'failed' | 'inconclusive';
+/**
+ * Every way a resume attempt can end. `resumed` means continuity was proven by the ids; `unverified` means the
+ * first frame was accepted but its ids could not prove continuity (a stream key shared by every session, opaque
+ * ids): it is neither lossless nor a fork, and the client SLO leaves it out of both sides.
+ */
+export type ResumeOutcome = 'resumed' | 'unverified' | 'forked' | 'rejected' | 'failed' | 'inconclusive';
 
-export const RESUME_OUTCOMES: readonly ResumeOutcome[] = ['resumed', 'forked', 'rejected', 'failed', 'inconclusive'];
+export const RESUME_OUTCOMES: readonly ResumeOutcome[] = [
+  'resumed',
+  'unverified',
+  'forked',
+  'rejected',
+  'failed',
+  'inconclusive',
+];
 
 export type FirstFrameVerdict =
   | {
