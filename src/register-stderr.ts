@@ -4,6 +4,9 @@
  * stdout for some levels.
  */
 import type { DiagLogger } from '@opentelemetry/api';
+import type { ExportResult } from '@opentelemetry/core';
+import type { PushMetricExporter, ResourceMetrics } from '@opentelemetry/sdk-metrics';
+import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { inspect } from 'node:util';
 
 export function writeStderr(line: string): void {
@@ -35,10 +38,10 @@ export class StderrDiagLogger implements DiagLogger {
 }
 
 /** OTEL_*_EXPORTER=console, on stderr: the console exporters of the SDK print to stdout. */
-export class StderrMetricExporter {
-  export(resourceMetrics: any, resultCallback: (result: { code: number }) => void): void {
-    for (const scopeMetrics of resourceMetrics?.scopeMetrics ?? []) {
-      for (const metric of scopeMetrics.metrics ?? []) {
+export class StderrMetricExporter implements PushMetricExporter {
+  export(resourceMetrics: ResourceMetrics, resultCallback: (result: ExportResult) => void): void {
+    for (const scopeMetrics of resourceMetrics.scopeMetrics) {
+      for (const metric of scopeMetrics.metrics) {
         const { descriptor, dataPointType, dataPoints } = metric;
         writeStderr(inspect({ descriptor, dataPointType, dataPoints }, { depth: 6, breakLength: Infinity }));
       }
@@ -49,9 +52,9 @@ export class StderrMetricExporter {
   async shutdown(): Promise<void> {}
 }
 
-export class StderrSpanProcessor {
+export class StderrSpanProcessor implements SpanProcessor {
   onStart(): void {}
-  onEnd(span: any): void {
+  onEnd(span: ReadableSpan): void {
     const context = span.spanContext();
     writeStderr(
       inspect(

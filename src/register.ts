@@ -18,11 +18,15 @@
  * setting or a busy port gives one diagnostic on stderr and the app keeps running, uninstrumented if need be.
  */
 import type { MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
+import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import type { IMetricReader } from '@opentelemetry/sdk-metrics';
+import type { Server } from 'node:http';
 import { isMainThread } from 'node:worker_threads';
 import { StderrDiagLogger, StderrMetricExporter, StderrSpanProcessor, writeStderr } from './register-stderr';
 import { type LogLevelName, type RegisterEnvConfig, readRegisterEnv } from './env-config';
 import type { ForkwatchInstrumentation } from './instrumentation';
 import type { ForkwatchMetricReader, ForkwatchRegistration } from './prom-client';
+import type { StartedSdk } from './register-sdk';
 
 /** Same symbol as prom-client.ts REGISTRATION_KEY (Symbol.for is process-wide, so copies of forkwatch agree too). */
 const REGISTRATION_KEY = Symbol.for('forkwatch.register');
@@ -34,51 +38,15 @@ const SHUTDOWN_TIMEOUT_MS = 5_000;
 const RESOURCE_TIMEOUT_MS = 2_000;
 /** How often, when the app runs its own SDK, register looks whether the global MeterProvider changed. */
 const FOLLOW_INTERVAL_MS = 500;
+/** Where the Prometheus exporter serves, as its own server would. */
+const PROMETHEUS_PATH = '/metrics';
 
 /** DiagLogLevel values of @opentelemetry/api. */
 const LEVEL: Record<LogLevelName, number> = { none: 0, error: 30, warn: 50, info: 60, debug: 70, verbose: 80, all: 9999 };
 
 type Globals = Record<symbol, unknown>;
-type SdkNode = typeof import('@opentelemetry/sdk-node');
-type NodeSdk = InstanceType<SdkNode['NodeSDK']>;
-type SpanProcessorLike = NonNullable<ConstructorParameters<SdkNode['NodeSDK']>[0]>['spanProcessors'] extends
-  | (infer P)[]
-  | undefined
-  ? P
-  : never;
-
 
 // ---------------------------------------------------------------------------------------------------------------
-
-/** Runs fn with some variables set (or removed, when undefined) and puts them back; fn must be synchronous. */
-function withEnv<T>(overrides: Record<string, string | undefined>, fn: () => T): T {
-  const saved: Record<string, string | undefined> = {};
-  for (const [key, value] of Object.entries(overrides)) {
-    saved[key] = process.env[key];
-    if (value === undefined) delete process.env[key];
-    else process.env[key] = value;
-  }
-  try {
-    return fn();
-  } finally {
-    for (const [key, value] of Object.entries(saved)) {
-      if (value === undefined) delete process.env[key];
-      else process.env[key] = value;
-    }
-  }
-}
-
-/** NodeSDK's own readers of OTEL_EXPORTER_OTLP_*, OTEL_METRIC_EXPORT_* and OTEL_BSP_*, so they behave as in NodeSDK. */
-interface SdkNodeUtils {
-  getOtlpMetricExporterFromEnv(): unknown;
-  getPeriodicExportingMetricReaderFromEnv(exporter: unknown): any;
-  getSpanProcessorsFromEnv(): SpanProcessorLike[];
-}
-
-function sdkNodeUtils(): SdkNodeUtils {
-  // Not a public entry point, but the exact module NodeSDK uses; @opentelemetry/sdk-node is pinned to one version.
-  return require('@opentelemetry/sdk-node/build/src/utils') as SdkNodeUtils;
-}
 
 /** The global registry of @opentelemetry/api 1.x: which providers someone registered, whatever copy of the API. */
 function otelGlobals(): Record<string, unknown> {
@@ -97,8 +65,9 @@ class Registration implements ForkwatchRegistration {
   promClientReader: ForkwatchMetricReader | undefined;
   readonly ready: Promise<void>;
   private markReady!: () => void;
-  private sdk: NodeSdk | undefined;
-  private prometheus: { startServer(): Promise<void> } | undefined;
+  private sdk: StartedSdk | undefined;
+  private prometheus: PrometheusExporter | undefined;
+  private prometheusServer: Server | undefined;
   private readonly extraMeterProviders: ApiMeterProvider[] = [];
   private shutdownPromise: Promise<void> | undefined;
   private warnedAboutLateSdk = false;
@@ -175,23 +144,18 @@ class Registration implements ForkwatchRegistration {
       logLevel: LEVEL[this.env.logLevel],
       suppressOverrideMessage: true,
     });
-    const metricReaders = this.metricReaders();
-    const spanProcessors = this.spanProcessors();
-    const { NodeSDK } = require('@opentelemetry/sdk-node') as SdkNode;
-    // OTEL_LOG_LEVEL would make NodeSDK install DiagConsoleLogger (stdout); register's logger honours it instead.
-    // OTEL_SDK_DISABLED was read (and reported, if unusable) above; NodeSDK would warn about a bad value again.
-    const sdk = withEnv({ OTEL_LOG_LEVEL: undefined, OTEL_SDK_DISABLED: undefined }, () => {
-      return new NodeSDK({
-        instrumentations: [this.instrumentation!],
-        metricReaders,
-        spanProcessors,
-        // Someone registered these already (without providers): keep theirs rather than fail to register ours.
-        ...(contextRegistered ? { contextManager: null as never } : {}),
-        ...(propagatorRegistered ? { textMapPropagator: null } : {}),
-      });
-    });
-    const logs = this.env.logsExporters.length > 0 ? this.env.logsExporters.join(',') : 'none';
-    withEnv({ OTEL_LOGS_EXPORTER: logs }, () => sdk.start());
+    const { startSdk } = require('./register-sdk') as typeof import('./register-sdk');
+    const sdk = startSdk(
+      {
+        metricReaders: this.metricReaders(),
+        tracesExporters: this.env.tracesExporters,
+        logsExporters: this.env.logsExporters,
+        keepContextManager: contextRegistered,
+        keepPropagator: propagatorRegistered,
+        say: this.say,
+      },
+      () => new StderrSpanProcessor(),
+    );
     this.sdk = sdk;
     this.installExitHandlers();
     this.applyMeterProvider();
@@ -199,35 +163,29 @@ class Registration implements ForkwatchRegistration {
       // The Prometheus exporter reads the resource without waiting for the detectors' async attributes (host.id),
       // and logs an error on every scrape until someone settles them: settle them, then open the port.
       const exporter = this.prometheus;
-      const resource = (sdk as unknown as { _resource?: { waitForAsyncAttributes?(): Promise<void> } })._resource;
-      withTimeout(Promise.resolve(resource?.waitForAsyncAttributes?.()), RESOURCE_TIMEOUT_MS)
+      withTimeout(Promise.resolve(sdk.resource.waitForAsyncAttributes?.()), RESOURCE_TIMEOUT_MS)
         .catch(() => undefined)
         .then(() => this.startPrometheusServer(exporter));
     }
   }
 
-  private metricReaders(): any[] {
-    const readers: any[] = [];
+  private metricReaders(): IMetricReader[] {
+    const readers: IMetricReader[] = [];
+    const { otlpMetricReader, periodicReader } = require('./register-sdk') as typeof import('./register-sdk');
     for (const name of this.env.metricsExporters) {
       try {
         if (name === 'prometheus') {
           const { PrometheusExporter } = require('@opentelemetry/exporter-prometheus') as typeof import('@opentelemetry/exporter-prometheus');
-          // The server is started below, so that a busy port gives one clear line rather than a bare diag error.
-          const exporter = new PrometheusExporter({
-            host: this.env.prometheus.host,
-            port: this.env.prometheus.port,
-            preventServerStart: true,
-          });
-          // The exporter unrefs its listening socket, but a scraper's keep-alive connection would still hold an
-          // app that is done (until the server's keep-alive timeout): forkwatch must not change when the app exits.
-          (exporter as unknown as { _server?: import('node:http').Server })._server?.on('connection', socket => socket.unref());
+          // register serves the exporter's handler from its own server: a busy port gives one clear line, and the
+          // server and its connections never keep a finished app alive.
+          const exporter = new PrometheusExporter({ preventServerStart: true });
           this.prometheus = exporter;
           readers.push(exporter);
         } else if (name === 'otlp') {
-          const utils = sdkNodeUtils();
-          readers.push(utils.getPeriodicExportingMetricReaderFromEnv(utils.getOtlpMetricExporterFromEnv()));
+          const reader = otlpMetricReader(this.say);
+          if (reader) readers.push(reader);
         } else {
-          readers.push(sdkNodeUtils().getPeriodicExportingMetricReaderFromEnv(new StderrMetricExporter()));
+          readers.push(periodicReader(new StderrMetricExporter()));
         }
       } catch (error) {
         this.say(`OTEL_METRICS_EXPORTER: could not create the ${name} exporter (${describeError(error)}); left out`);
@@ -242,35 +200,26 @@ class Registration implements ForkwatchRegistration {
     return readers;
   }
 
-  private spanProcessors(): SpanProcessorLike[] {
-    const processors: SpanProcessorLike[] = [];
-    const viaNodeSdk = this.env.tracesExporters.filter(name => name !== 'console');
-    if (viaNodeSdk.length > 0) {
-      try {
-        processors.push(
-          ...withEnv({ OTEL_TRACES_EXPORTER: viaNodeSdk.join(',') }, () => sdkNodeUtils().getSpanProcessorsFromEnv()),
-        );
-      } catch (error) {
-        this.say(`OTEL_TRACES_EXPORTER: could not create the ${viaNodeSdk.join(', ')} exporter (${describeError(error)}); left out`);
-      }
-    }
-    if (this.env.tracesExporters.includes('console')) processors.push(new StderrSpanProcessor() as never);
-    return processors;
-  }
-
-  private startPrometheusServer(exporter: { startServer(): Promise<void> }): void {
+  private startPrometheusServer(exporter: PrometheusExporter): void {
     const { host, port } = this.env.prometheus;
     const where = `${host ?? 'all interfaces'} port ${port}`;
-    exporter.startServer().then(
-      () => undefined,
-      (error: NodeJS.ErrnoException) => {
-        const reason =
-          error?.code === 'EADDRINUSE'
-            ? 'the port is already in use (EADDRINUSE); set OTEL_EXPORTER_PROMETHEUS_PORT to a free port'
-            : `${describeError(error)}; check OTEL_EXPORTER_PROMETHEUS_HOST and OTEL_EXPORTER_PROMETHEUS_PORT`;
-        this.say(`cannot serve Prometheus metrics on ${where}: ${reason}. The app keeps running without forkwatch's /metrics`);
-      },
-    );
+    const { createServer } = require('node:http') as typeof import('node:http');
+    const server = createServer((request, response) => {
+      const path = (request.url ?? '').split('?')[0];
+      if (request.method === 'GET' && path === PROMETHEUS_PATH) exporter.getMetricsRequestHandler(request, response);
+      else response.writeHead(404).end('Not found');
+    });
+    server.on('connection', socket => socket.unref());
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      const reason =
+        error?.code === 'EADDRINUSE'
+          ? 'the port is already in use (EADDRINUSE); set OTEL_EXPORTER_PROMETHEUS_PORT to a free port'
+          : `${describeError(error)}; check OTEL_EXPORTER_PROMETHEUS_HOST and OTEL_EXPORTER_PROMETHEUS_PORT`;
+      this.say(`cannot serve Prometheus metrics on ${where}: ${reason}. The app keeps running without forkwatch's /metrics`);
+    });
+    server.listen(port, host, () => server.unref());
+    server.unref();
+    this.prometheusServer = server;
   }
 
   /** The API reports an SDK registered after ours as a duplicate registration: say once what to do about it. */
@@ -340,13 +289,13 @@ class Registration implements ForkwatchRegistration {
   }
 
   private async flush(): Promise<void> {
-    const providers = this.sdk as unknown as { _meterProvider?: { forceFlush(): Promise<void> }; _tracerProvider?: { forceFlush(): Promise<void> } };
-    await withTimeout(
-      Promise.all([providers?._meterProvider?.forceFlush(), providers?._tracerProvider?.forceFlush()]).then(() => undefined),
-    ).catch(error => this.say(`flushing telemetry at exit failed: ${describeError(error)}`));
+    await withTimeout(this.sdk ? this.sdk.flush() : Promise.resolve()).catch(error =>
+      this.say(`flushing telemetry at exit failed: ${describeError(error)}`),
+    );
   }
 
   shutdown(): Promise<void> {
+    this.prometheusServer?.close();
     this.shutdownPromise ??= withTimeout(this.sdk ? this.sdk.shutdown() : Promise.resolve()).catch(error =>
       this.say(`shutting down the OpenTelemetry SDK failed: ${describeError(error)}`),
     );

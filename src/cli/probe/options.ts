@@ -42,7 +42,8 @@ Options:
   --push-job <name>         Pushgateway job name (default ${DEFAULTS.pushJob})
   -h, --help                show this help
 
-Exit codes: 0 resumable, 1 not resumable, 2 could not test (or not applicable: no SSE, protocol ${FIRST_UNRESUMABLE_VERSION}).
+Exit codes: 0 resumable, 1 not resumable, 2 could not test (or not applicable: no SSE, protocol ${FIRST_UNRESUMABLE_VERSION}),
+            64 usage error.
 `;
 
 export type ParsedProbeArgs = { kind: 'options'; options: ProbeOptions } | { kind: 'help' } | { kind: 'error'; message: string };

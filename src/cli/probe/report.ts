@@ -26,13 +26,16 @@ export type ProbeVerdict = 'resumable' | 'not_resumable' | 'untestable' | 'not_a
 
 export const VERDICTS: readonly ProbeVerdict[] = ['resumable', 'not_resumable', 'untestable', 'not_applicable'];
 
-/** 0 resumable, 1 not resumable, 2 could not test; not applicable is "nothing to test". */
+/** 0 resumable, 1 not resumable, 2 could not test; not applicable is "nothing to test". Usage errors: USAGE_ERROR. */
 export const EXIT_CODES: Record<ProbeVerdict, 0 | 1 | 2> = {
   resumable: 0,
   not_resumable: 1,
   untestable: 2,
   not_applicable: 2,
 };
+
+/** A command line the probe cannot run (sysexits' EX_USAGE): never confused with a verdict. */
+export const USAGE_ERROR = 64;
 
 /** Forks the probe sees beyond the core's reasons: a real cursor answered 200 without its replay. */
 export type ProbeForkReason = ForkReason | 'no_frame' | 'eof_without_frames' | 'wrong_first_frame';

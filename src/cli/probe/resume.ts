@@ -23,17 +23,39 @@ export interface ResumeTarget {
 const CONFLICT_BACKOFF_MS = 25;
 const MAX_CONFLICT_BACKOFF_MS = 400;
 
+/** How a pipelined attempt coordinates with the attempts started before it (see pipeline.ts). */
+export interface Turn {
+  /** Call once the answer's headers are in: the next attempt may open its connection. */
+  opened(): void;
+  /** Settles when every earlier attempt has finished. */
+  earlier: Promise<void>;
+}
+
+const SOLO: Turn = { opened: () => undefined, earlier: Promise.resolve() };
+
 /**
  * GET with Last-Event-ID. A 409 ("stream already has an active connection") is retried within the step's time:
- * the server may not have noticed yet that the previous attempt's connection closed; real clients retry too.
+ * the server may not have noticed yet that the previous attempt's connection closed; real clients retry too. When
+ * the connection it conflicts with is one of the probe's own earlier attempts still waiting for a frame, it first
+ * waits for those to finish (each is bounded by its own step time), then retries with a fresh step time.
  */
-async function resumeGet(http: McpHttp, step: string, cursor: string): Promise<{ exchange: Exchange; conflicts: number }> {
-  const deadline = http.deadline();
+async function resumeGet(http: McpHttp, step: string, cursor: string, turn: Turn): Promise<{ exchange: Exchange; conflicts: number }> {
+  let deadline = http.deadline();
   let backoff = CONFLICT_BACKOFF_MS;
   let conflicts = 0;
+  let waitedForEarlier = false;
   for (;;) {
     const exchange = await http.send(step, 'GET', { lastEventId: cursor });
-    if (exchange.status !== 409 || Date.now() + backoff >= deadline) return { exchange, conflicts };
+    if (exchange.status !== 409) return { exchange, conflicts };
+    if (!waitedForEarlier) {
+      await exchange.close();
+      conflicts++;
+      waitedForEarlier = true;
+      await turn.earlier;
+      deadline = http.deadline();
+      continue;
+    }
+    if (Date.now() + backoff >= deadline) return { exchange, conflicts };
     await exchange.close();
     conflicts++;
     await new Promise(resolve => setTimeout(resolve, backoff));
@@ -41,9 +63,15 @@ async function resumeGet(http: McpHttp, step: string, cursor: string): Promise<{
   }
 }
 
-export async function resumeOnce(http: McpHttp, step: string, attempt: number, target: ResumeTarget): Promise<ResumeAttempt> {
+export async function resumeOnce(
+  http: McpHttp,
+  step: string,
+  attempt: number,
+  target: ResumeTarget,
+  turn: Turn = SOLO,
+): Promise<ResumeAttempt> {
   const started = Date.now();
-  const { exchange, conflicts } = await resumeGet(http, step, target.cursor);
+  const { exchange, conflicts } = await resumeGet(http, step, target.cursor, turn).finally(() => turn.opened());
   const base = { attempt, status: exchange.status === 0 ? null : exchange.status, conflictRetries: conflicts };
   const done = (rest: Omit<ResumeAttempt, 'attempt' | 'status' | 'conflictRetries' | 'ms'>): ResumeAttempt => ({
     ...base,
@@ -119,8 +147,8 @@ export async function resumeOnce(http: McpHttp, step: string, attempt: number, t
 }
 
 /** Condition 3: a cursor that never existed must be refused with a 4xx, not served a (silent) fresh stream. */
-export async function checkBogusCursor(http: McpHttp, bogus: string): Promise<ConditionResult> {
-  const exchange = await http.send('bogus_cursor', 'GET', { lastEventId: bogus });
+export async function checkBogusCursor(http: McpHttp, bogus: string, turn: Turn = SOLO): Promise<ConditionResult> {
+  const exchange = await http.send('bogus_cursor', 'GET', { lastEventId: bogus }).finally(() => turn.opened());
   const evidence = { cursor: bogus, status: exchange.status === 0 ? null : exchange.status };
   if (exchange.status === 0) return { status: 'not_tested', detail: `no answer: ${exchange.error}`, evidence };
   if (exchange.status >= 400 && exchange.status < 500) {

@@ -16,6 +16,7 @@ import {
   decideVerdict,
   summarizeResumes,
 } from './report';
+import { type PipelineTask, runPipelined } from './pipeline';
 import { type ResumeTarget, checkBogusCursor, resumeOnce } from './resume';
 import { openSession } from './session';
 
@@ -32,12 +33,15 @@ interface Findings {
   notes?: string[];
 }
 
-export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
+/** Where the probe says what it is doing (one short phrase at a time); see progress.ts. */
+export type ProgressSink = (phrase: string) => void;
+
+export async function runProbe(options: ProbeOptions, progress: ProgressSink = () => undefined): Promise<ProbeReport> {
   const startedAt = new Date();
   const http = new McpHttp(options.url, options.headers, options.timeoutMs);
   let findings: Findings;
   try {
-    findings = await probe(http, options);
+    findings = await probe(http, options, progress);
   } finally {
     // Leave nothing behind on the server; the answer does not matter.
     if (http.sessionId !== undefined) await (await http.send('terminate', 'DELETE')).close();
@@ -65,12 +69,14 @@ export async function runProbe(options: ProbeOptions): Promise<ProbeReport> {
   };
 }
 
-async function probe(http: McpHttp, options: ProbeOptions): Promise<Findings> {
+async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSink): Promise<Findings> {
+  progress('opening a session');
   const session = await openSession(http, options.protocolVersion);
   if (session.kind === 'stop') return session;
   const { negotiated, notes } = session;
   const stop = (conditions: Record<ConditionName, ConditionResult>): Findings => ({ conditions, negotiated, notes });
 
+  progress('getting a cursor (ping)');
   // The ping's SSE stream: the cursor (priming id) and the frame that must follow it (the response).
   const ping = await http.send('ping', 'POST', { message: { jsonrpc: '2.0', id: PING_ID, method: 'ping' } });
   if (ping.status === 0) return stop(allConditions('not_tested', `ping: ${ping.error}`));
@@ -103,19 +109,25 @@ async function probe(http: McpHttp, options: ProbeOptions): Promise<Findings> {
   // A replay must not start with anything consumed up to the cursor.
   const consumed = new Set([...session.initFrames.flatMap(f => (f.id ? [f.id] : [])), ...stream.idsUpToCursor]);
   const target: ResumeTarget = { cursor: stream.cursor, responseTo: PING_ID, consumedUpToCursor: consumed };
-  const replay = replayCondition(await resumeOnce(http, 'resume', 1, target));
-  const bogusResult = await checkBogusCursor(http, bogus);
-  const attempts: ResumeAttempt[] = [];
-  for (let k = 1; k <= options.resumes; k++) attempts.push(await resumeOnce(http, `resume_repeat_${k}`, k, target));
+  // The replay, the bogus cursor and the K repeated resumes, pipelined (pipeline.ts).
+  const total = options.resumes + 2;
+  progress(`resumes: 0/${total} answered`);
+  const tasks: PipelineTask<ResumeAttempt | ConditionResult>[] = [
+    turn => resumeOnce(http, 'resume', 1, target, turn),
+    turn => checkBogusCursor(http, bogus, turn),
+  ];
+  for (let k = 1; k <= options.resumes; k++) tasks.push(turn => resumeOnce(http, `resume_repeat_${k}`, k, target, turn));
+  const [first, bogusResult, ...attempts] = await runPipelined(tasks, done => progress(`resumes: ${done}/${total} answered`));
+  const replay = replayCondition(first as ResumeAttempt);
   return {
     ...found,
     cursor: stream.cursor,
-    resumes: attempts,
+    resumes: attempts as ResumeAttempt[],
     conditions: {
       event_ids: stream.condition,
       replay,
-      bogus_cursor_refused: bogusResult,
-      repeated_resumes: repeatedCondition(attempts),
+      bogus_cursor_refused: bogusResult as ConditionResult,
+      repeated_resumes: repeatedCondition(attempts as ResumeAttempt[]),
     },
   };
 }

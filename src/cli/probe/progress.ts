@@ -1,0 +1,36 @@
+/**
+ * The probe's progress line on stderr: on a terminal, one line rewritten in place as the probe moves on, with the
+ * elapsed time, and erased before the report is printed; when stderr is a file or a pipe, nothing (logs stay clean).
+ */
+import type { ProgressSink } from './run-probe';
+
+export interface ProgressStream {
+  isTTY?: boolean;
+  columns?: number;
+  write(text: string): unknown;
+}
+
+export interface ProgressLine {
+  sink: ProgressSink;
+  /** Erases the line, if one was drawn. */
+  clear(): void;
+}
+
+const QUIET: ProgressLine = { sink: () => undefined, clear: () => undefined };
+
+export function progressLine(stream: ProgressStream, startedAt = Date.now()): ProgressLine {
+  if (!stream.isTTY) return QUIET;
+  let drawn = false;
+  return {
+    sink: phrase => {
+      const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
+      const text = `forkwatch probe: ${phrase} (${seconds} s)`.slice(0, Math.max(20, (stream.columns ?? 80) - 1));
+      stream.write(`\r\x1b[2K${text}`);
+      drawn = true;
+    },
+    clear: () => {
+      if (drawn) stream.write('\r\x1b[2K');
+      drawn = false;
+    },
+  };
+}

@@ -1,0 +1,252 @@
+/**
+ * The OpenTelemetry SDK that forkwatch/register starts when the app runs none: a MeterProvider, and a TracerProvider
+ * and LoggerProvider when asked for, built from the light SDK packages (no @opentelemetry/sdk-node) and configured
+ * from the same OTEL_* variables NodeSDK reads.
+ *
+ * The OTLP and Zipkin exporters are optional peer dependencies: they are loaded only when a variable asks for them,
+ * and one missing gives one stderr line naming the package to install; every other signal is set up regardless.
+ */
+import { context, diag, propagation, trace, type TextMapPropagator } from '@opentelemetry/api';
+import type { Resource } from '@opentelemetry/resources';
+import type { IMetricReader, MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
+import type { BasicTracerProvider, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { LogsExporterName, TracesExporterName } from './env-config';
+import type { LoggerProviderLike, LogRecordExporterLike, OptionalPeerModule } from './internal-types';
+
+type SdkMetrics = typeof import('@opentelemetry/sdk-metrics');
+type SdkTraceBase = typeof import('@opentelemetry/sdk-trace-base');
+type Core = typeof import('@opentelemetry/core');
+type Resources = typeof import('@opentelemetry/resources');
+
+/** The OTLP exporter package for each protocol, per signal, as NodeSDK picks them. */
+const OTLP_PACKAGES = {
+  metrics: {
+    grpc: '@opentelemetry/exporter-metrics-otlp-grpc',
+    'http/json': '@opentelemetry/exporter-metrics-otlp-http',
+    'http/protobuf': '@opentelemetry/exporter-metrics-otlp-proto',
+  },
+  traces: {
+    grpc: '@opentelemetry/exporter-trace-otlp-grpc',
+    'http/json': '@opentelemetry/exporter-trace-otlp-http',
+    'http/protobuf': '@opentelemetry/exporter-trace-otlp-proto',
+  },
+  logs: {
+    grpc: '@opentelemetry/exporter-logs-otlp-grpc',
+    'http/json': '@opentelemetry/exporter-logs-otlp-http',
+    'http/protobuf': '@opentelemetry/exporter-logs-otlp-proto',
+  },
+} as const;
+type Signal = keyof typeof OTLP_PACKAGES;
+type OtlpProtocol = keyof (typeof OTLP_PACKAGES)['metrics'];
+const ZIPKIN_PACKAGE = '@opentelemetry/exporter-zipkin';
+const SDK_LOGS_PACKAGE = '@opentelemetry/sdk-logs';
+/** The version line of the optional peers that matches forkwatch's own SDK packages. */
+const PEER_RANGE = '0.223';
+
+const RESOURCE_DETECTORS = ['env', 'host', 'os', 'process', 'serviceinstance'] as const;
+const DEFAULT_RESOURCE_DETECTORS = ['env', 'process', 'host'] as const;
+
+export interface SdkSettings {
+  metricReaders: IMetricReader[];
+  tracesExporters: TracesExporterName[];
+  logsExporters: LogsExporterName[];
+  /** Someone registered these already (without providers): keep theirs. */
+  keepContextManager: boolean;
+  keepPropagator: boolean;
+  say(line: string): void;
+}
+
+export interface StartedSdk {
+  readonly resource: Resource;
+  readonly meterProvider: MeterProvider | undefined;
+  flush(): Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+/** Reads `name` from the environment the way OpenTelemetry does: trimmed, empty meaning unset. */
+function envString(name: string): string | undefined {
+  const value = process.env[name]?.trim();
+  return value ? value : undefined;
+}
+
+function envList(name: string): string[] | undefined {
+  return envString(name)
+    ?.split(',')
+    .map(part => part.trim())
+    .filter(part => part !== '');
+}
+
+/** A positive number from the environment, else undefined (with a warning, as NodeSDK gives). */
+function envPositive(name: string): number | undefined {
+  const raw = envString(name);
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (Number.isFinite(value) && value > 0) return value;
+  diag.warn(`${name} (${raw}) is invalid, expected number greater than 0, using default.`);
+  return undefined;
+}
+
+export function otlpProtocol(signal: Signal): OtlpProtocol {
+  const protocol = envString(`OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_PROTOCOL`) ?? envString('OTEL_EXPORTER_OTLP_PROTOCOL');
+  if (protocol === undefined) return 'http/protobuf';
+  if (protocol in OTLP_PACKAGES[signal]) return protocol as OtlpProtocol;
+  diag.warn(`Unsupported OTLP ${signal} protocol: "${protocol}". Using http/protobuf.`);
+  return 'http/protobuf';
+}
+
+/** Loads an optional peer dependency from the app's node_modules; undefined (and one line) when it is not installed. */
+export function loadOptionalPeer<T extends OptionalPeerModule>(
+  name: string,
+  wantedBy: string,
+  say: (line: string) => void,
+): T | undefined {
+  try {
+    return require(name) as T;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    say(`${wantedBy} needs ${name}, which is not installed: run \`npm install ${name}@~${PEER_RANGE}\`; left out`);
+    return undefined;
+  }
+}
+
+export function periodicReader(exporter: PushMetricExporter): IMetricReader {
+  const { PeriodicExportingMetricReader } = require('@opentelemetry/sdk-metrics') as SdkMetrics;
+  const interval = envPositive('OTEL_METRIC_EXPORT_INTERVAL') ?? 60_000;
+  const timeout = envPositive('OTEL_METRIC_EXPORT_TIMEOUT') ?? 30_000;
+  return new PeriodicExportingMetricReader({
+    exporter,
+    exportIntervalMillis: interval,
+    exportTimeoutMillis: Math.min(timeout, interval),
+  });
+}
+
+/** OTEL_METRICS_EXPORTER=otlp: the OTLP metric exporter of the configured protocol, when its package is installed. */
+export function otlpMetricReader(say: (line: string) => void): IMetricReader | undefined {
+  const protocol = otlpProtocol('metrics');
+  const peer = loadOptionalPeer<{ OTLPMetricExporter: new () => PushMetricExporter }>(
+    OTLP_PACKAGES.metrics[protocol],
+    `OTEL_METRICS_EXPORTER=otlp (${protocol})`,
+    say,
+  );
+  return peer && periodicReader(new peer.OTLPMetricExporter());
+}
+
+function detectResource(): Resource {
+  const { detectResources, defaultResource, ...detectors } = require('@opentelemetry/resources') as Resources;
+  const byName = {
+    env: detectors.envDetector,
+    host: detectors.hostDetector,
+    os: detectors.osDetector,
+    process: detectors.processDetector,
+    serviceinstance: detectors.serviceInstanceIdDetector,
+  };
+  const requested = envList('OTEL_NODE_RESOURCE_DETECTORS');
+  let names: readonly string[] = DEFAULT_RESOURCE_DETECTORS;
+  if (requested?.includes('all')) names = RESOURCE_DETECTORS;
+  else if (requested?.includes('none')) names = [];
+  else if (requested) names = requested;
+  const chosen = names.flatMap(name => {
+    const detector = byName[name as keyof typeof byName];
+    if (!detector) diag.warn(`Invalid resource detector "${name}" specified in the environment variable OTEL_NODE_RESOURCE_DETECTORS`);
+    return detector ? [detector] : [];
+  });
+  return defaultResource().merge(detectResources({ detectors: chosen }));
+}
+
+/** OTEL_PROPAGATORS, for the W3C propagators @opentelemetry/core carries (b3 and jaeger would need more packages). */
+function propagatorFromEnv(say: (line: string) => void): TextMapPropagator | undefined {
+  const { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } = require('@opentelemetry/core') as Core;
+  const names = [...new Set(envList('OTEL_PROPAGATORS') ?? ['tracecontext', 'baggage'])];
+  if (names.includes('none')) return undefined;
+  const propagators = names.flatMap(name => {
+    if (name === 'tracecontext') return [new W3CTraceContextPropagator()];
+    if (name === 'baggage') return [new W3CBaggagePropagator()];
+    say(`OTEL_PROPAGATORS: "${name}" is not available under forkwatch/register (tracecontext and baggage are); left out`);
+    return [];
+  });
+  return propagators.length === 0 ? undefined : new CompositePropagator({ propagators });
+}
+
+function spanProcessors(settings: SdkSettings, stderrProcessor: () => SpanProcessor): SpanProcessor[] {
+  const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base') as SdkTraceBase;
+  const processors: SpanProcessor[] = [];
+  for (const name of settings.tracesExporters) {
+    if (name === 'console') {
+      processors.push(stderrProcessor());
+      continue;
+    }
+    let exporter: SpanExporter | undefined;
+    if (name === 'zipkin') {
+      const peer = loadOptionalPeer<{ ZipkinExporter: new () => SpanExporter }>(ZIPKIN_PACKAGE, 'OTEL_TRACES_EXPORTER=zipkin', settings.say);
+      exporter = peer && new peer.ZipkinExporter();
+    } else {
+      const protocol = otlpProtocol('traces');
+      const peer = loadOptionalPeer<{ OTLPTraceExporter: new () => SpanExporter }>(
+        OTLP_PACKAGES.traces[protocol],
+        `OTEL_TRACES_EXPORTER=otlp (${protocol})`,
+        settings.say,
+      );
+      exporter = peer && new peer.OTLPTraceExporter();
+    }
+    // BatchSpanProcessor reads OTEL_BSP_* itself.
+    if (exporter) processors.push(new BatchSpanProcessor(exporter));
+  }
+  return processors;
+}
+
+function loggerProvider(settings: SdkSettings, resource: Resource): LoggerProviderLike | undefined {
+  if (!settings.logsExporters.includes('otlp')) return undefined;
+  const protocol = otlpProtocol('logs');
+  const wantedBy = `OTEL_LOGS_EXPORTER=otlp (${protocol})`;
+  const sdkLogs = loadOptionalPeer<{
+    LoggerProvider: new (config: { resource: Resource; processors: unknown[] }) => LoggerProviderLike;
+    BatchLogRecordProcessor: new (config: { exporter: LogRecordExporterLike }) => unknown;
+  }>(SDK_LOGS_PACKAGE, wantedBy, settings.say);
+  const peer = loadOptionalPeer<{ OTLPLogExporter: new () => LogRecordExporterLike }>(OTLP_PACKAGES.logs[protocol], wantedBy, settings.say);
+  if (!sdkLogs || !peer) return undefined;
+  const processor = new sdkLogs.BatchLogRecordProcessor({ exporter: new peer.OTLPLogExporter() });
+  const provider = new sdkLogs.LoggerProvider({ resource, processors: [processor] });
+  const { logs } = require('@opentelemetry/api-logs') as typeof import('@opentelemetry/api-logs');
+  logs.setGlobalLoggerProvider(provider as never);
+  return provider;
+}
+
+/** Registers context manager, propagator and providers globally, as NodeSDK.start() does. */
+export function startSdk(settings: SdkSettings, stderrProcessor: () => SpanProcessor): StartedSdk {
+  if (!settings.keepContextManager) {
+    const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks') as typeof import('@opentelemetry/context-async-hooks');
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  }
+  if (!settings.keepPropagator) {
+    const propagator = propagatorFromEnv(settings.say);
+    if (propagator) propagation.setGlobalPropagator(propagator);
+  }
+  const resource = detectResource();
+
+  let meterProvider: MeterProvider | undefined;
+  if (settings.metricReaders.length > 0) {
+    const { MeterProvider } = require('@opentelemetry/sdk-metrics') as SdkMetrics;
+    meterProvider = new MeterProvider({ resource, readers: settings.metricReaders });
+    const { metrics } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+    metrics.setGlobalMeterProvider(meterProvider);
+  }
+
+  let tracerProvider: BasicTracerProvider | undefined;
+  const processors = spanProcessors(settings, stderrProcessor);
+  if (processors.length > 0) {
+    // BasicTracerProvider reads OTEL_TRACES_SAMPLER(_ARG) and the span limits itself.
+    const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base') as SdkTraceBase;
+    tracerProvider = new BasicTracerProvider({ resource, spanProcessors: processors });
+    trace.setGlobalTracerProvider(tracerProvider);
+  }
+
+  const logger = loggerProvider(settings, resource);
+  const providers = [meterProvider, tracerProvider, logger].filter(p => p !== undefined);
+  return {
+    resource,
+    meterProvider,
+    flush: () => Promise.all(providers.map(p => p.forceFlush())).then(() => undefined),
+    shutdown: () => Promise.all(providers.map(p => p.shutdown())).then(() => undefined),
+  };
+}
