@@ -1,7 +1,51 @@
+/**
+ * forkwatch's public API. Everything else under build/ is internal and may change in any release.
+ */
+
+// The instrumentation and its configuration.
 export { ForkwatchInstrumentation } from './instrumentation';
-export { StreamForkDetected } from './errors';
 export type { ForkwatchInstrumentationConfig, OnForkMode, ResumeVerdictInfo } from './types';
+export type { LedgerLimits } from './core/ledger';
+export { DEFAULT_LEDGER_LIMITS } from './core/ledger';
+
+// Fail-loud mode: the error the transport's onerror receives.
+export { StreamForkDetected } from './errors';
+
+// What a verdict says (ResumeVerdictInfo.outcome and .reason).
+export type { ForkReason, ResumeOutcome } from './core/verdict';
+export { FORK_REASONS, RESUME_OUTCOMES } from './core/verdict';
+
+// Event-id codecs: the built-in ones, and the interface for your own (the `codec` option).
+export type { BuiltinCodecName, DecodedEventId, EventIdCodec } from './core/codecs';
+export {
+  BUILTIN_CODEC_NAMES,
+  autoCodec,
+  hexSequenceCodec,
+  integerCodec,
+  mcpProxyCodec,
+  opaqueCodec,
+  sdkCodec,
+} from './core/codecs';
+
+// The hash recorded on spans instead of the raw Mcp-Session-Id, to join spans with your own logs.
 export { hashSessionId } from './session-id';
-export * from './core';
-export * from './names';
+
+// Metric, span and attribute names: the contract dashboards and alerts are built on.
+export type { MetricSpec } from './names';
+export { ATTR, INSTRUMENTATION_SCOPE, METRICS, SPAN, SPAN_EVENT } from './names';
+
+// `forkwatch probe --json`: the report's shape (JSON Schema: forkwatch/probe-report.schema.json).
+export type {
+  ConditionName,
+  ConditionResult,
+  ConditionStatus,
+  ProbeForkReason,
+  ProbeReport,
+  ProbeVerdict,
+  ResumeAttempt,
+  ResumeFailureReason,
+  ResumeSummary,
+} from './cli/probe/report';
+export type { StepRecord } from './cli/probe/mcp-http';
+
 export { PACKAGE_NAME, PACKAGE_VERSION } from './version';

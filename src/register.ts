@@ -163,8 +163,10 @@ class Registration implements ForkwatchRegistration {
       // The Prometheus exporter reads the resource without waiting for the detectors' async attributes (host.id),
       // and logs an error on every scrape until someone settles them: settle them, then open the port.
       const exporter = this.prometheus;
+      // A main module that loads for seconds blocks the loop: when the timer and the settled detector are both due
+      // after it, the timer runs first, so give pending I/O one more turn before giving up on the resource.
       withTimeout(Promise.resolve(sdk.resource.waitForAsyncAttributes?.()), RESOURCE_TIMEOUT_MS)
-        .catch(() => undefined)
+        .catch(() => new Promise(resolve => setImmediate(resolve)))
         .then(() => this.startPrometheusServer(exporter));
     }
   }

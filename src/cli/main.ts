@@ -1,12 +1,19 @@
 #!/usr/bin/env node
-/** The `forkwatch` command: `forkwatch probe <url>` and `forkwatch lab`. */
+/** The `forkwatch` command: `forkwatch probe <url>`, `--version`, `--help`. */
 import { runProbeCli } from './probe/cli';
+import { USAGE_ERROR } from './probe/report';
+import { PACKAGE_VERSION } from '../version';
 
 const USAGE = `Usage: forkwatch <command> [options]
 
 Commands:
   probe <url>   test a live MCP endpoint for session resumability (forkwatch probe --help)
-  lab           run the fork lab
+
+Options:
+  -v, --version print forkwatch's version
+  -h, --help    show this help
+
+The fork lab runs from a clone of the repository: npm ci && npm run lab
 `;
 
 export async function main(argv: readonly string[]): Promise<number> {
@@ -14,20 +21,22 @@ export async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'probe':
       return runProbeCli(rest);
-    case 'lab': {
-      // Loaded only when asked for: the lab pulls in far more than the probe needs.
-      const lab = require('../lab/cli') as typeof import('../lab/cli');
-      return lab.runLabCli([...rest]);
-    }
-    case undefined:
+    case '-v':
+    case '--version':
+    case 'version':
+      process.stdout.write(`${PACKAGE_VERSION}\n`);
+      return 0;
     case '-h':
     case '--help':
     case 'help':
       process.stdout.write(USAGE);
-      return command === undefined ? 2 : 0;
+      return 0;
+    case undefined:
+      process.stderr.write(USAGE);
+      return USAGE_ERROR;
     default:
       process.stderr.write(`forkwatch: unknown command '${command}'\n\n${USAGE}`);
-      return 2;
+      return USAGE_ERROR;
   }
 }
 

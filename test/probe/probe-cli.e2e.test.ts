@@ -124,15 +124,15 @@ describe('forkwatch probe (built binary)', () => {
     expect(run.stderr).toMatch(/cannot write/);
   });
 
-  test('usage errors exit 2; --help exits 0', async () => {
+  test('usage errors exit 64; --help exits 0', async () => {
     const noUrl = await runCli(['probe']);
-    expect(noUrl.code).toBe(2);
+    expect(noUrl.code).toBe(64);
     expect(noUrl.stderr).toContain('expected exactly one <url>');
     const help = await runCli(['probe', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: forkwatch probe <url>');
     const unknown = await runCli(['frobnicate']);
-    expect(unknown.code).toBe(2);
+    expect(unknown.code).toBe(64);
     expect(unknown.stderr).toContain("unknown command 'frobnicate'");
   });
 });

@@ -106,7 +106,7 @@ describe('verdict and exit codes', () => {
       { ...base, attempt: 3, status: 200, outcome: 'forked', firstEventId: null },
       { ...base, attempt: 4, status: 404, outcome: 'rejected' },
     ]);
-    expect(s.outcomes).toEqual({ resumed: 1, forked: 2, rejected: 1, failed: 0, inconclusive: 0 });
+    expect(s.outcomes).toEqual({ unverified: 0, resumed: 1, forked: 2, rejected: 1, failed: 0, inconclusive: 0 });
     expect(s.forkedRatio).toBe(0.5);
     expect(s.statusCodes).toEqual({ '200': 3, '404': 1 });
     expect(s.firstEventIds).toEqual({ 's:2': 1, '(no frame)': 1, '(no id)': 1 });
