@@ -33,6 +33,8 @@ interface LegacyState {
 }
 
 const attached = new WeakSet<object>();
+/** The fetch each transport's EventSource used before forkwatch wrapped it. */
+const baseFetches = new WeakMap<object, Fn>();
 let legacyCounter = 0;
 
 export function patchSseClient(proto: any, runtime: ForkwatchRuntime, wrap: Wrap): void {
@@ -71,7 +73,14 @@ function observeConnections(transport: any, runtime: ForkwatchRuntime): LegacySt
     timer: undefined,
   };
   const init = transport._eventSourceInit;
-  const baseFetch: Fn = init?.fetch ?? transport._fetch ?? globalThis.fetch;
+  // _startOrAuth runs again after an auth retry: delegate to the fetch the SDK had before forkwatch's first wrap,
+  // not to the previous observing fetch (wrappers would nest and every request would count once per start).
+  let baseFetch = baseFetches.get(transport);
+  if (baseFetch === undefined) {
+    baseFetch = (init?.fetch ?? transport._fetch ?? globalThis.fetch) as Fn;
+    baseFetches.set(transport, baseFetch);
+  }
+  const delegate = baseFetch;
   const observingFetch = (url: unknown, requestInit?: any) => {
     try {
       onRequest(state, requestInit, runtime);
@@ -79,7 +88,7 @@ function observeConnections(transport: any, runtime: ForkwatchRuntime): LegacySt
       runtime.diag.error('legacy SSE request observation failed', error);
     }
     const attempt = state.attempt;
-    const response = baseFetch(url, requestInit);
+    const response = delegate(url, requestInit);
     Promise.resolve(response).then(
       (res: any) => {
         if (attempt && !attempt.isConcluded && res && !res.ok) attempt.concludeRejected(res.status);

@@ -1,0 +1,118 @@
+/**
+ * The packed tarball in apps that run their own OpenTelemetry SDK, one per release line on Node 20: 1.x (sdk-node
+ * 0.57, api 1.9.0, the lowest API forkwatch's peer range allows) and 2.x (sdk-node 0.223). `npm ls` shows how many
+ * copies of each OpenTelemetry package the app ends up with, and forkwatch's metrics reach the app's own
+ * Prometheus exporter, both as a library (ForkwatchInstrumentation in the app's NodeSDK) and with
+ * `--require forkwatch/register`.
+ */
+import { execFile } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { FIXTURES, type Lab, forkwatchPackage, freePort, labEnv, sampleValue, scrapeText, startApp, startLab } from './support';
+
+const run = promisify(execFile);
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+
+const LINES = {
+  '1.x': ['@opentelemetry/api@1.9.0', '@opentelemetry/sdk-node@0.57.2', '@opentelemetry/exporter-prometheus@0.57.2'],
+  '2.x': ['@opentelemetry/api@1.9.0', '@opentelemetry/sdk-node@0.223.0', '@opentelemetry/exporter-prometheus@0.223.0'],
+} as const;
+type Line = keyof typeof LINES;
+
+let work: string;
+let tarball: string;
+let lab: Lab;
+const apps = {} as Record<Line, string>;
+
+async function npmInstall(cwd: string, specs: string[]): Promise<void> {
+  const install = () =>
+    run(npm, ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', ...specs], {
+      cwd,
+      maxBuffer: 16 << 20,
+      timeout: 240_000,
+    });
+  try {
+    await install();
+  } catch (error) {
+    // The registry is a network service: one retry, with the first failure on record.
+    process.stderr.write(`npm install failed once, retrying: ${String((error as { stderr?: string }).stderr ?? error)}\n`);
+    await install();
+  }
+}
+
+/** Every installed copy of each @opentelemetry/* package: name -> versions (one entry per copy). */
+async function otelCopies(cwd: string): Promise<Record<string, string[]>> {
+  const { stdout } = await run(npm, ['ls', '--all', '--parseable', '--long'], { cwd, maxBuffer: 64 << 20 }).catch(
+    (error: { stdout: string }) => ({ stdout: error.stdout }), // npm ls exits 1 on unmet optional peers
+  );
+  const copies: Record<string, string[]> = {};
+  for (const line of new Set(stdout.split('\n'))) {
+    const [, id] = line.split(':');
+    const match = /^(@opentelemetry\/[^@]+)@(.+)$/.exec(id ?? '');
+    if (match) (copies[match[1]!] ??= []).push(match[2]!);
+  }
+  return copies;
+}
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'forkwatch-lines-'));
+  const { stdout } = await run(npm, ['pack', '--json', '--pack-destination', work], { cwd: forkwatchPackage(), maxBuffer: 16 << 20 });
+  tarball = join(work, JSON.parse(stdout)[0].filename);
+  await Promise.all(
+    (Object.keys(LINES) as Line[]).map(async line => {
+      const dir = join(work, line);
+      mkdirSync(dir);
+      for (const file of ['client-app.cjs', 'own-sdk-any-line.cjs']) cpSync(join(FIXTURES, file), join(dir, file));
+      writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: `app-${line}`, version: '1.0.0', private: true })}\n`);
+      // The app's own SDK first, as it was before forkwatch came along; then forkwatch.
+      await npmInstall(dir, [...LINES[line], '@modelcontextprotocol/sdk@1.32.2']);
+      await npmInstall(dir, [tarball]);
+      apps[line] = dir;
+    }),
+  );
+  lab = await startLab();
+}, 600_000);
+
+afterAll(async () => {
+  await lab?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe.each(Object.keys(LINES) as Line[])('an app on the OpenTelemetry JS %s line', line => {
+  test('one copy of @opentelemetry/api, at the lowest version the peer range allows', async () => {
+    const copies = await otelCopies(apps[line]);
+    process.stderr.write(`${line}: ${JSON.stringify(copies)}\n`);
+    expect(copies['@opentelemetry/api']).toEqual(['1.9.0']);
+  });
+
+  if (line === '2.x') {
+    test('one copy of every OpenTelemetry package: forkwatch adds none of its own', async () => {
+      const copies = await otelCopies(apps[line]);
+      const duplicated = Object.entries(copies).filter(([, versions]) => versions.length > 1);
+      expect(duplicated).toEqual([]);
+    });
+  } else {
+    test("forkwatch's 2.x SDK packages stay nested under forkwatch, the app's own are the ones at the top", async () => {
+      const { stdout } = await run(process.execPath, ['-p', "require('@opentelemetry/sdk-metrics/package.json').version"], { cwd: apps[line] });
+      expect(stdout.trim()).toMatch(/^1\./);
+    });
+  }
+
+  test.each([
+    { mode: 'library (ForkwatchInstrumentation in the app NodeSDK)', args: ['own-sdk-any-line.cjs'], env: { FIXTURE_OWN_FORKWATCH: '1' } },
+    { mode: '--require forkwatch/register', args: ['--require', 'forkwatch/register', 'own-sdk-any-line.cjs'], env: {} },
+  ])('$mode: forkwatch metrics on the app Prometheus exporter', async ({ args, env }) => {
+    const port = await freePort();
+    const proc = startApp({ cwd: apps[line], args, env: { ...(await labEnv(lab)), APP_METRICS_PORT: String(port), ...env } });
+    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(proc.stderr()).toContain(`FIXTURE OTEL LINE ${line}`);
+    const text = await scrapeText(port);
+    expect(sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' })).toBe(1);
+    expect(proc.stdout()).toBe('');
+    expect(proc.forkwatchLines()).toEqual([]);
+    await proc.stop('SIGTERM');
+  });
+});
