@@ -17,7 +17,9 @@ import type { ProbeReport } from '../src/cli/probe/report';
 import { type FixtureServer, startFixture } from '../test/probe/fixtures/servers';
 
 const CLI = join(__dirname, '..', 'build', 'src', 'cli', 'main.js');
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, only: { type: 'string', default: '' } } });
+const { values } = parseArgs({
+  options: { runs: { type: 'string', default: '3' }, only: { type: 'string', default: '' } },
+});
 const runs = Number(values.runs);
 
 const servers: FixtureServer[] = [];
@@ -31,7 +33,10 @@ async function one(file: string, ...args: string[]): Promise<FixtureServer> {
 }
 
 async function two(...args: string[]): Promise<string> {
-  const [a, b] = await Promise.all([one('sdk-server.mjs', ...args, '--hydrate'), one('sdk-server.mjs', ...args, '--hydrate')]);
+  const [a, b] = await Promise.all([
+    one('sdk-server.mjs', ...args, '--hydrate'),
+    one('sdk-server.mjs', ...args, '--hydrate'),
+  ]);
   const proxy = await startRoundRobinProxy([a.port, b.port]);
   proxies.push(proxy);
   return proxy.url;
@@ -62,9 +67,15 @@ function probe(url: string): Promise<{ ms: number; code: number; verdict: string
 
 const DEPLOYMENTS: Array<[string, () => Promise<string>]> = [
   ['one process, validating store', async () => (await one('sdk-server.mjs', '--store', 'validating')).url],
-  ['one process, forgiving store (silent 200 to an unknown cursor)', async () => (await one('sdk-server.mjs', '--store', 'forgiving')).url],
-  ["one process, the SDK example store", async () => (await one('sdk-server.mjs', '--store', 'sdk-example')).url],
-  ['one process, SDK example store, same millisecond (every resume silent)', async () => (await one('sdk-server.mjs', '--store', 'sdk-example', '--same-millisecond')).url],
+  [
+    'one process, forgiving store (silent 200 to an unknown cursor)',
+    async () => (await one('sdk-server.mjs', '--store', 'forgiving')).url,
+  ],
+  ['one process, the SDK example store', async () => (await one('sdk-server.mjs', '--store', 'sdk-example')).url],
+  [
+    'one process, SDK example store, same millisecond (every resume silent)',
+    async () => (await one('sdk-server.mjs', '--store', 'sdk-example', '--same-millisecond')).url,
+  ],
   ['one process, no event store', async () => (await one('sdk-server.mjs', '--store', 'none')).url],
   ['two replicas, per-process logs, 200 then silence (dead half)', () => two('--store', 'forgiving')],
   ['two replicas, per-process validating stores (400)', () => two('--store', 'validating')],
@@ -77,7 +88,10 @@ const DEPLOYMENTS: Array<[string, () => Promise<string>]> = [
   ],
   ['2026-07-28-only server', async () => (await one('modern-server.mjs', '--legacy', 'reject')).url],
   ['stateless 2025 server', async () => (await one('modern-server.mjs', '--legacy', 'stateless')).url],
-  ['JSON responses, GET 405', async () => (await one('sdk-server.mjs', '--store', 'validating', '--json-response', '--no-get')).url],
+  [
+    'JSON responses, GET 405',
+    async () => (await one('sdk-server.mjs', '--store', 'validating', '--json-response', '--no-get')).url,
+  ],
   ['a server that never answers', hanging],
   ['connection refused', async () => 'http://127.0.0.1:9/mcp'],
 ];

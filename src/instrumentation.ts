@@ -195,14 +195,14 @@ export class ForkwatchInstrumentation
       const inPackage = normalized.slice(marker + '/node_modules/'.length);
       const v1 = byName.get(inPackage);
       if (v1) {
-        const basedir = normalized.slice(0, marker) + `/node_modules/${SDK_V1_PACKAGE}`;
+        const basedir = `${normalized.slice(0, marker)}/node_modules/${SDK_V1_PACKAGE}`;
         const version = readPackageVersion(basedir);
         this.patchModule(cache[filename]?.exports, v1.targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, v1.versions);
         continue;
       }
       for (const [pkg, targets] of Object.entries(SDK_V2_PACKAGES)) {
         if (inPackage === `${pkg}/dist/index.cjs`) {
-          const basedir = normalized.slice(0, marker) + `/node_modules/${pkg}`;
+          const basedir = `${normalized.slice(0, marker)}/node_modules/${pkg}`;
           this.patchModule(cache[filename]?.exports, targets, pkg, readPackageVersion(basedir), SDK_V2_SUPPORTED);
         }
       }

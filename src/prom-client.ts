@@ -291,11 +291,15 @@ export function teeMeterProvider(providers: ApiMeterProvider[]): ApiMeterProvide
 function teeMeter(meters: Meter[]): Meter {
   const adders = (name: string, options: MetricOptions | undefined, kind: 'createCounter' | 'createUpDownCounter') => {
     const parts = meters.map(m => m[kind](name, options));
-    return { add: (value: number, attributes?: Attributes, ctx?: never) => parts.forEach(p => p.add(value, attributes, ctx)) };
+    return { add: (value: number, attributes?: Attributes, ctx?: never) => {
+      for (const p of parts) p.add(value, attributes, ctx);
+    } };
   };
   const recorders = (name: string, options: MetricOptions | undefined, kind: 'createHistogram' | 'createGauge') => {
     const parts = meters.map(m => m[kind](name, options));
-    return { record: (value: number, attributes?: Attributes, ctx?: never) => parts.forEach(p => p.record(value, attributes, ctx)) };
+    return { record: (value: number, attributes?: Attributes, ctx?: never) => {
+      for (const p of parts) p.record(value, attributes, ctx);
+    } };
   };
   const observable = (
     name: string,
@@ -305,8 +309,12 @@ function teeMeter(meters: Meter[]): Meter {
     const parts = meters.map(m => m[kind](name, options));
     return {
       [PARTS]: parts,
-      addCallback: (cb: ObservableCallback) => parts.forEach(p => p.addCallback(cb)),
-      removeCallback: (cb: ObservableCallback) => parts.forEach(p => p.removeCallback(cb)),
+      addCallback: (cb: ObservableCallback) => {
+        for (const p of parts) p.addCallback(cb);
+      },
+      removeCallback: (cb: ObservableCallback) => {
+        for (const p of parts) p.removeCallback(cb);
+      },
     };
   };
   const batchCallbacks = new Map<BatchObservableCallback, BatchObservableCallback[]>();
@@ -332,7 +340,7 @@ function teeMeter(meters: Meter[]): Meter {
       const wrapped = batchCallbacks.get(callback);
       if (!wrapped) return;
       batchCallbacks.delete(callback);
-      meters.forEach((meter, i) => meter.removeBatchObservableCallback(wrapped[i]!, observables.map(o => partOf(o, i))));
+      for (const [i, meter] of meters.entries()) meter.removeBatchObservableCallback(wrapped[i]!, observables.map(o => partOf(o, i)));
     },
   };
 }

@@ -87,7 +87,8 @@ function envPositive(name: string): number | undefined {
 }
 
 export function otlpProtocol(signal: Signal): OtlpProtocol {
-  const protocol = envString(`OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_PROTOCOL`) ?? envString('OTEL_EXPORTER_OTLP_PROTOCOL');
+  const protocol =
+    envString(`OTEL_EXPORTER_OTLP_${signal.toUpperCase()}_PROTOCOL`) ?? envString('OTEL_EXPORTER_OTLP_PROTOCOL');
   if (protocol === undefined) return 'http/protobuf';
   if (protocol in OTLP_PACKAGES[signal]) return protocol as OtlpProtocol;
   diag.warn(`Unsupported OTLP ${signal} protocol: "${protocol}". Using http/protobuf.`);
@@ -148,7 +149,10 @@ function detectResource(): Resource {
   else if (requested) names = requested;
   const chosen = names.flatMap(name => {
     const detector = byName[name as keyof typeof byName];
-    if (!detector) diag.warn(`Invalid resource detector "${name}" specified in the environment variable OTEL_NODE_RESOURCE_DETECTORS`);
+    if (!detector)
+      diag.warn(
+        `Invalid resource detector "${name}" specified in the environment variable OTEL_NODE_RESOURCE_DETECTORS`,
+      );
     return detector ? [detector] : [];
   });
   return defaultResource().merge(detectResources({ detectors: chosen }));
@@ -156,13 +160,16 @@ function detectResource(): Resource {
 
 /** OTEL_PROPAGATORS, for the W3C propagators @opentelemetry/core carries (b3 and jaeger would need more packages). */
 function propagatorFromEnv(say: (line: string) => void): TextMapPropagator | undefined {
-  const { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } = require('@opentelemetry/core') as Core;
+  const { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } =
+    require('@opentelemetry/core') as Core;
   const names = [...new Set(envList('OTEL_PROPAGATORS') ?? ['tracecontext', 'baggage'])];
   if (names.includes('none')) return undefined;
   const propagators = names.flatMap(name => {
     if (name === 'tracecontext') return [new W3CTraceContextPropagator()];
     if (name === 'baggage') return [new W3CBaggagePropagator()];
-    say(`OTEL_PROPAGATORS: "${name}" is not available under forkwatch/register (tracecontext and baggage are); left out`);
+    say(
+      `OTEL_PROPAGATORS: "${name}" is not available under forkwatch/register (tracecontext and baggage are); left out`,
+    );
     return [];
   });
   return propagators.length === 0 ? undefined : new CompositePropagator({ propagators });
@@ -178,7 +185,11 @@ function spanProcessors(settings: SdkSettings, stderrProcessor: () => SpanProces
     }
     let exporter: SpanExporter | undefined;
     if (name === 'zipkin') {
-      const peer = loadOptionalPeer<{ ZipkinExporter: new () => SpanExporter }>(ZIPKIN_PACKAGE, 'OTEL_TRACES_EXPORTER=zipkin', settings.say);
+      const peer = loadOptionalPeer<{ ZipkinExporter: new () => SpanExporter }>(
+        ZIPKIN_PACKAGE,
+        'OTEL_TRACES_EXPORTER=zipkin',
+        settings.say,
+      );
       exporter = peer && new peer.ZipkinExporter();
     } else {
       const protocol = otlpProtocol('traces');
@@ -203,7 +214,11 @@ function loggerProvider(settings: SdkSettings, resource: Resource): LoggerProvid
     LoggerProvider: new (config: { resource: Resource; processors: unknown[] }) => LoggerProviderLike;
     BatchLogRecordProcessor: new (config: { exporter: LogRecordExporterLike }) => unknown;
   }>(SDK_LOGS_PACKAGE, wantedBy, settings.say);
-  const peer = loadOptionalPeer<{ OTLPLogExporter: new () => LogRecordExporterLike }>(OTLP_PACKAGES.logs[protocol], wantedBy, settings.say);
+  const peer = loadOptionalPeer<{ OTLPLogExporter: new () => LogRecordExporterLike }>(
+    OTLP_PACKAGES.logs[protocol],
+    wantedBy,
+    settings.say,
+  );
   if (!sdkLogs || !peer) return undefined;
   const processor = new sdkLogs.BatchLogRecordProcessor({ exporter: new peer.OTLPLogExporter() });
   const provider = new sdkLogs.LoggerProvider({ resource, processors: [processor] });
@@ -215,7 +230,8 @@ function loggerProvider(settings: SdkSettings, resource: Resource): LoggerProvid
 /** Registers context manager, propagator and providers globally, as NodeSDK.start() does. */
 export function startSdk(settings: SdkSettings, stderrProcessor: () => SpanProcessor): StartedSdk {
   if (!settings.keepContextManager) {
-    const { AsyncLocalStorageContextManager } = require('@opentelemetry/context-async-hooks') as typeof import('@opentelemetry/context-async-hooks');
+    const { AsyncLocalStorageContextManager } =
+      require('@opentelemetry/context-async-hooks') as typeof import('@opentelemetry/context-async-hooks');
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   }
   if (!settings.keepPropagator) {

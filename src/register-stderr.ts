@@ -19,7 +19,11 @@ export function writeStderr(line: string): void {
 
 export function formatArgs(message: unknown, args: unknown[]): string {
   const parts = [message, ...args].map(part =>
-    typeof part === 'string' ? part : part instanceof Error ? part.message : inspect(part, { depth: 4, breakLength: Infinity }),
+    typeof part === 'string'
+      ? part
+      : part instanceof Error
+        ? part.message
+        : inspect(part, { depth: 4, breakLength: Infinity }),
   );
   return parts.join(' ');
 }
@@ -31,10 +35,14 @@ export class StderrDiagLogger implements DiagLogger {
     const text = formatArgs(message, args);
     if (!this.onError(text)) writeStderr(`forkwatch: opentelemetry error: ${text}`);
   };
-  warn = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry warn: ${formatArgs(message, args)}`);
-  info = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry info: ${formatArgs(message, args)}`);
-  debug = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry debug: ${formatArgs(message, args)}`);
-  verbose = (message: string, ...args: unknown[]) => writeStderr(`forkwatch: opentelemetry verbose: ${formatArgs(message, args)}`);
+  warn = (message: string, ...args: unknown[]) =>
+    writeStderr(`forkwatch: opentelemetry warn: ${formatArgs(message, args)}`);
+  info = (message: string, ...args: unknown[]) =>
+    writeStderr(`forkwatch: opentelemetry info: ${formatArgs(message, args)}`);
+  debug = (message: string, ...args: unknown[]) =>
+    writeStderr(`forkwatch: opentelemetry debug: ${formatArgs(message, args)}`);
+  verbose = (message: string, ...args: unknown[]) =>
+    writeStderr(`forkwatch: opentelemetry verbose: ${formatArgs(message, args)}`);
 }
 
 /** OTEL_*_EXPORTER=console, on stderr: the console exporters of the SDK print to stdout. */

@@ -42,7 +42,15 @@ const FOLLOW_INTERVAL_MS = 500;
 const PROMETHEUS_PATH = '/metrics';
 
 /** DiagLogLevel values of @opentelemetry/api. */
-const LEVEL: Record<LogLevelName, number> = { none: 0, error: 30, warn: 50, info: 60, debug: 70, verbose: 80, all: 9999 };
+const LEVEL: Record<LogLevelName, number> = {
+  none: 0,
+  error: 30,
+  warn: 50,
+  info: 60,
+  debug: 70,
+  verbose: 80,
+  all: 9999,
+};
 
 type Globals = Record<symbol, unknown>;
 
@@ -108,7 +116,9 @@ class Registration implements ForkwatchRegistration {
     try {
       const mod = require('node:module') as { register?: (specifier: string) => void };
       if (typeof mod.register !== 'function') {
-        this.say('this Node.js cannot register ESM loader hooks (module.register, Node >= 20.6): ESM code is not instrumented');
+        this.say(
+          'this Node.js cannot register ESM loader hooks (module.register, Node >= 20.6): ESM code is not instrumented',
+        );
         return;
       }
       const { pathToFileURL } = require('node:url') as typeof import('node:url');
@@ -132,7 +142,9 @@ class Registration implements ForkwatchRegistration {
       }
     } catch (error) {
       this.mode = 'failed';
-      this.say(`could not start the OpenTelemetry SDK (${describeError(error)}); the app runs without forkwatch's exporters`);
+      this.say(
+        `could not start the OpenTelemetry SDK (${describeError(error)}); the app runs without forkwatch's exporters`,
+      );
     } finally {
       this.markReady();
     }
@@ -177,7 +189,8 @@ class Registration implements ForkwatchRegistration {
     for (const name of this.env.metricsExporters) {
       try {
         if (name === 'prometheus') {
-          const { PrometheusExporter } = require('@opentelemetry/exporter-prometheus') as typeof import('@opentelemetry/exporter-prometheus');
+          const { PrometheusExporter } =
+            require('@opentelemetry/exporter-prometheus') as typeof import('@opentelemetry/exporter-prometheus');
           // register serves the exporter's handler from its own server: a busy port gives one clear line, and the
           // server and its connections never keep a finished app alive.
           const exporter = new PrometheusExporter({ preventServerStart: true });
@@ -217,7 +230,9 @@ class Registration implements ForkwatchRegistration {
         error?.code === 'EADDRINUSE'
           ? 'the port is already in use (EADDRINUSE); set OTEL_EXPORTER_PROMETHEUS_PORT to a free port'
           : `${describeError(error)}; check OTEL_EXPORTER_PROMETHEUS_HOST and OTEL_EXPORTER_PROMETHEUS_PORT`;
-      this.say(`cannot serve Prometheus metrics on ${where}: ${reason}. The app keeps running without forkwatch's /metrics`);
+      this.say(
+        `cannot serve Prometheus metrics on ${where}: ${reason}. The app keeps running without forkwatch's /metrics`,
+      );
     });
     server.listen(port, host, () => server.unref());
     server.unref();
@@ -230,7 +245,7 @@ class Registration implements ForkwatchRegistration {
     if (!this.warnedAboutLateSdk) {
       this.warnedAboutLateSdk = true;
       this.say(
-        'the app registered its own OpenTelemetry SDK after forkwatch/register had started one, so the app\'s providers are not active. ' +
+        "the app registered its own OpenTelemetry SDK after forkwatch/register had started one, so the app's providers are not active. " +
           'Set FORKWATCH_START_SDK=false when the app runs its own SDK (or add ForkwatchInstrumentation to it instead of forkwatch/register)',
       );
     }

@@ -122,7 +122,7 @@ const BUILTIN: Record<BuiltinCodecName, EventIdCodec> = {
 export const BUILTIN_CODEC_NAMES = Object.keys(BUILTIN) as BuiltinCodecName[];
 
 export function isBuiltinCodecName(name: string): name is BuiltinCodecName {
-  return Object.prototype.hasOwnProperty.call(BUILTIN, name);
+  return Object.hasOwn(BUILTIN, name);
 }
 
 /** Resolves a codec setting (a built-in name or a user codec) to a codec; unknown names give `undefined`. */

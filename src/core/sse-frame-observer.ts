@@ -15,6 +15,7 @@ const COLON = 58;
 const SPACE = 32;
 
 /** Field being read on the current line. */
+// biome-ignore lint/suspicious/noConstEnum: inlined on the per-byte hot path; never exported
 const enum Field {
   Unknown = 0,
   Data = 1,

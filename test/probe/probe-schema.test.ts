@@ -53,7 +53,12 @@ describe('probe-report.schema.json', () => {
     { name: 'resumable', url: () => servers[0]!.url, verdict: 'resumable', exit: 0 },
     { name: 'not resumable (two replicas, per-process logs)', url: () => proxy.url, verdict: 'not_resumable', exit: 1 },
     { name: 'not applicable (2026-07-28 only)', url: () => servers[3]!.url, verdict: 'not_applicable', exit: 2 },
-    { name: 'could not test (connection refused)', url: () => 'http://127.0.0.1:9/mcp', verdict: 'untestable', exit: 2 },
+    {
+      name: 'could not test (connection refused)',
+      url: () => 'http://127.0.0.1:9/mcp',
+      verdict: 'untestable',
+      exit: 2,
+    },
   ])('a real $name report validates', async ({ url, verdict, exit }) => {
     const { code, report } = await probeJson(url());
     expect(code).toBe(exit);

@@ -11,7 +11,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { FIXTURES, type Lab, forkwatchPackage, freePort, labEnv, sampleValue, scrapeText, startApp, startLab } from './support';
+import {
+  FIXTURES,
+  type Lab,
+  forkwatchPackage,
+  freePort,
+  labEnv,
+  sampleValue,
+  scrapeText,
+  startApp,
+  startLab,
+} from './support';
 
 const run = promisify(execFile);
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -38,7 +48,9 @@ async function npmInstall(cwd: string, specs: string[]): Promise<void> {
     await install();
   } catch (error) {
     // The registry is a network service: one retry, with the first failure on record.
-    process.stderr.write(`npm install failed once, retrying: ${String((error as { stderr?: string }).stderr ?? error)}\n`);
+    process.stderr.write(
+      `npm install failed once, retrying: ${String((error as { stderr?: string }).stderr ?? error)}\n`,
+    );
     await install();
   }
 }
@@ -59,14 +71,20 @@ async function otelCopies(cwd: string): Promise<Record<string, string[]>> {
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'forkwatch-lines-'));
-  const { stdout } = await run(npm, ['pack', '--json', '--pack-destination', work], { cwd: forkwatchPackage(), maxBuffer: 16 << 20 });
+  const { stdout } = await run(npm, ['pack', '--json', '--pack-destination', work], {
+    cwd: forkwatchPackage(),
+    maxBuffer: 16 << 20,
+  });
   tarball = join(work, JSON.parse(stdout)[0].filename);
   await Promise.all(
     (Object.keys(LINES) as Line[]).map(async line => {
       const dir = join(work, line);
       mkdirSync(dir);
       for (const file of ['client-app.cjs', 'own-sdk-any-line.cjs']) cpSync(join(FIXTURES, file), join(dir, file));
-      writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: `app-${line}`, version: '1.0.0', private: true })}\n`);
+      writeFileSync(
+        join(dir, 'package.json'),
+        `${JSON.stringify({ name: `app-${line}`, version: '1.0.0', private: true })}\n`,
+      );
       // The app's own SDK first, as it was before forkwatch came along; then forkwatch.
       await npmInstall(dir, [...LINES[line], '@modelcontextprotocol/sdk@1.32.2']);
       await npmInstall(dir, [tarball]);
@@ -96,21 +114,39 @@ describe.each(Object.keys(LINES) as Line[])('an app on the OpenTelemetry JS %s l
     });
   } else {
     test("forkwatch's 2.x SDK packages stay nested under forkwatch, the app's own are the ones at the top", async () => {
-      const { stdout } = await run(process.execPath, ['-p', "require('@opentelemetry/sdk-metrics/package.json').version"], { cwd: apps[line] });
+      const { stdout } = await run(
+        process.execPath,
+        ['-p', "require('@opentelemetry/sdk-metrics/package.json').version"],
+        { cwd: apps[line] },
+      );
       expect(stdout.trim()).toMatch(/^1\./);
     });
   }
 
   test.each([
-    { mode: 'library (ForkwatchInstrumentation in the app NodeSDK)', args: ['own-sdk-any-line.cjs'], env: { FIXTURE_OWN_FORKWATCH: '1' } },
-    { mode: '--require forkwatch/register', args: ['--require', 'forkwatch/register', 'own-sdk-any-line.cjs'], env: {} },
+    {
+      mode: 'library (ForkwatchInstrumentation in the app NodeSDK)',
+      args: ['own-sdk-any-line.cjs'],
+      env: { FIXTURE_OWN_FORKWATCH: '1' },
+    },
+    {
+      mode: '--require forkwatch/register',
+      args: ['--require', 'forkwatch/register', 'own-sdk-any-line.cjs'],
+      env: {},
+    },
   ])('$mode: forkwatch metrics on the app Prometheus exporter', async ({ args, env }) => {
     const port = await freePort();
-    const proc = startApp({ cwd: apps[line], args, env: { ...(await labEnv(lab)), APP_METRICS_PORT: String(port), ...env } });
+    const proc = startApp({
+      cwd: apps[line],
+      args,
+      env: { ...(await labEnv(lab)), APP_METRICS_PORT: String(port), ...env },
+    });
     expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
     expect(proc.stderr()).toContain(`FIXTURE OTEL LINE ${line}`);
     const text = await scrapeText(port);
-    expect(sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' })).toBe(1);
+    expect(
+      sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' }),
+    ).toBe(1);
     expect(proc.stdout()).toBe('');
     expect(proc.forkwatchLines()).toEqual([]);
     await proc.stop('SIGTERM');

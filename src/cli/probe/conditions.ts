@@ -43,11 +43,17 @@ export function inspectPingStream(frames: SseFrame[], negotiated: string): PingS
 
   let condition: ConditionResult;
   if (responseId === undefined && cursor === undefined) {
-    condition = result('fail', 'no event ids: no priming event and an id-less response, so nothing on the stream can be resumed');
+    condition = result(
+      'fail',
+      'no event ids: no priming event and an id-less response, so nothing on the stream can be resumed',
+    );
   } else if (responseId === undefined) {
     condition = result('fail', 'the response frame carries no event id');
   } else if (negotiated >= '2025-11-25' && primingId === null) {
-    condition = result('fail', `no priming event on a ${negotiated} stream: a stream lost before its response has no cursor`);
+    condition = result(
+      'fail',
+      `no priming event on a ${negotiated} stream: a stream lost before its response has no cursor`,
+    );
   } else {
     const priming = primingId ? `priming id ${displayEventId(primingId)}, ` : '';
     condition = result('pass', `${priming}response id ${displayEventId(responseId)}`);
@@ -60,7 +66,10 @@ export async function withoutPostStreams(http: McpHttp): Promise<Record<Conditio
   const get = await http.send('standalone_get', 'GET');
   await get.close();
   if (get.status === 405) {
-    return allConditions('not_applicable', 'server offers no SSE (POSTs answered with JSON, GET with 405): there is no stream to resume');
+    return allConditions(
+      'not_applicable',
+      'server offers no SSE (POSTs answered with JSON, GET with 405): there is no stream to resume',
+    );
   }
   const detail =
     get.status >= 200 && get.status < 300

@@ -118,7 +118,9 @@ export class McpHttp {
       const text = await readText(response, deadline);
       if (text === undefined) return { frames: [], error: `body not complete within ${this.timeoutMs} ms` };
       const message = findResponse(parseJson(text), id);
-      return message ? { message, frames: [] } : { frames: [], error: `no JSON-RPC response in: ${text.slice(0, 200)}` };
+      return message
+        ? { message, frames: [] }
+        : { frames: [], error: `no JSON-RPC response in: ${text.slice(0, 200)}` };
     } finally {
       await exchange.close();
     }
@@ -152,7 +154,9 @@ async function readText(response: Response, deadline: number): Promise<string | 
   const decoder = new TextDecoder();
   let text = '';
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<'timeout'>(resolve => (timer = setTimeout(() => resolve('timeout'), deadline - Date.now())));
+  const timeout = new Promise<'timeout'>(
+    resolve => (timer = setTimeout(() => resolve('timeout'), deadline - Date.now())),
+  );
   try {
     for (;;) {
       const read = await Promise.race([reader.read(), timeout]);

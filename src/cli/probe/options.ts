@@ -46,30 +46,41 @@ Exit codes: 0 resumable, 1 not resumable, 2 could not test (or not applicable: n
             64 usage error.
 `;
 
-export type ParsedProbeArgs = { kind: 'options'; options: ProbeOptions } | { kind: 'help' } | { kind: 'error'; message: string };
+export type ParsedProbeArgs =
+  | { kind: 'options'; options: ProbeOptions }
+  | { kind: 'help' }
+  | { kind: 'error'; message: string };
 
 export function parseProbeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ParsedProbeArgs {
-  let parsed;
+  let parsed: ReturnType<typeof parseProbeArgv>;
   try {
-    parsed = parseArgs({
-      args: [...argv],
-      allowPositionals: true,
-      options: {
-        bearer: { type: 'string' },
-        header: { type: 'string', short: 'H', multiple: true },
-        timeout: { type: 'string' },
-        resumes: { type: 'string' },
-        'protocol-version': { type: 'string' },
-        json: { type: 'boolean' },
-        'prom-file': { type: 'string' },
-        pushgateway: { type: 'string' },
-        'push-job': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    });
+    parsed = parseProbeArgv(argv);
   } catch (error) {
     return { kind: 'error', message: (error as Error).message };
   }
+  return fromParsed(parsed, env);
+}
+
+function parseProbeArgv(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      bearer: { type: 'string' },
+      header: { type: 'string', short: 'H', multiple: true },
+      timeout: { type: 'string' },
+      resumes: { type: 'string' },
+      'protocol-version': { type: 'string' },
+      json: { type: 'boolean' },
+      'prom-file': { type: 'string' },
+      pushgateway: { type: 'string' },
+      'push-job': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+function fromParsed(parsed: ReturnType<typeof parseProbeArgv>, env: NodeJS.ProcessEnv): ParsedProbeArgs {
   const { values, positionals } = parsed;
   if (values.help) return { kind: 'help' };
   if (positionals.length !== 1) return { kind: 'error', message: 'expected exactly one <url>' };
@@ -81,7 +92,8 @@ export function parseProbeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   for (const raw of values.header ?? []) {
     const colon = raw.indexOf(':');
     const name = colon > 0 ? raw.slice(0, colon).trim() : '';
-    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) return { kind: 'error', message: `bad header (want 'Name: value'): ${raw}` };
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name))
+      return { kind: 'error', message: `bad header (want 'Name: value'): ${raw}` };
     headers[name.toLowerCase()] = raw.slice(colon + 1).trim();
   }
   const token = values.bearer ?? env[TOKEN_ENV];

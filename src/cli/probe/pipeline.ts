@@ -8,7 +8,10 @@ import type { Turn } from './resume';
 
 export type PipelineTask<T> = (turn: Turn) => Promise<T>;
 
-export async function runPipelined<T>(tasks: readonly PipelineTask<T>[], onSettled?: (done: number) => void): Promise<T[]> {
+export async function runPipelined<T>(
+  tasks: readonly PipelineTask<T>[],
+  onSettled?: (done: number) => void,
+): Promise<T[]> {
   const results: Promise<T>[] = [];
   let done = 0;
   for (const task of tasks) {

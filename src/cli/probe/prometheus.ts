@@ -18,14 +18,26 @@ interface ProbeMetric {
 
 /** The probe's metric families: the one place their names are written. */
 export function probeMetrics() {
-  const m = (name: string, type: MetricType, help: string): ProbeMetric => ({ name: `forkwatch_probe_${name}`, type, help });
+  const m = (name: string, type: MetricType, help: string): ProbeMetric => ({
+    name: `forkwatch_probe_${name}`,
+    type,
+    help,
+  });
   return {
     resumable: m('resumable', 'gauge', '1 when the last probe found the endpoint session-resumable, else 0.'),
     verdict: m('verdict', 'gauge', 'Verdict of the last probe: 1 for the verdict it reached, 0 for the others.'),
     conditionOk: m('condition_ok', 'gauge', '1 when the condition passed in the last probe, else 0.'),
     conditionTested: m('condition_tested', 'gauge', '1 when the last probe could decide the condition (pass or fail).'),
-    resumeAttempts: m('resume_attempts_total', 'counter', 'Repeated resume attempts of the last probe, by outcome (reset every run).'),
-    resumeForkedRatio: m('resume_forked_ratio', 'gauge', 'Share of the repeated resumes that forked in the last probe (NaN: none made).'),
+    resumeAttempts: m(
+      'resume_attempts_total',
+      'counter',
+      'Repeated resume attempts of the last probe, by outcome (reset every run).',
+    ),
+    resumeForkedRatio: m(
+      'resume_forked_ratio',
+      'gauge',
+      'Share of the repeated resumes that forked in the last probe (NaN: none made).',
+    ),
     durationSeconds: m('duration_seconds', 'gauge', 'Wall time of the last probe.'),
     lastRunTimestamp: m('last_run_timestamp_seconds', 'gauge', 'Unix time the last probe finished.'),
   };
@@ -42,18 +54,28 @@ export function renderPrometheus(report: ProbeReport, finishedAt = Date.now()): 
   const lines: string[] = [];
   const family = (metric: ProbeMetric, samples: Array<[Record<string, string>, number]>) => {
     lines.push(`# HELP ${metric.name} ${metric.help}`, `# TYPE ${metric.name} ${metric.type}`);
-    for (const [labels, value] of samples) lines.push(`${metric.name}${formatLabels({ ...target, ...labels })} ${formatValue(value)}`);
+    for (const [labels, value] of samples)
+      lines.push(`${metric.name}${formatLabels({ ...target, ...labels })} ${formatValue(value)}`);
   };
   const bit = (value: boolean) => (value ? 1 : 0);
 
   family(metrics.resumable, [[{}, bit(report.verdict === 'resumable')]]);
-  family(metrics.verdict, VERDICTS.map(v => [{ verdict: v }, bit(report.verdict === v)]));
-  family(metrics.conditionOk, CONDITIONS.map(c => [{ condition: c }, bit(report.conditions[c].status === 'pass')]));
+  family(
+    metrics.verdict,
+    VERDICTS.map(v => [{ verdict: v }, bit(report.verdict === v)]),
+  );
+  family(
+    metrics.conditionOk,
+    CONDITIONS.map(c => [{ condition: c }, bit(report.conditions[c].status === 'pass')]),
+  );
   family(
     metrics.conditionTested,
     CONDITIONS.map(c => [{ condition: c }, bit(['pass', 'fail'].includes(report.conditions[c].status))]),
   );
-  family(metrics.resumeAttempts, RESUME_OUTCOMES.map(o => [{ outcome: o }, report.resumes.outcomes[o]]));
+  family(
+    metrics.resumeAttempts,
+    RESUME_OUTCOMES.map(o => [{ outcome: o }, report.resumes.outcomes[o]]),
+  );
   family(metrics.resumeForkedRatio, [[{}, report.resumes.forkedRatio ?? Number.NaN]]);
   family(metrics.durationSeconds, [[{}, report.durationMs / 1000]]);
   family(metrics.lastRunTimestamp, [[{}, Math.floor(finishedAt / 1000)]]);
@@ -61,7 +83,9 @@ export function renderPrometheus(report: ProbeReport, finishedAt = Date.now()): 
 }
 
 function formatLabels(labels: Record<string, string>): string {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`);
+  const parts = Object.entries(labels).map(
+    ([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`,
+  );
   return parts.length === 0 ? '' : `{${parts.join(',')}}`;
 }
 

@@ -28,7 +28,8 @@ export function renderText(report: ProbeReport): string {
   lines.push(`forkwatch probe ${report.target}`);
   const negotiated = report.protocol.negotiated ?? 'none';
   // A prefix is enough to find the session in server logs.
-  const session = report.session.id === null ? 'no session' : `session ${displayEventId(report.session.id.slice(0, 8))}…`;
+  const session =
+    report.session.id === null ? 'no session' : `session ${displayEventId(report.session.id.slice(0, 8))}…`;
   lines.push(`  protocol ${negotiated} (asked ${report.protocol.requested}), ${session}`);
   if (report.cursor.real !== null) lines.push(`  cursor ${displayEventId(report.cursor.real, 80)}`);
   lines.push('');
@@ -40,7 +41,8 @@ export function renderText(report: ProbeReport): string {
   const forked = report.resumes.details.filter(d => d.outcome !== 'resumed');
   if (forked.length > 0) {
     lines.push('', '  resumes that did not resume:');
-    for (const d of forked.slice(0, 10)) lines.push(`    #${d.attempt} ${d.outcome} (${d.status ?? 'no answer'}): ${d.detail}`);
+    for (const d of forked.slice(0, 10))
+      lines.push(`    #${d.attempt} ${d.outcome} (${d.status ?? 'no answer'}): ${d.detail}`);
     if (forked.length > 10) lines.push(`    … ${forked.length - 10} more (see --json)`);
   }
   for (const note of report.notes) lines.push(`  note: ${note}`);

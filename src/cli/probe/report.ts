@@ -121,5 +121,8 @@ export function summarizeResumes(details: ResumeAttempt[]): ResumeSummary {
 }
 
 export function allConditions(status: ConditionStatus, detail: string): Record<ConditionName, ConditionResult> {
-  return Object.fromEntries(CONDITIONS.map(name => [name, { status, detail }])) as Record<ConditionName, ConditionResult>;
+  return Object.fromEntries(CONDITIONS.map(name => [name, { status, detail }])) as Record<
+    ConditionName,
+    ConditionResult
+  >;
 }

@@ -39,7 +39,12 @@ const SOLO: Turn = { opened: () => undefined, earlier: Promise.resolve() };
  * the connection it conflicts with is one of the probe's own earlier attempts still waiting for a frame, it first
  * waits for those to finish (each is bounded by its own step time), then retries with a fresh step time.
  */
-async function resumeGet(http: McpHttp, step: string, cursor: string, turn: Turn): Promise<{ exchange: Exchange; conflicts: number }> {
+async function resumeGet(
+  http: McpHttp,
+  step: string,
+  cursor: string,
+  turn: Turn,
+): Promise<{ exchange: Exchange; conflicts: number }> {
   let deadline = http.deadline();
   let backoff = CONFLICT_BACKOFF_MS;
   let conflicts = 0;
@@ -79,14 +84,23 @@ export async function resumeOnce(
     ms: Date.now() - started,
   });
 
-  if (exchange.status === 0) return done({ outcome: 'failed', reason: 'no_response', detail: exchange.error ?? 'no response' });
+  if (exchange.status === 0)
+    return done({ outcome: 'failed', reason: 'no_response', detail: exchange.error ?? 'no response' });
   if (exchange.status < 200 || exchange.status >= 300) {
     const message = await errorMessage(http, exchange);
-    return done({ outcome: 'rejected', reason: `http_${exchange.status}`, detail: `answered ${exchange.status}${message}` });
+    return done({
+      outcome: 'rejected',
+      reason: `http_${exchange.status}`,
+      detail: `answered ${exchange.status}${message}`,
+    });
   }
   if (exchange.mediaType !== 'text/event-stream' || exchange.response?.body == null) {
     await exchange.close();
-    return done({ outcome: 'failed', reason: 'not_sse', detail: `answered ${exchange.status} with ${exchange.mediaType || 'no content type'}` });
+    return done({
+      outcome: 'failed',
+      reason: 'not_sse',
+      detail: `answered ${exchange.status} with ${exchange.mediaType || 'no content type'}`,
+    });
   }
 
   const reader = new SseReader(exchange.response.body);
@@ -100,7 +114,11 @@ export async function resumeOnce(
       });
     }
     if (read.kind === 'eof') {
-      return done({ outcome: 'forked', reason: 'eof_without_frames', detail: `answered ${exchange.status} and ended the stream without a frame` });
+      return done({
+        outcome: 'forked',
+        reason: 'eof_without_frames',
+        detail: `answered ${exchange.status} and ended the stream without a frame`,
+      });
     }
     if (read.kind === 'error') return done({ outcome: 'failed', reason: 'stream_error', detail: read.error });
 
@@ -161,7 +179,11 @@ export async function checkBogusCursor(http: McpHttp, bogus: string, turn: Turn 
   }
   if (exchange.mediaType !== 'text/event-stream' || exchange.response?.body == null) {
     await exchange.close();
-    return { status: 'fail', detail: `answered ${exchange.status} (${exchange.mediaType || 'no content type'}) instead of refusing`, evidence };
+    return {
+      status: 'fail',
+      detail: `answered ${exchange.status} (${exchange.mediaType || 'no content type'}) instead of refusing`,
+      evidence,
+    };
   }
   const reader = new SseReader(exchange.response.body);
   try {
@@ -169,7 +191,11 @@ export async function checkBogusCursor(http: McpHttp, bogus: string, turn: Turn 
     const accepted = `answered ${exchange.status} to a cursor that never existed`;
     if (read.kind === 'frame') {
       const id = read.frame.id ? `id ${displayEventId(read.frame.id)}` : 'no id';
-      return { status: 'fail', detail: `${accepted} and served a frame (${id}): a fresh stream`, evidence: { ...evidence, firstEventId: read.frame.id ?? null } };
+      return {
+        status: 'fail',
+        detail: `${accepted} and served a frame (${id}): a fresh stream`,
+        evidence: { ...evidence, firstEventId: read.frame.id ?? null },
+      };
     }
     if (read.kind === 'eof') return { status: 'fail', detail: `${accepted}, then ended the stream`, evidence };
     return {

@@ -61,7 +61,11 @@ export async function runProbe(options: ProbeOptions, progress: ProgressSink = (
       ...(findings.serverSupported ? { serverSupported: findings.serverSupported } : {}),
     },
     session: { id: http.sessionId ?? null },
-    cursor: { real: findings.cursor ?? null, expectedEventId: findings.expectedEventId ?? null, bogus: findings.bogus ?? null },
+    cursor: {
+      real: findings.cursor ?? null,
+      expectedEventId: findings.expectedEventId ?? null,
+      bogus: findings.bogus ?? null,
+    },
     conditions: findings.conditions,
     resumes: summarizeResumes(findings.resumes ?? []),
     steps: http.steps,
@@ -85,10 +89,13 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
     if (ping.status >= 200 && ping.status < 300 && ping.mediaType === 'application/json') {
       return stop(await withoutPostStreams(http));
     }
-    return stop(allConditions('not_tested', `ping answered ${ping.status} ${ping.mediaType || 'without content type'}`));
+    return stop(
+      allConditions('not_tested', `ping answered ${ping.status} ${ping.mediaType || 'without content type'}`),
+    );
   }
   const pingRead = await http.readResponse(ping, PING_ID, http.deadline());
-  if (pingRead.message === undefined) return stop(allConditions('not_tested', `ping response did not arrive: ${pingRead.error}`));
+  if (pingRead.message === undefined)
+    return stop(allConditions('not_tested', `ping response did not arrive: ${pingRead.error}`));
   const stream = inspectPingStream(pingRead.frames, negotiated);
 
   const allIds = [...session.initFrames, ...pingRead.frames].flatMap(f => (f.id ? [f.id] : []));
@@ -102,7 +109,12 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
     const bogusResult = await checkBogusCursor(http, bogus);
     return {
       ...found,
-      conditions: { event_ids: stream.condition, replay: noCursor, bogus_cursor_refused: bogusResult, repeated_resumes: noCursor },
+      conditions: {
+        event_ids: stream.condition,
+        replay: noCursor,
+        bogus_cursor_refused: bogusResult,
+        repeated_resumes: noCursor,
+      },
     };
   }
 
@@ -116,8 +128,11 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
     turn => resumeOnce(http, 'resume', 1, target, turn),
     turn => checkBogusCursor(http, bogus, turn),
   ];
-  for (let k = 1; k <= options.resumes; k++) tasks.push(turn => resumeOnce(http, `resume_repeat_${k}`, k, target, turn));
-  const [first, bogusResult, ...attempts] = await runPipelined(tasks, done => progress(`resumes: ${done}/${total} answered`));
+  for (let k = 1; k <= options.resumes; k++)
+    tasks.push(turn => resumeOnce(http, `resume_repeat_${k}`, k, target, turn));
+  const [first, bogusResult, ...attempts] = await runPipelined(tasks, done =>
+    progress(`resumes: ${done}/${total} answered`),
+  );
   const replay = replayCondition(first as ResumeAttempt);
   return {
     ...found,

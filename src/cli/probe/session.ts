@@ -45,7 +45,10 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
   if (init.status >= 300 && init.status < 400) {
     await init.close();
     const location = init.headers?.get('location');
-    return stop('not_tested', `initialize answered ${init.status}${location ? ` → ${location}` : ''}: probe the final URL`);
+    return stop(
+      'not_tested',
+      `initialize answered ${init.status}${location ? ` → ${location}` : ''}: probe the final URL`,
+    );
   }
 
   const read = await http.readResponse(init, INITIALIZE_ID, http.deadline());
@@ -55,16 +58,26 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
     const supported = Array.isArray(error?.data?.supported) ? error.data.supported.filter(isString) : undefined;
     const extra = supported ? { serverSupported: supported } : {};
     if (supported && supported.length > 0 && supported.every(v => v >= FIRST_UNRESUMABLE_VERSION)) {
-      return stop('not_applicable', `server speaks only ${supported.join(', ')}: no sessions, no Last-Event-ID resumption`, extra);
+      return stop(
+        'not_applicable',
+        `server speaks only ${supported.join(', ')}: no sessions, no Last-Event-ID resumption`,
+        extra,
+      );
     }
-    return stop('not_tested', `initialize answered ${init.status}: ${error?.message ?? read.error ?? ''}`.trim(), extra);
+    return stop(
+      'not_tested',
+      `initialize answered ${init.status}: ${error?.message ?? read.error ?? ''}`.trim(),
+      extra,
+    );
   }
 
   const result = read.message?.result as { protocolVersion?: unknown } | undefined;
   const negotiated = isString(result?.protocolVersion) ? result.protocolVersion : undefined;
   if (negotiated === undefined) return stop('not_tested', 'initialize result carries no protocolVersion');
   if (!(RESUMABLE_PROTOCOL_VERSIONS as readonly string[]).includes(negotiated)) {
-    return stop('not_applicable', `server negotiated ${negotiated}, which has no Last-Event-ID resumption`, { negotiated });
+    return stop('not_applicable', `server negotiated ${negotiated}, which has no Last-Event-ID resumption`, {
+      negotiated,
+    });
   }
 
   http.sessionId = init.headers?.get('mcp-session-id') ?? undefined;
@@ -73,7 +86,9 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
   if (http.sessionId === undefined) notes.push('no Mcp-Session-Id: the server runs without sessions');
   if (negotiated !== protocolVersion) notes.push(`asked for ${protocolVersion}, server chose ${negotiated}`);
 
-  const initialized = await http.send('initialized', 'POST', { message: { jsonrpc: '2.0', method: 'notifications/initialized' } });
+  const initialized = await http.send('initialized', 'POST', {
+    message: { jsonrpc: '2.0', method: 'notifications/initialized' },
+  });
   await initialized.close();
   if (initialized.status < 200 || initialized.status >= 300) {
     notes.push(`notifications/initialized answered ${initialized.status || initialized.error}`);

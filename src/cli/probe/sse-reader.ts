@@ -13,7 +13,11 @@ export interface SseFrame {
   data: string;
 }
 
-export type SseRead = { kind: 'frame'; frame: SseFrame } | { kind: 'eof' } | { kind: 'timeout' } | { kind: 'error'; error: string };
+export type SseRead =
+  | { kind: 'frame'; frame: SseFrame }
+  | { kind: 'eof' }
+  | { kind: 'timeout' }
+  | { kind: 'error'; error: string };
 
 /** Frames above this many characters of data are cut: the probe only needs small JSON-RPC messages. */
 const MAX_DATA_CHARS = 1 << 20;
