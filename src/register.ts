@@ -34,7 +34,7 @@ const ESM_HOOK_KEY = Symbol.for('forkwatch.esm-hook');
 const OTEL_API_KEY = Symbol.for('opentelemetry.js.api.1');
 /** How long a SIGTERM/SIGINT waits for the last export before the signal takes its course. */
 const SHUTDOWN_TIMEOUT_MS = 5_000;
-/** The longest the Prometheus endpoint waits for resource detection. */
+/** The longest a scrape of the Prometheus endpoint waits for resource detection. */
 const RESOURCE_TIMEOUT_MS = 2_000;
 /** How often, when the app runs its own SDK, register looks whether the global MeterProvider changed. */
 const FOLLOW_INTERVAL_MS = 500;
@@ -173,13 +173,11 @@ class Registration implements ForkwatchRegistration {
     this.applyMeterProvider();
     if (this.prometheus) {
       // The Prometheus exporter reads the resource without waiting for the detectors' async attributes (host.id),
-      // and logs an error on every scrape until someone settles them: settle them, then open the port.
-      const exporter = this.prometheus;
-      // A main module that loads for seconds blocks the loop: when the timer and the settled detector are both due
-      // after it, the timer runs first, so give pending I/O one more turn before giving up on the resource.
-      withTimeout(Promise.resolve(sdk.resource.waitForAsyncAttributes?.()), RESOURCE_TIMEOUT_MS)
-        .catch(() => new Promise(resolve => setImmediate(resolve)))
-        .then(() => this.startPrometheusServer(exporter));
+      // and logs an error on every scrape that comes before they settle: scrapes wait for them (bounded).
+      const settled = Promise.resolve(sdk.resource.waitForAsyncAttributes?.()).catch(() => undefined);
+      this.startPrometheusServer(this.prometheus, () =>
+        withTimeout(settled, RESOURCE_TIMEOUT_MS).catch(() => undefined),
+      );
     }
   }
 
@@ -215,14 +213,14 @@ class Registration implements ForkwatchRegistration {
     return readers;
   }
 
-  private startPrometheusServer(exporter: PrometheusExporter): void {
+  private startPrometheusServer(exporter: PrometheusExporter, resourceSettled: () => Promise<void>): void {
     const { host, port } = this.env.prometheus;
     const where = `${host ?? 'all interfaces'} port ${port}`;
     const { createServer } = require('node:http') as typeof import('node:http');
     const server = createServer((request, response) => {
       const path = (request.url ?? '').split('?')[0];
-      if (request.method === 'GET' && path === PROMETHEUS_PATH) exporter.getMetricsRequestHandler(request, response);
-      else response.writeHead(404).end('Not found');
+      if (request.method !== 'GET' || path !== PROMETHEUS_PATH) return void response.writeHead(404).end('Not found');
+      void resourceSettled().then(() => exporter.getMetricsRequestHandler(request, response));
     });
     server.on('connection', socket => socket.unref());
     server.once('error', (error: NodeJS.ErrnoException) => {

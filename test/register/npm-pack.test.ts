@@ -4,7 +4,7 @@
  * `--import forkwatch/register`, scraped over HTTP. The tarball carries what it needs and nothing else.
  */
 import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -66,6 +66,9 @@ describe('the tarball', () => {
     for (const required of [
       'package.json',
       'README.md',
+      'LICENSE',
+      'CHANGELOG.md',
+      'schema/probe-report.schema.json',
       'build/src/index.js',
       'build/src/index.d.ts',
       'build/src/register.js',
@@ -103,6 +106,30 @@ describe('the tarball', () => {
 });
 
 describe('installed into a fresh app with only the MCP SDK', () => {
+  test('the install footprint: packages and megabytes a plain `npm install forkwatch` brings', async () => {
+    const { stdout } = await run(npm, ['ls', '--all', '--parseable'], { cwd: appDir, maxBuffer: 64 << 20 }).catch(
+      (error: { stdout: string }) => ({ stdout: error.stdout }), // npm ls exits 1 on unmet optional peers
+    );
+    const packages = new Set(stdout.split('\n').filter(line => line.includes('node_modules'))).size;
+    const { stdout: du } = await run('du', ['-sk', join(appDir, 'node_modules')]);
+    const megabytes = Number(du.split('\t')[0]) / 1024;
+    process.stderr.write(`installed with the MCP SDK: ${packages} packages, ${megabytes.toFixed(1)} MB\n`);
+    // None of the optional exporters, and no second SDK, comes with a plain install.
+    expect(stdout).not.toMatch(/exporter-trace-otlp|exporter-zipkin|grpc-js|protobufjs|sdk-node/);
+  });
+
+  test('every published command works from the installed package: --version, --help, probe --help, usage errors', async () => {
+    const bin = join(appDir, 'node_modules', '.bin', 'forkwatch');
+    const version = await run(bin, ['--version'], { cwd: appDir });
+    expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version);
+    expect((await run(bin, ['--help'], { cwd: appDir })).stdout).toContain('probe <url>');
+    expect((await run(bin, ['probe', '--help'], { cwd: appDir })).stdout).toContain('Usage: forkwatch probe <url>');
+    const usage = await run(bin, ['lab'], { cwd: appDir }).catch((error: { code: number; stderr: string }) => error);
+    expect(usage).toMatchObject({ code: 64 });
+    const pkg = JSON.parse(readFileSync(join(appDir, 'node_modules', 'forkwatch', 'package.json'), 'utf8'));
+    expect(Object.keys(pkg.bin)).toEqual(['forkwatch']);
+  });
+
   test('npm install takes well under a minute (with a warm npm cache)', () => {
     // A cold npm cache depends on the network; CI installs the same packages for the repository first.
     process.stderr.write(`npm install of the tarball and the MCP SDK: ${installSeconds.toFixed(1)} s\n`);
