@@ -126,9 +126,13 @@ describe('two processes behind a round-robin proxy', () => {
     expect(code).toBe(1);
     expect(report.resumes.attempts).toBe(10);
     expect(report.resumes.forkedRatio).toBe(0.5);
-    // The replay, the bogus cursor and the ten resumes were open at once: the five silent resumes and the silent
-    // bogus cursor cost one --timeout in all (bench/probe-timing.mjs measures it).
-    expect(proxy.maxOpen()).toBeGreaterThanOrEqual(7);
+    // Pipelined: each resume opened before the previous one had its verdict (requests overlapped at the proxy).
+    // The SDK ends a replica's silent stream when the next resume for it arrives, so every silent resume but the
+    // last one to each replica ends early; at most the last two wait out the whole --timeout, not all five in turn.
+    expect(proxy.maxOpen()).toBeGreaterThanOrEqual(2);
+    const forks = report.resumes.details.filter(d => d.outcome === 'forked');
+    expect(forks).toHaveLength(5);
+    expect(forks.filter(d => d.reason === 'no_frame').length).toBeLessThanOrEqual(2);
   });
 
   test('one event store shared by both replicas: resumable behind the same proxy (no false alarm)', async () => {

@@ -120,7 +120,15 @@ export async function resumeOnce(
         detail: `answered ${exchange.status} and ended the stream without a frame`,
       });
     }
-    if (read.kind === 'error') return done({ outcome: 'failed', reason: 'stream_error', detail: read.error });
+    if (read.kind === 'error') {
+      // Servers write the replay before they answer (the SDK does), so a 200 stream that breaks before any frame
+      // had no replay to give; the break itself is often the server superseding it with the probe's next resume.
+      return done({
+        outcome: 'forked',
+        reason: 'eof_without_frames',
+        detail: `answered ${exchange.status} and the stream broke before any frame (${read.error})`,
+      });
+    }
 
     const { id, data } = read.frame;
     const firstEventId = id === undefined || id === '' ? null : id;
