@@ -139,6 +139,7 @@ async function runMutated(
   files: string[],
   order: EvalOrderName,
   mutate: (rule: AlertRule) => Partial<AlertRule> | undefined,
+  mutateRecording?: (text: string) => string,
 ): Promise<{ code: number | null; out: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'forkwatch-mutant-'));
   try {
@@ -154,8 +155,12 @@ async function runMutated(
         changed++;
       }),
     );
-    if (changed === 0) throw new Error('mutation changed nothing');
+    const recordingFile = join(ALERTS_DIR, 'forkwatch-recording.rules.yml');
+    const recording = await readFile(recordingFile, 'utf8');
+    const mutatedRecording = mutateRecording ? mutateRecording(recording) : recording;
+    if (changed === 0 && mutatedRecording === recording) throw new Error('mutation changed nothing');
     await writeFile(join(dir, ALERT_FILE), doc.toString());
+    await writeFile(join(dir, 'forkwatch-recording.rules.yml'), mutatedRecording);
     return await runUnitTests(dir, files, order);
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -177,8 +182,8 @@ describe('the unit tests catch broken rules (mutations)', () => {
 
   test.concurrent.each(
     eachOrder([
-      ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'job, transport, reason'],
-      ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'job, transport'],
+      ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'cluster, namespace, job, transport, reason'],
+      ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'cluster, namespace, job, transport'],
     ] as const),
   )('%s without the counter-born-at-1 guard fails its unit tests (%s, %s), %s', async (alert, metric, by, order) => {
     const plain = `sum by (${by}) (increase(${metric}[10m])) > 0`;
@@ -187,11 +192,24 @@ describe('the unit tests catch broken rules (mutations)', () => {
     expect(res.out).toMatch(/born-at-1/);
   });
 
-  test.concurrent.each(EVAL_ORDER_NAMES)('ForkwatchResumeLossBudgetBurn without its traffic floor fails its unit tests, %s', async order => {
-    const res = await runMutated(testFilesFor('ForkwatchResumeLossBudgetBurn'), order, r =>
-      r.alert === 'ForkwatchResumeLossBudgetBurn' ? { expr: r.expr.replace(/\s*and on \(job\)\s*sum by \(job\) \(increase[^\n]*/, '') } : undefined,
-    );
+  test.concurrent.each(
+    eachOrder([['ForkwatchResumeLossBudgetBurn'], ['ForkwatchServerDeliveryBudgetBurn'], ['ForkwatchServerEventsWithoutListener']] as const),
+  )('%s without its traffic floor fails its unit tests, %s', async (alert, order) => {
+    const floor = /\s*and on \([^)]*\)\s*sum by \([^)]*\) \(increase[^\n]*/;
+    const res = await runMutated(testFilesFor(alert), order, r => {
+      if (r.alert !== alert) return undefined;
+      expect(r.expr).toMatch(floor);
+      return { expr: r.expr.replace(floor, '') };
+    });
     expect(res.code, res.out).not.toBe(0);
     expect(res.out).toMatch(/low traffic/);
+  });
+
+  test.concurrent.each(EVAL_ORDER_NAMES)('ForkwatchServerDeliveryBudgetBurn counting abandoned events as loss fails its unit tests, %s', async order => {
+    const res = await runMutated(testFilesFor('ForkwatchServerDeliveryBudgetBurn'), order, () => undefined, rules =>
+      rules.replaceAll('reason=~"stream_moved|no_listener|dropped"', 'reason=~"stream_moved|no_listener|dropped|abandoned"'),
+    );
+    expect(res.code, res.out).not.toBe(0);
+    expect(res.out).toMatch(/crash-only/);
   });
 });
