@@ -33,6 +33,24 @@ export interface TraceSearch {
   service: string;
 }
 
+export interface KubernetesOutput {
+  /** Namespace of the PrometheusRule and PodMonitor objects. */
+  namespace: string;
+  /** Labels the Prometheus object's ruleSelector and podMonitorSelector match (kube-prometheus: none needed). */
+  labels: Record<string, string>;
+  /** Labels of the MCP pods to scrape, and the name of their metrics container port. */
+  podSelector: Record<string, string>;
+  port: string;
+  interval: string;
+}
+
+export interface CollectorOutput {
+  /** Where the Collector's prometheus exporter listens for Prometheus to scrape. */
+  prometheusEndpoint: string;
+  /** Aggregation label -> the OTLP resource attribute it is copied from. */
+  resourceAttributes: Record<string, string>;
+}
+
 export interface ForkwatchConfig {
   /** PromQL label matchers that scope every rule and panel to the user's jobs, e.g. `job=~"mcp-.*"`. '' = all. */
   selector: string;
@@ -59,6 +77,10 @@ export interface ForkwatchConfig {
   /** ...when the hour held at least this many events written. */
   noListenerMinEvents: number;
   traceSearch: TraceSearch;
+  kubernetes: KubernetesOutput;
+  otelCollector: CollectorOutput;
+  /** Where Grafana reads the dashboard JSON files (the provisioning file's options.path). */
+  grafanaDashboardsPath: string;
 }
 
 export const DEFAULT_CONFIG: ForkwatchConfig = {
@@ -81,24 +103,33 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
   noListenerShare: 0.01,
   noListenerMinEvents: 100,
   traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
+  kubernetes: {
+    namespace: 'monitoring',
+    labels: { 'app.kubernetes.io/name': 'forkwatch', prometheus: 'k8s', role: 'alert-rules' },
+    podSelector: { 'app.kubernetes.io/component': 'mcp-server' },
+    port: 'metrics',
+    interval: '30s',
+  },
+  otelCollector: {
+    prometheusEndpoint: '0.0.0.0:8889',
+    resourceAttributes: { cluster: 'k8s.cluster.name', namespace: 'k8s.namespace.name' },
+  },
+  grafanaDashboardsPath: '/var/lib/grafana/dashboards/forkwatch',
 };
 
-export type UserConfig = Partial<Omit<ForkwatchConfig, 'severities' | 'traceSearch'>> & {
-  severities?: Partial<ForkwatchConfig['severities']>;
-  traceSearch?: Partial<TraceSearch>;
-};
+/** Nested objects are merged one level deep, so a user names only what differs. */
+const NESTED = ['severities', 'traceSearch', 'kubernetes', 'otelCollector'] as const;
+type Nested = (typeof NESTED)[number];
+
+export type UserConfig = Partial<Omit<ForkwatchConfig, Nested>> & { [K in Nested]?: Partial<ForkwatchConfig[K]> };
 
 /** The defaults overlaid with a user's config; throws on a config the rules cannot honour. */
 export function resolveConfig(user: UserConfig = {}): ForkwatchConfig {
   const known = new Set(Object.keys(DEFAULT_CONFIG));
   const unknown = Object.keys(user).filter(k => !known.has(k));
   if (unknown.length > 0) throw new Error(`unknown config keys: ${unknown.join(', ')}`);
-  const config: ForkwatchConfig = {
-    ...DEFAULT_CONFIG,
-    ...user,
-    severities: { ...DEFAULT_CONFIG.severities, ...user.severities },
-    traceSearch: { ...DEFAULT_CONFIG.traceSearch, ...user.traceSearch },
-  } as ForkwatchConfig;
+  const config = { ...DEFAULT_CONFIG, ...user } as ForkwatchConfig;
+  for (const key of NESTED) (config as unknown as Record<string, unknown>)[key] = { ...DEFAULT_CONFIG[key], ...user[key] };
   if (config.aggregationLabels.length > 0 && !config.aggregationLabels.includes(config.clusterLabel)) {
     throw new Error(`clusterLabel ${config.clusterLabel} must be one of aggregationLabels`);
   }
