@@ -121,3 +121,20 @@ describe('promtool: the two-cluster test under a renamed cluster label', () => {
     expect(res.out).toMatch(/one alert per cluster|once per cluster/);
   });
 });
+
+describe('alerts/README.md', () => {
+  const readme = readFileSync(join(ALERTS_DIR, 'README.md'), 'utf8');
+  const section = (heading: string) => readme.split(/^## /m).find(s => s.startsWith(`${heading}\n`)) ?? '';
+
+  test('the config table names every config key', () => {
+    const table = section('Config');
+    for (const key of Object.keys(DEFAULT_CONFIG)) expect(table, key).toMatch(new RegExp(`^\\| [^|]*\`${key}\``, 'm'));
+  });
+
+  test('the alerts table lists every alert with a link to its runbook', () => {
+    const table = section('Alerts');
+    const alerts = new Set(rulesOf(DEFAULT_CONFIG).flatMap(r => r.alert ?? []));
+    expect(alerts.size).toBeGreaterThan(10);
+    for (const a of alerts) expect(table, a).toContain(`| [\`${a}\`](runbooks/${a}.md) |`);
+  });
+});
