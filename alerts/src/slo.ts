@@ -148,7 +148,7 @@ export function sloAlerts(config: ForkwatchConfig): { client: RuleSpec[]; server
     `lossy one\nstays below the threshold (${floors});\nbelow it ForkwatchForksDetected still opens a ticket for every fork.`;
   (server[0] as RuleSpec).comment =
     `Events servers stored or wrote that never reached a live client. SLO: ${percent(config.serverDeliveryObjective)} ` +
-    'of events written reach one.\nSame windows, factors and traffic floors (in events) as ForkwatchResumeLossBudgetBurn; ' +
-    'abandoned events never count.';
+    'of events written reach one.\nSame windows, factors and traffic floors (in events) as ' +
+    'ForkwatchResumeLossBudgetBurn;\nabandoned events never count.';
   return { client, server };
 }
