@@ -97,7 +97,14 @@ describe('promtool check rules', () => {
   });
 });
 
-describe('promtool test rules', () => {
+/**
+ * promtool replays hours of rule evaluations (the burn-rate files evaluate every rule each minute for 5 hours): one
+ * file alone takes 10-25 s of CPU on the shared 2-core machine, and five run at once. This bounds a CPU-bound run,
+ * it waits for nothing.
+ */
+const PROMTOOL_TIMEOUT = { timeout: 180_000 };
+
+describe('promtool test rules', PROMTOOL_TIMEOUT, () => {
   test.concurrent.each(TEST_FILES.flatMap(f => EVAL_ORDER_NAMES.map(o => [f, o] as const)))('%s passes with %s', async (file, order) => {
     const res = await runUnitTests(ALERTS_DIR, [file], order);
     expect(res.code, res.out).toBe(0);
@@ -175,7 +182,7 @@ async function runMutated(
   }
 }
 
-describe('the unit tests catch broken rules (mutations)', () => {
+describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () => {
   const eachOrder = <T extends readonly unknown[]>(cases: readonly T[]) => cases.flatMap(c => EVAL_ORDER_NAMES.map(o => [...c, o] as const));
 
   test.concurrent.each(eachOrder(ALERT_NAMES.map(a => [a] as const)))('%s never firing fails its unit tests, %s', async (alert, order) => {
