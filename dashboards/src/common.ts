@@ -26,7 +26,8 @@ export interface LabelVariable {
  * exist only in some setups, so "All" must also match series without them (`.*`).
  */
 export function labelVariables(config: ForkwatchConfig): LabelVariable[] {
-  const aggregation = [config.clusterLabel, ...config.aggregationLabels.filter(l => l !== config.clusterLabel)];
+  const rest = config.aggregationLabels.filter(l => l !== config.clusterLabel);
+  const aggregation = config.aggregationLabels.length > 0 ? [config.clusterLabel, ...rest] : [];
   const names = [...aggregation, 'job', 'instance'];
   return names.map((name, i) => ({
     name,

@@ -11,6 +11,7 @@ import { describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG, resolveConfig } from '../../alerts/src/config';
 import { type RuleSpec } from '../../alerts/src/rule-model';
 import { renderRuleFiles, ruleFiles } from '../../alerts/src/rule-files';
+import { renderDashboards } from '../../dashboards/src/generate';
 import { BIN, runTool } from '../support/prometheus';
 import { analyzePromQL } from '../support/promql';
 
@@ -136,5 +137,17 @@ describe('alerts/README.md', () => {
     const alerts = new Set(rulesOf(DEFAULT_CONFIG).flatMap(r => r.alert ?? []));
     expect(alerts.size).toBeGreaterThan(10);
     for (const a of alerts) expect(table, a).toContain(`| [\`${a}\`](runbooks/${a}.md) |`);
+  });
+});
+
+describe('a config without aggregation labels (one Prometheus per environment)', () => {
+  const config = resolveConfig({ aggregationLabels: [] });
+
+  test('rules aggregate by job alone, and the dashboard has no cluster variable', () => {
+    for (const r of rulesOf(config)) {
+      for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g)) expect((m[2] as string).split(', ')[0], r.alert ?? r.record).toBe('job');
+    }
+    const dashboard = JSON.parse([...renderDashboards(config).values()][0] ?? '{}');
+    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual(['datasource', 'job', 'instance']);
   });
 });
