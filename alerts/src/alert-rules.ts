@@ -10,7 +10,8 @@ export const ALERT_GROUP = 'forkwatch';
 export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
   const s = scope(config);
   const ticket = config.severities.ticket;
-  const alert = (name: string, spec: Omit<RuleSpec, 'alert' | 'annotations'>, summary: string, description: string): RuleSpec => ({
+  type Spec = Omit<RuleSpec, 'alert' | 'annotations'>;
+  const alert = (name: string, spec: Spec, summary: string, description: string): RuleSpec => ({
     alert: name,
     ...spec,
     labels: { severity: ticket, ...spec.labels },
@@ -21,7 +22,8 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     const m = s.sel(metric);
     return (
       `sum by (${s.by(...labels)}) (\n    (increase(${m}[10m]) > 0)\n  or\n    (\n` +
-      `      (${m} > 0 unless ${m} offset 10m)\n      and on (${s.by()}) group by (${s.by()}) (${s.sel('up')} offset 10m)\n    )\n)\n`
+      `      (${m} > 0 unless ${m} offset 10m)\n` +
+      `      and on (${s.by()}) group by (${s.by()}) (${s.sel('up')} offset 10m)\n    )\n)\n`
     );
   };
   const perInstanceShare = (outcome: string) =>
@@ -29,6 +31,7 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     `sum by (${s.by('instance')}) (job_instance:forkwatch_server_resumes:rate5m)\n> 0.05\n`;
   const slo = sloAlerts(config);
   const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
+  const serverResumes = METRICS.serverResumes.prometheusName;
   const written = `sum by (${s.by('instance')}) (increase(${s.sel(METRICS.serverEvents.prometheusName)}[1h]))`;
 
   const rules: RuleSpec[] = [
@@ -66,7 +69,7 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     alert(
       'ForkwatchServerCursorsIgnored',
       {
-        expr: `sum by (${s.by('instance')}) (increase(${s.sel(METRICS.serverResumes.prometheusName, 'outcome="ignored"')}[10m])) > 0`,
+        expr: `sum by (${s.by('instance')}) (increase(${s.sel(serverResumes, 'outcome="ignored"')}[10m])) > 0`,
         for: '1m',
         comment: 'Server view, per process: Last-Event-ID ignored because the process has no event store at all.',
       },
@@ -152,7 +155,8 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
       'ForkwatchTargetWithoutMetrics',
       {
         expr:
-          `(\n  ${s.sel('up')} == 1\n  unless on (${s.by('instance')}) group by (${s.by('instance')}) (${s.named('forkwatch_.+')})\n)\n` +
+          `(\n  ${s.sel('up')} == 1\n` +
+          `  unless on (${s.by('instance')}) group by (${s.by('instance')}) (${s.named('forkwatch_.+')})\n)\n` +
           `and on (${s.by()}) max_over_time(job:forkwatch_series:count[1d])\n`,
         for: '15m',
         comment:

@@ -7,31 +7,36 @@ import { podMonitor, prometheusRule } from './outputs/kubernetes';
 import { collectorConfig, scrapeConfig } from './outputs/otel-collector';
 import { renderRuleFiles, ruleFiles } from './rule-files';
 
-const yaml = (header: string, value: unknown) =>
-  `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
+const yaml = (header: string, value: unknown) => `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
 
 /** Relative path -> file content. */
 export function renderPack(config: ForkwatchConfig): Map<string, string> {
   const files = new Map<string, string>();
   for (const [name, content] of renderRuleFiles(config)) files.set(`prometheus/${name}`, content);
-  files.set('kubernetes/prometheusrule.yaml', yaml('forkwatch rules for the prometheus-operator (kube-prometheus).', prometheusRule(config)));
+  const rule = prometheusRule(config);
+  files.set('kubernetes/prometheusrule.yaml', yaml('forkwatch rules for the prometheus-operator (kube-prometheus).', rule));
   files.set('kubernetes/podmonitor.yaml', yaml('Scrapes the MCP pods that run forkwatch.', podMonitor(config)));
   for (const [name, content] of renderDashboards(config)) files.set(`grafana/dashboards/${name}`, content);
   files.set(
     'grafana/provisioning/dashboards/forkwatch.yaml',
-    yaml(`Grafana dashboard provisioning: copy grafana/dashboards/*.json to ${config.grafanaDashboardsPath}.`, dashboardProvisioning(config)),
+    yaml(
+      `Grafana dashboard provisioning: copy grafana/dashboards/*.json to ${config.grafanaDashboardsPath}.`,
+      dashboardProvisioning(config),
+    ),
   );
   files.set(
     'otel-collector/config.yaml',
-    yaml('OpenTelemetry Collector (contrib: needs the transform processor): OTLP in, Prometheus out.', collectorConfig(config)),
+    yaml('OpenTelemetry Collector (contrib, for the transform processor): OTLP in, Prometheus out.', collectorConfig(config)),
   );
-  files.set('otel-collector/prometheus-scrape.yaml', yaml('Prometheus scrape job for the Collector.', scrapeConfig(config)));
+  const scrape = scrapeConfig(config);
+  files.set('otel-collector/prometheus-scrape.yaml', yaml('Prometheus scrape job for the Collector.', scrape));
   files.set('links.md', links(config));
   return files;
 }
 
 function links(config: ForkwatchConfig): string {
-  const alerts = [...new Set(ruleFiles(config).flatMap(f => f.groups.flatMap(g => g.rules.flatMap(r => r.alert ?? []))))];
+  const rules = ruleFiles(config).flatMap(f => f.groups.flatMap(g => g.rules));
+  const alerts = [...new Set(rules.flatMap(r => r.alert ?? []))];
   return [
     '# forkwatch pack links',
     '',
