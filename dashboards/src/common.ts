@@ -1,49 +1,71 @@
 /**
- * Building blocks shared by forkwatch's dashboards: the templated data source, the label variables every query
- * filters on, PromQL selector helpers and the runbook links.
+ * Building blocks shared by forkwatch's dashboards, from the pack's config (alerts/src/config.ts): the templated data
+ * source, the label variables every query filters on, PromQL selector helpers, the runbook and trace links.
  */
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import { DataqueryBuilder } from '@grafana/grafana-foundation-sdk/prometheus';
+import { type ForkwatchConfig, runbookUrl } from '../../alerts/src/config';
+import { type TraceSearchSpec, traceSearchUrl } from './trace-links';
 
 /** Every panel, target, variable and annotation reads from the data source the user picks. */
 export const DATASOURCE = { type: 'prometheus', uid: '${datasource}' };
 
-export const RUNBOOKS_INDEX = 'https://github.com/forkwatch/forkwatch/tree/main/alerts/runbooks';
-export const runbookUrl = (alertName: string) =>
-  `https://github.com/forkwatch/forkwatch/blob/main/alerts/runbooks/${alertName}.md`;
-
 /** The series a variable's values are read from: every process that runs forkwatch exports one of these. */
-const RESUME_SERIES = '{__name__=~"forkwatch_(client|server)_resumes_total"';
+const RESUME_SERIES = '__name__=~"forkwatch_(client|server)_resumes_total"';
+
+export interface LabelVariable {
+  name: string;
+  label: string;
+  allValue: string;
+  filterBy: string[];
+}
 
 /**
- * Label variables, in the order they filter. `job` and `instance` match only series that carry the label (`.+`, as
- * dashboard-linter asks); `cluster` and `namespace` exist only in some setups, so "All" must also match series
- * without them (`.*`).
+ * Label variables, in the order they filter: the config's aggregation labels (cluster first), then job and instance.
+ * `job` and `instance` match only series that carry the label (`.+`, as dashboard-linter asks); cluster-like labels
+ * exist only in some setups, so "All" must also match series without them (`.*`).
  */
-export const LABEL_VARIABLES = [
-  { name: 'cluster', label: 'Cluster', allValue: '.*', filterBy: [] },
-  { name: 'namespace', label: 'Namespace', allValue: '.*', filterBy: ['cluster'] },
-  { name: 'job', label: 'Job', allValue: '.+', filterBy: ['cluster', 'namespace'] },
-  { name: 'instance', label: 'Instance', allValue: '.+', filterBy: ['cluster', 'namespace', 'job'] },
-] as const;
-
-export type LabelVariable = (typeof LABEL_VARIABLES)[number]['name'];
+export function labelVariables(config: ForkwatchConfig): LabelVariable[] {
+  const rest = config.aggregationLabels.filter(l => l !== config.clusterLabel);
+  const aggregation = config.aggregationLabels.length > 0 ? [config.clusterLabel, ...rest] : [];
+  const names = [...aggregation, 'job', 'instance'];
+  return names.map((name, i) => ({
+    name,
+    label: name === config.clusterLabel ? 'Cluster' : name[0]!.toUpperCase() + name.slice(1).replace(/_/g, ' '),
+    allValue: aggregation.includes(name) ? '.*' : '.+',
+    filterBy: names.slice(0, i),
+  }));
+}
 
 /** `job=~"$job", instance=~"$instance", …` for the given labels. */
-export function matchers(labels: readonly LabelVariable[]): string {
+export function matchers(labels: readonly string[]): string {
   return labels.map(l => `${l}=~"$${l}"`).join(', ');
 }
 
-/** Matchers for raw forkwatch series, which carry every label the scrape gives them. */
-export const RAW = matchers(['cluster', 'namespace', 'job', 'instance']);
-/** Matchers for `job:` recording rules: they keep `job` and nothing else of the scrape labels. */
-export const PER_JOB = matchers(['job']);
+export interface Matchers {
+  /** For raw forkwatch series, which carry every label the scrape gives them (and the config's selector). */
+  raw: string;
+  /** For `job:` recording rules: they keep the aggregation labels and `job`. */
+  perJob: string;
+  /** For `job_instance:` recording rules. */
+  perInstance: string;
+}
 
-export function variables(): Array<dashboard.DatasourceVariableBuilder | dashboard.QueryVariableBuilder> {
+export function scopeMatchers(config: ForkwatchConfig): Matchers {
+  const vars = labelVariables(config).map(v => v.name);
+  const perJob = matchers(vars.filter(v => v !== 'instance'));
+  return {
+    raw: [config.selector.trim(), matchers(vars)].filter(Boolean).join(', '),
+    perJob,
+    perInstance: matchers(vars),
+  };
+}
+
+export function variables(config: ForkwatchConfig): Array<dashboard.DatasourceVariableBuilder | dashboard.QueryVariableBuilder> {
   const datasource = new dashboard.DatasourceVariableBuilder('datasource').label('Data source').type('prometheus');
-  const labels = LABEL_VARIABLES.map(v => {
-    const filter = v.filterBy.length > 0 ? `, ${matchers(v.filterBy)}` : '';
-    const query = `label_values(${RESUME_SERIES}${filter}}, ${v.name})`;
+  const labels = labelVariables(config).map(v => {
+    const filter = [RESUME_SERIES, config.selector.trim(), matchers(v.filterBy)].filter(Boolean).join(', ');
+    const query = `label_values({${filter}}, ${v.name})`;
     return new dashboard.QueryVariableBuilder(v.name)
       .label(v.label)
       .datasource(DATASOURCE)
@@ -70,11 +92,19 @@ export function thresholds(steps: Array<[number | null, string]>): dashboard.Thr
     .steps(steps.map(([value, color]) => ({ value, color })));
 }
 
-/** Panel links: the runbooks of the alerts a panel explains, then the runbook index. */
-export function runbookLinks(alertNames: readonly string[]): dashboard.DashboardLinkBuilder[] {
+/** Panel links: the traces behind the panel (if a trace backend is configured), the runbooks, the runbook index. */
+export function panelLinks(
+  config: ForkwatchConfig,
+  alertNames: readonly string[],
+  traces: readonly TraceSearchSpec[] = [],
+): dashboard.DashboardLinkBuilder[] {
+  const traceLinks = traces.flatMap(t => {
+    const url = traceSearchUrl(config.traceSearch, t);
+    return url ? [new dashboard.DashboardLinkBuilder(`Traces: ${t.title}`).url(url).targetBlank(true)] : [];
+  });
   const specific = alertNames.map(name =>
-    new dashboard.DashboardLinkBuilder(`Runbook: ${name}`).url(runbookUrl(name)).targetBlank(true),
+    new dashboard.DashboardLinkBuilder(`Runbook: ${name}`).url(runbookUrl(config, name)).targetBlank(true),
   );
-  const index = new dashboard.DashboardLinkBuilder('All forkwatch runbooks').url(RUNBOOKS_INDEX).targetBlank(true);
-  return [...specific, index];
+  const index = new dashboard.DashboardLinkBuilder('All forkwatch runbooks').url(config.runbooksIndexUrl).targetBlank(true);
+  return [...traceLinks, ...specific, index];
 }

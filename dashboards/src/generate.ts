@@ -5,7 +5,8 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { OVERVIEW_UID, overviewDashboard } from './overview';
+import { type ForkwatchConfig, DEFAULT_CONFIG } from '../../alerts/src/config';
+import { overviewDashboard } from './overview';
 
 export const DASHBOARDS_DIR = join(__dirname, '..');
 
@@ -26,10 +27,10 @@ function tidy(dashboard: Json): Json {
 }
 
 /** File name → file content, exactly as committed. */
-export function renderDashboards(): Map<string, string> {
+export function renderDashboards(config: ForkwatchConfig = DEFAULT_CONFIG): Map<string, string> {
   const files = new Map<string, string>();
-  const overview = tidy(overviewDashboard().build() as unknown as Json);
-  files.set(`${OVERVIEW_UID}.json`, `${JSON.stringify(overview, null, 2)}\n`);
+  const overview = tidy(overviewDashboard(config).build() as unknown as Json);
+  files.set(`${config.dashboardUid}.json`, `${JSON.stringify(overview, null, 2)}\n`);
   return files;
 }
 

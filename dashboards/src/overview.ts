@@ -4,12 +4,14 @@
  */
 import type * as cog from '@grafana/grafana-foundation-sdk/cog';
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
-import { DATASOURCE, RUNBOOKS_INDEX, variables } from './common';
-import { row } from './panels';
-import { Q } from './queries';
+import { type ForkwatchConfig, DEFAULT_CONFIG } from '../../alerts/src/config';
+import { DATASOURCE, variables } from './common';
+import { type Ctx, context, row } from './panels';
+import { queries } from './queries';
 import { forkPanels, lossVersusHttpPanels } from './rows/client-loss';
 import { duplicateAndAlertPanels } from './rows/duplicates-and-alerts';
 import { gapPanels } from './rows/gaps';
+import { serverDeliveryPanels } from './rows/server-delivery';
 import { serverPanels } from './rows/servers';
 import { summaryPanels } from './rows/summary';
 
@@ -18,18 +20,20 @@ export const OVERVIEW_TITLE = 'Forkwatch / Overview';
 
 type PanelBuilder = cog.Builder<dashboard.Panel> & { id(id: number): cog.Builder<dashboard.Panel> };
 
-const ROWS: Array<[string, () => PanelBuilder[]]> = [
+const ROWS: Array<[string, (ctx: Ctx) => PanelBuilder[]]> = [
   ['Are sessions losing events?', summaryPanels],
   ['Forks', forkPanels],
   ['What HTTP dashboards do not show', lossVersusHttpPanels],
   ['Gaps and replays', gapPanels],
   ['Which process forks sessions', serverPanels],
+  ['Server delivery', serverDeliveryPanels],
   ['Duplicates and alerts', duplicateAndAlertPanels],
 ];
 
-export function overviewDashboard(): dashboard.DashboardBuilder {
+export function overviewDashboard(config: ForkwatchConfig = DEFAULT_CONFIG): dashboard.DashboardBuilder {
+  const ctx = context(config, queries(config));
   const builder = new dashboard.DashboardBuilder(OVERVIEW_TITLE)
-    .uid(OVERVIEW_UID)
+    .uid(config.dashboardUid)
     .description('Silently forked MCP sessions: resumes answered 2xx from an event log that lost the session events.')
     .tags(['forkwatch', 'mcp', 'opentelemetry'])
     .readonly()
@@ -37,11 +41,11 @@ export function overviewDashboard(): dashboard.DashboardBuilder {
     .time({ from: 'now-6h', to: 'now' })
     .refresh('1m')
     .tooltip(dashboard.DashboardCursorSync.Crosshair)
-    .variables(variables())
+    .variables(variables(config))
     .link(
       new dashboard.DashboardLinkBuilder('Forkwatch runbooks')
         .type(dashboard.DashboardLinkType.Link)
-        .url(RUNBOOKS_INDEX)
+        .url(config.runbooksIndexUrl)
         .icon('doc')
         .targetBlank(true),
     )
@@ -51,15 +55,15 @@ export function overviewDashboard(): dashboard.DashboardBuilder {
         .datasource(DATASOURCE)
         .enable(true)
         .iconColor('red')
-        .expr(Q.alertsTable)
+        .expr(ctx.q.alertsTable)
         .titleFormat('{{alertname}}')
-        .textFormat('{{job}} {{instance}} {{reason}}')
+        .textFormat(`{{${config.clusterLabel}}} {{job}} {{instance}} {{reason}}`)
         .step('1m'),
     );
   let id = 1;
   for (const [title, panels] of ROWS) {
     builder.withRow(row(title).id(id++));
-    for (const panel of panels()) builder.withPanel(panel.id(id++));
+    for (const panel of panels(ctx)) builder.withPanel(panel.id(id++));
   }
   return builder;
 }

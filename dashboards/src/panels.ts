@@ -9,7 +9,21 @@ import { PromQueryFormat } from '@grafana/grafana-foundation-sdk/prometheus';
 import { PanelBuilder as StatBuilder } from '@grafana/grafana-foundation-sdk/stat';
 import { PanelBuilder as TableBuilder } from '@grafana/grafana-foundation-sdk/table';
 import { PanelBuilder as TimeseriesBuilder } from '@grafana/grafana-foundation-sdk/timeseries';
-import { DATASOURCE, query, runbookLinks } from './common';
+import type { ForkwatchConfig } from '../../alerts/src/config';
+import { DATASOURCE, panelLinks, query } from './common';
+import type { Queries } from './queries';
+import type { TraceSearchSpec } from './trace-links';
+
+/** What every row gets: the config, its queries, and the panel links it implies. */
+export interface Ctx {
+  config: ForkwatchConfig;
+  q: Queries;
+  links(alerts: readonly string[], traces?: readonly TraceSearchSpec[]): dashboard.DashboardLinkBuilder[];
+}
+
+export function context(config: ForkwatchConfig, q: Queries): Ctx {
+  return { config, q, links: (alerts, traces) => panelLinks(config, alerts, traces) };
+}
 
 export interface Target {
   expr: string;
@@ -23,8 +37,8 @@ export interface PanelSpec {
   /** A Grafana unit id (see dashboard-linter's panel-units-rule list). */
   unit: string;
   targets: readonly Target[];
-  /** Alerts whose runbooks explain this panel. */
-  alerts: readonly string[];
+  /** Trace searches, runbooks of the alerts that explain this panel, the runbook index (Ctx.links). */
+  links: dashboard.DashboardLinkBuilder[];
   span: number;
   height: number;
 }
@@ -38,6 +52,11 @@ export const OUTCOME_COLORS: Record<string, string> = {
   replayed: 'green',
   unknown_cursor: 'red',
   ignored: 'yellow',
+  unverified: 'blue',
+  stream_moved: 'red',
+  no_listener: 'orange',
+  dropped: 'purple',
+  abandoned: 'text',
 };
 
 /** Fixed colours for series whose name matches `pattern(outcome)`. */
@@ -60,7 +79,7 @@ export function timeseries(spec: PanelSpec): TimeseriesBuilder {
     .datasource(DATASOURCE)
     .unit(spec.unit)
     .min(0)
-    .links(runbookLinks(spec.alerts))
+    .links(spec.links)
     .targets(targets(spec))
     .legend(
       new common.VizLegendOptionsBuilder()
@@ -83,7 +102,7 @@ export function stat(spec: PanelSpec): StatBuilder {
     .description(spec.description)
     .datasource(DATASOURCE)
     .unit(spec.unit)
-    .links(runbookLinks(spec.alerts))
+    .links(spec.links)
     .targets(targets(spec).map(t => t.instant()))
     .colorMode(common.BigValueColorMode.Background)
     .graphMode(common.BigValueGraphMode.None)
@@ -99,7 +118,7 @@ export function heatmap(spec: PanelSpec): HeatmapBuilder {
     .description(spec.description)
     .datasource(DATASOURCE)
     .unit(spec.unit)
-    .links(runbookLinks(spec.alerts))
+    .links(spec.links)
     .targets(targets(spec).map(t => t.format(PromQueryFormat.Heatmap)))
     .calculate(false)
     .yAxis(new YAxisConfigBuilder().unit(spec.unit).axisLabel(spec.unit === 's' ? 'gap' : 'events'))
@@ -116,7 +135,7 @@ export function table(spec: PanelSpec, hiddenColumns: readonly string[]): TableB
     .description(spec.description)
     .datasource(DATASOURCE)
     .unit(spec.unit)
-    .links(runbookLinks(spec.alerts))
+    .links(spec.links)
     .targets(targets(spec).map(t => t.instant().format(PromQueryFormat.Table)))
     .withTransformation({
       id: 'organize',

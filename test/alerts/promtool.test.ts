@@ -10,7 +10,7 @@
  * orders: recording rules first, and alert rules first.
  */
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseDocument } from 'yaml';
@@ -66,6 +66,13 @@ type EvalOrderName = keyof typeof EVAL_ORDERS;
 const EVAL_ORDER_NAMES = Object.keys(EVAL_ORDERS) as EvalOrderName[];
 
 /**
+ * promtool replays hours of rule evaluations (the burn-rate files evaluate every rule each minute for 5 hours): one
+ * file alone takes 10-25 s of CPU on the shared 2-core machine, and five run at once. This bounds a CPU-bound run,
+ * it waits for nothing.
+ */
+const PROMTOOL_TIMEOUT = { timeout: 180_000 };
+
+/**
  * Runs unit test files of `alertsDir`/tests with promtool, each rewritten beside itself with `group_eval_order`
  * set to `order`, and returns promtool's exit code and output.
  */
@@ -81,7 +88,9 @@ async function runUnitTests(alertsDir: string, files: string[], order: EvalOrder
       await writeFile(join(dir, file), doc.toString());
       variants.push(file);
     }
-    const res = await runTool(BIN.promtool, ['test', 'rules', ...variants], { cwd: dir });
+    const res = await runTool(BIN.promtool, ['test', 'rules', ...variants], { cwd: dir, timeoutMs: PROMTOOL_TIMEOUT.timeout - 10_000 });
+    // A killed promtool has no exit code: it must not count as a unit test that caught a mutant.
+    if (res.code === null) throw new Error(`promtool was killed before it finished ${variants.join(', ')}`);
     return { code: res.code, out: res.stdout + res.stderr };
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -97,7 +106,7 @@ describe('promtool check rules', () => {
   });
 });
 
-describe('promtool test rules', () => {
+describe('promtool test rules', PROMTOOL_TIMEOUT, () => {
   test.concurrent.each(TEST_FILES.flatMap(f => EVAL_ORDER_NAMES.map(o => [f, o] as const)))('%s passes with %s', async (file, order) => {
     const res = await runUnitTests(ALERTS_DIR, [file], order);
     expect(res.code, res.out).toBe(0);
@@ -139,6 +148,7 @@ async function runMutated(
   files: string[],
   order: EvalOrderName,
   mutate: (rule: AlertRule) => Partial<AlertRule> | undefined,
+  mutateRecording?: (text: string) => string,
 ): Promise<{ code: number | null; out: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'forkwatch-mutant-'));
   try {
@@ -154,15 +164,27 @@ async function runMutated(
         changed++;
       }),
     );
-    if (changed === 0) throw new Error('mutation changed nothing');
+    const recordingFile = join(ALERTS_DIR, 'forkwatch-recording.rules.yml');
+    const recording = await readFile(recordingFile, 'utf8');
+    const mutatedRecording = mutateRecording ? mutateRecording(recording) : recording;
+    if (changed === 0 && mutatedRecording === recording) throw new Error('mutation changed nothing');
     await writeFile(join(dir, ALERT_FILE), doc.toString());
-    return await runUnitTests(dir, files, order);
+    await writeFile(join(dir, 'forkwatch-recording.rules.yml'), mutatedRecording);
+    // A mutant is caught when any unit test fails: run the files one by one, smallest first, and stop at the first
+    // failure (on a loaded 2-core machine the long burn-rate files alone take tens of seconds).
+    const bySize = [...files].sort((a, b) => statSync(join(ALERTS_DIR, 'tests', a)).size - statSync(join(ALERTS_DIR, 'tests', b)).size);
+    let last = { code: 0 as number | null, out: '' };
+    for (const file of bySize) {
+      last = await runUnitTests(dir, [file], order);
+      if (last.code !== 0) return last;
+    }
+    return last;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-describe('the unit tests catch broken rules (mutations)', () => {
+describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () => {
   const eachOrder = <T extends readonly unknown[]>(cases: readonly T[]) => cases.flatMap(c => EVAL_ORDER_NAMES.map(o => [...c, o] as const));
 
   test.concurrent.each(eachOrder(ALERT_NAMES.map(a => [a] as const)))('%s never firing fails its unit tests, %s', async (alert, order) => {
@@ -177,8 +199,8 @@ describe('the unit tests catch broken rules (mutations)', () => {
 
   test.concurrent.each(
     eachOrder([
-      ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'job, transport, reason'],
-      ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'job, transport'],
+      ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'cluster, namespace, job, transport, reason'],
+      ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'cluster, namespace, job, transport'],
     ] as const),
   )('%s without the counter-born-at-1 guard fails its unit tests (%s, %s), %s', async (alert, metric, by, order) => {
     const plain = `sum by (${by}) (increase(${metric}[10m])) > 0`;
@@ -187,11 +209,24 @@ describe('the unit tests catch broken rules (mutations)', () => {
     expect(res.out).toMatch(/born-at-1/);
   });
 
-  test.concurrent.each(EVAL_ORDER_NAMES)('ForkwatchResumeLossBudgetBurn without its traffic floor fails its unit tests, %s', async order => {
-    const res = await runMutated(testFilesFor('ForkwatchResumeLossBudgetBurn'), order, r =>
-      r.alert === 'ForkwatchResumeLossBudgetBurn' ? { expr: r.expr.replace(/\s*and on \(job\)\s*sum by \(job\) \(increase[^\n]*/, '') } : undefined,
-    );
+  test.concurrent.each(
+    eachOrder([['ForkwatchResumeLossBudgetBurn'], ['ForkwatchServerDeliveryBudgetBurn'], ['ForkwatchServerEventsWithoutListener']] as const),
+  )('%s without its traffic floor fails its unit tests, %s', async (alert, order) => {
+    const floor = /\s*and on \([^)]*\)\s*sum by \([^)]*\) \(increase[^\n]*/;
+    const res = await runMutated(testFilesFor(alert), order, r => {
+      if (r.alert !== alert) return undefined;
+      expect(r.expr).toMatch(floor);
+      return { expr: r.expr.replace(floor, '') };
+    });
     expect(res.code, res.out).not.toBe(0);
     expect(res.out).toMatch(/low traffic/);
+  });
+
+  test.concurrent.each(EVAL_ORDER_NAMES)('ForkwatchServerDeliveryBudgetBurn counting abandoned events as loss fails its unit tests, %s', async order => {
+    const res = await runMutated(testFilesFor('ForkwatchServerDeliveryBudgetBurn'), order, () => undefined, rules =>
+      rules.replaceAll('reason=~"stream_moved|no_listener|dropped"', 'reason=~"stream_moved|no_listener|dropped|abandoned"'),
+    );
+    expect(res.code, res.out).not.toBe(0);
+    expect(res.out).toMatch(/crash-only/);
   });
 });

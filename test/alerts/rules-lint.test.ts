@@ -88,23 +88,26 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
   test('the recording rules shared with the dashboards exist with exactly the agreed expressions', () => {
     const byName = new Map(input.files.flatMap(f => f.groups.flatMap(g => g.rules)).map(r => [r.record ?? r.alert, r]));
     const norm = (s: string) => s.replace(/\s+/g, ' ').trim();
+    const by = 'cluster, namespace, job';
     const agreed: Record<string, string> = {
-      'job:forkwatch_client_resumes:rate5m': 'sum by (job, transport, outcome) (rate(forkwatch_client_resumes_total[5m]))',
-      'job:forkwatch_client_forks:rate5m': 'sum by (job, transport, reason) (rate(forkwatch_client_forks_total[5m]))',
-      'job:forkwatch_client_duplicate_events:rate5m':
-        'sum by (job, transport) (rate(forkwatch_client_duplicate_events_total[5m]))',
-      'job_instance:forkwatch_server_resumes:rate5m': 'sum by (job, instance, outcome) (rate(forkwatch_server_resumes_total[5m]))',
-      'job:forkwatch_client_resume_gap_seconds_bucket:rate5m':
-        'sum by (job, le) (rate(forkwatch_client_resume_gap_seconds_bucket[5m]))',
-      'job:forkwatch_server_resume_gap_events_bucket:rate5m':
-        'sum by (job, le) (rate(forkwatch_server_resume_gap_events_bucket[5m]))',
+      'job:forkwatch_client_resumes:rate5m': `sum by (${by}, transport, outcome) (rate(forkwatch_client_resumes_total[5m]))`,
+      'job:forkwatch_client_forks:rate5m': `sum by (${by}, transport, reason) (rate(forkwatch_client_forks_total[5m]))`,
+      'job:forkwatch_client_duplicate_events:rate5m': `sum by (${by}, transport) (rate(forkwatch_client_duplicate_events_total[5m]))`,
+      'job_instance:forkwatch_server_resumes:rate5m': `sum by (${by}, instance, outcome) (rate(forkwatch_server_resumes_total[5m]))`,
+      'job:forkwatch_client_resume_gap_seconds_bucket:rate5m': `sum by (${by}, le) (rate(forkwatch_client_resume_gap_seconds_bucket[5m]))`,
+      'job:forkwatch_server_resume_gap_events_bucket:rate5m': `sum by (${by}, le) (rate(forkwatch_server_resume_gap_events_bucket[5m]))`,
     };
     for (const [record, expr] of Object.entries(agreed)) expect(norm(byName.get(record)?.expr ?? ''), record).toBe(expr);
     for (const w of ['5m', '30m', '1h', '2h', '6h', '1d', '3d']) {
-      const rule = byName.get(`job:forkwatch_client_resume_loss:ratio_rate${w}`);
-      expect(norm(rule?.expr ?? ''), w).toBe(
-        `sum by (job) (rate(forkwatch_client_resumes_total{outcome=~"forked|inconclusive"}[${w}])) / ` +
-          `sum by (job) (rate(forkwatch_client_resumes_total{outcome=~"resumed|forked|inconclusive"}[${w}]))`,
+      // unverified, rejected and failed are on neither side of the client SLI.
+      expect(norm(byName.get(`job:forkwatch_client_resume_loss:ratio_rate${w}`)?.expr ?? ''), w).toBe(
+        `sum by (${by}) (rate(forkwatch_client_resumes_total{outcome=~"forked|inconclusive"}[${w}])) / ` +
+          `sum by (${by}) (rate(forkwatch_client_resumes_total{outcome=~"resumed|forked|inconclusive"}[${w}]))`,
+      );
+      // abandoned is not loss.
+      expect(norm(byName.get(`job:forkwatch_server_undelivered_loss:ratio_rate${w}`)?.expr ?? ''), w).toBe(
+        `sum by (${by}) (rate(forkwatch_server_undelivered_events_total{reason=~"stream_moved|no_listener|dropped"}[${w}])) / ` +
+          `sum by (${by}) (rate(forkwatch_server_events_total[${w}]))`,
       );
     }
   });
@@ -121,6 +124,8 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       'ForkwatchResumeLossBudgetBurn',
       'ForkwatchResumesRejected',
       'ForkwatchServerCursorsIgnored',
+      'ForkwatchServerDeliveryBudgetBurn',
+      'ForkwatchServerEventsWithoutListener',
       'ForkwatchServerResumesRejected',
       'ForkwatchServerUnknownCursors',
       'ForkwatchTargetWithoutMetrics',
@@ -134,7 +139,11 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
     expect(critical.map(a => `${a.alert} ${a.labels?.long}/${a.labels?.short}`)).toEqual([
       'ForkwatchResumeLossBudgetBurn 1h/5m',
       'ForkwatchResumeLossBudgetBurn 6h/30m',
+      'ForkwatchServerDeliveryBudgetBurn 1h/5m',
+      'ForkwatchServerDeliveryBudgetBurn 6h/30m',
     ]);
+    // Nothing ever alerts on abandoned events (a client that went away for good).
+    for (const a of alerts) expect(a.expr, a.alert).not.toMatch(/abandoned/);
   });
 });
 

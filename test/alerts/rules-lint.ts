@@ -21,12 +21,13 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { DEFAULT_CONFIG, dashboardUrl } from '../../alerts/src/config';
 import { analyzePromQL, type SelectorRef } from '../support/promql';
 import { type MetricFamily, type MetricType, seriesNamesByType } from '../support/scrape';
 
 export const ALERT_PREFIX = 'Forkwatch';
-export const RUNBOOK_URL_PREFIX = 'https://github.com/forkwatch/forkwatch/blob/main/alerts/runbooks/';
-export const DASHBOARD_URL = 'https://grafana.example.com/d/forkwatch-overview/forkwatch-overview';
+export const RUNBOOK_URL_PREFIX = DEFAULT_CONFIG.runbookUrlPattern.replace(/%s\.md$/, '');
+export const DASHBOARD_URL = dashboardUrl(DEFAULT_CONFIG);
 export const RUNBOOK_SECTIONS = ['Meaning', 'Impact', 'Diagnosis', 'Mitigation'] as const;
 
 export interface Rule {
@@ -59,15 +60,15 @@ export interface LintInput {
   traceNames: Set<string>;
 }
 
+/** Labels Prometheus attaches to every scraped series (and the ones relabelling adds in the default config). */
+const TARGET_LABELS = ['job', 'instance', ...DEFAULT_CONFIG.aggregationLabels];
 /** Series Prometheus itself writes for every target or rule. */
 const PROMETHEUS_SERIES = new Map<string, { type: MetricType; labels: string[] }>([
-  ['up', { type: 'gauge', labels: ['job', 'instance'] }],
-  ['ALERTS', { type: 'gauge', labels: ['alertname', 'alertstate', 'severity', 'job', 'instance'] }],
+  ['up', { type: 'gauge', labels: TARGET_LABELS }],
+  ['ALERTS', { type: 'gauge', labels: ['alertname', 'alertstate', 'severity', ...TARGET_LABELS] }],
 ]);
-/** Labels Prometheus attaches to every scraped series. */
-const TARGET_LABELS = ['job', 'instance'];
 /** Labels whose values depend on the deployment: their values are not checked. */
-const OPEN_LABELS = new Set(['job', 'instance', 'otel_scope_name', 'otel_scope_version', 'alertname', 'alertstate', 'severity']);
+const OPEN_LABELS = new Set([...TARGET_LABELS, 'otel_scope_name', 'otel_scope_version', 'alertname', 'alertstate', 'severity']);
 const COUNTER_FUNCTIONS = new Set(['rate', 'irate', 'increase']);
 
 /** Reads every *.rules.yml / *.rules.yaml of a directory. */

@@ -63,7 +63,7 @@ describe('overview dashboard content', () => {
   test('server replay sizes, server outcomes per instance, duplicates, firing alerts', () => {
     expect(metricsOf(panel('Server replay size'))).toContain('forkwatch_server_resume_gap_events_bucket');
     expect(exprs(panel('Server resume outcomes per instance'))[0]).toMatch(/^sum by \(instance, outcome\)/);
-    expect(exprs(panel('Unknown-cursor share per instance'))[0]).toMatch(/^sum by \(job, instance\)/);
+    expect(exprs(panel('Unknown-cursor share per instance'))[0]).toMatch(/^sum by \(cluster, job, instance\)/);
     expect(metricsOf(panel('Duplicate events (client)'))).toEqual(['forkwatch_client_duplicate_events_total']);
     expect(metricsOf(panel('Firing alerts and their runbooks'))).toEqual(['ALERTS', 'ALERTS']);
     expect(overview.annotations?.list?.[0]?.expr).toContain('alertname=~"Forkwatch.*"');
@@ -71,6 +71,40 @@ describe('overview dashboard content', () => {
 
   test('the SLO panel is the one that reads recording rules', () => {
     const readers = panels.filter(p => metricsOf(p).some(m => m?.includes(':')));
-    expect(readers.map(p => p.title)).toEqual(['Lossy share of 2xx resumes (SLO windows)']);
+    expect(readers.map(p => p.title)).toEqual(['Lossy share of 2xx resumes (SLO windows)', 'Lost share of events written (SLO windows)']);
+  });
+
+  test('SLO panels filter on the cluster and namespace variables, and draw one line per cluster and job', () => {
+    for (const title of ['Lossy share of 2xx resumes (SLO windows)', 'Lost share of events written (SLO windows)']) {
+      const p = panel(title);
+      for (const e of exprs(p)) expect(e, title).toMatch(/\{cluster=~"\$cluster", namespace=~"\$namespace", job=~"\$job"\}$/);
+      expect(p.targets?.[0]?.legendFormat).toBe('{{cluster}} {{job}} 5m');
+    }
+  });
+
+  test('server delivery: undelivered events by reason, the delivery SLO windows, no-listener share per instance', () => {
+    const byReason = panel('Undelivered events by reason');
+    expect(exprs(byReason)[0]).toMatch(/^sum by \(reason\) \(rate\(forkwatch_server_undelivered_events_total\{/);
+    expect(exprs(panel('Lost share of events written (SLO windows)'))[0]).toMatch(/^job:forkwatch_server_undelivered_loss:ratio_rate5m\{/);
+    expect(exprs(panel('Events without a listener per instance'))[0]).toContain('reason="no_listener"');
+  });
+
+  test('the unverified share: unverified over every 2xx outcome, and the SLO panels leave unverified out', () => {
+    const [e] = exprs(panel('Unverified share of 2xx resumes'));
+    expect(e).toContain('outcome="unverified"');
+    expect(e).toContain('outcome=~"resumed|unverified|forked|inconclusive"');
+    expect(exprs(panel('2xx resumes vs lossless resumes'))[0]).not.toContain('unverified');
+    expect(exprs(panel('Lossless share of 2xx resumes'))[0]).not.toContain('unverified');
+  });
+
+  test('fork and unknown-cursor panels link to the traces behind them (Tempo search by span attributes)', () => {
+    const traceLinks = (title: string) => (panel(title).links ?? []).filter(l => l.title?.startsWith('Traces:')).map(l => decodeURIComponent(l.url ?? ''));
+    for (const title of ['Forked resumes', 'Fork rate by reason and transport']) {
+      expect(traceLinks(title).join(), title).toContain('{ name = \\"forkwatch.client.resume\\" && span.forkwatch.resume.verdict = \\"forked\\" }');
+    }
+    for (const title of ['Unknown cursors on servers', 'Unknown-cursor share per instance', 'Server resume outcomes per instance', 'Undelivered events by reason']) {
+      expect(traceLinks(title).join(), title).toContain('span.forkwatch.replay.outcome = \\"unknown_cursor\\"');
+    }
+    expect(traceLinks('Forked resumes')[0]).toContain('"range":{"from":"${__from}","to":"${__to}"}');
   });
 });

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ALERT, LOSS_BUDGET } from '../../dashboards/src/alert-names';
-import { RUNBOOKS_INDEX } from '../../dashboards/src/common';
+import { DEFAULT_CONFIG } from '../../alerts/src/config';
 import { loadDashboard, panelsOf, queriesOf } from './dashboard-model';
 import { analyse } from './promql';
 import { ALERTS_DIR, alertNames, loadRules, recordedNames } from './rule-files';
@@ -28,7 +28,7 @@ describe('dashboard ↔ alerting pack', () => {
     for (const name of new Set(runbooks)) {
       expect(existsSync(join(ALERTS_DIR, 'runbooks', `${name}.md`)), `alerts/runbooks/${name}.md`).toBe(true);
     }
-    expect(links.filter(url => url === RUNBOOKS_INDEX).length).toBe(panelsOf(overview).length);
+    expect(links.filter(url => url === DEFAULT_CONFIG.runbooksIndexUrl).length).toBe(panelsOf(overview).length);
   });
 
   test('every recording rule a panel reads is recorded by the alerting pack', () => {

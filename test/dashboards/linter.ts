@@ -30,6 +30,7 @@ const usesTemplatedDatasource = (ref?: { uid?: string }) => TEMPLATED_DATASOURCE
 
 /** Labels every query must filter on, per kind of series (see targetVariablesRule). */
 const SCOPE_LABELS = ['cluster', 'namespace', 'job', 'instance'];
+const AGGREGATION_LABELS = ['cluster', 'namespace'];
 
 function templateRule(name: string): Rule {
   return (d, report) => {
@@ -59,13 +60,15 @@ function requiredMatcherRule(label: string): Rule {
 }
 
 /**
- * The scope labels a series carries: all for raw series, the level of a `level:metric:ops` recording rule, none
+ * The scope labels a series carries: all for raw series, the aggregation labels and the level of a
+ * `level:metric:ops` recording rule, none
  * known for ALERTS (each alert keeps its own; target-job-rule still asks for job there).
  */
 function scopeLabelsOf(s: Selector): string[] {
   if (s.metric === 'ALERTS') return [];
   const level = s.metric?.includes(':') ? s.metric.split(':')[0] : undefined;
-  return level === undefined ? SCOPE_LABELS : SCOPE_LABELS.filter(l => level.split('_').includes(l));
+  // Recording rules keep the pack's aggregation labels (cluster, namespace) and the labels their level names.
+  return level === undefined ? SCOPE_LABELS : SCOPE_LABELS.filter(l => AGGREGATION_LABELS.includes(l) || level.split('_').includes(l));
 }
 
 export const RULES: Record<string, Rule> = {

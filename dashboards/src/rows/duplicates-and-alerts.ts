@@ -1,10 +1,9 @@
 /** Last row of the overview: duplicate deliveries and the firing forkwatch alerts. */
 import { ALERT } from '../alert-names';
-import { runbookUrl } from '../common';
-import { table, timeseries } from '../panels';
-import { Q } from '../queries';
+import { runbookUrl } from '../../../alerts/src/config';
+import { type Ctx, table, timeseries } from '../panels';
 
-export function duplicateAndAlertPanels() {
+export function duplicateAndAlertPanels(ctx: Ctx) {
   const duplicates = timeseries({
     title: 'Duplicate events (client)',
     description:
@@ -12,8 +11,8 @@ export function duplicateAndAlertPanels() {
       'a server that restarted its ids. Duplicates are harmless only if the application is idempotent. **Rising ' +
       'with forks:** the same process is replaying a wrong log; otherwise check the event store cursor handling.',
     unit: 'cps',
-    targets: [{ expr: Q.duplicates, legend: '{{transport}}' }],
-    alerts: [ALERT.duplicateDeliveries],
+    targets: [{ expr: ctx.q.duplicates, legend: '{{transport}}' }],
+    links: ctx.links([ALERT.duplicateDeliveries]),
     span: 12,
     height: 8,
   });
@@ -26,8 +25,8 @@ export function duplicateAndAlertPanels() {
         'this data source). `ForkwatchMetricsAbsent` carries no job, so it shows whatever job is selected. ' +
         '**Click an alert name to open its runbook.**',
       unit: 'short',
-      targets: [{ expr: Q.alertsTable }],
-      alerts: [],
+      targets: [{ expr: ctx.q.alertsTable }],
+      links: ctx.links([]),
       span: 12,
       height: 8,
     },
@@ -35,7 +34,7 @@ export function duplicateAndAlertPanels() {
   ).overrideByName('alertname', [
     {
       id: 'links',
-      value: [{ title: 'Runbook for ${__value.raw}', url: runbookUrl('${__value.raw}'), targetBlank: true }],
+      value: [{ title: 'Runbook for ${__value.raw}', url: runbookUrl(ctx.config, '${__value.raw}'), targetBlank: true }],
     },
   ]);
 

@@ -1,9 +1,8 @@
 /** How long clients were away and how much was skipped or replayed. */
 import { ALERT } from '../alert-names';
-import { heatmap, timeseries } from '../panels';
-import { Q } from '../queries';
+import { type Ctx, heatmap, timeseries } from '../panels';
 
-export function gapPanels() {
+export function gapPanels(ctx: Ctx) {
   const gapTime = heatmap({
     title: 'Resume gap time (client)',
     description:
@@ -12,8 +11,8 @@ export function gapPanels() {
       'lose if the resume forks. **Cells move up:** look at reconnect back-off and at server restarts or load ' +
       'balancer timeouts.',
     unit: 's',
-    targets: [{ expr: Q.gapSecondsHeatmap, legend: '{{le}}' }],
-    alerts: [ALERT.gapSecondsHigh],
+    targets: [{ expr: ctx.q.gapSecondsHeatmap, legend: '{{le}}' }],
+    links: ctx.links([ALERT.gapSecondsHigh]),
     span: 8,
     height: 8,
   });
@@ -25,8 +24,8 @@ export function gapPanels() {
       '(0 = contiguous). Anything above 0 is loss that still looks like a resume. **Cells above 0:** the event ' +
       'store dropped or evicted events; check its retention against the gap time on the left.',
     unit: 'short',
-    targets: [{ expr: Q.skippedHeatmap, legend: '{{le}}' }],
-    alerts: [],
+    targets: [{ expr: ctx.q.skippedHeatmap, legend: '{{le}}' }],
+    links: ctx.links([]),
     span: 8,
     height: 8,
   });
@@ -39,11 +38,11 @@ export function gapPanels() {
       'or streams are busier; size the store retention for it.',
     unit: 'short',
     targets: [
-      { expr: Q.replayQuantile(0.5), legend: 'p50' },
-      { expr: Q.replayQuantile(0.99), legend: 'p99' },
-      { expr: Q.replayMean, legend: 'mean' },
+      { expr: ctx.q.replayQuantile(0.5), legend: 'p50' },
+      { expr: ctx.q.replayQuantile(0.99), legend: 'p99' },
+      { expr: ctx.q.replayMean, legend: 'mean' },
     ],
-    alerts: [ALERT.gapEventsHigh],
+    links: ctx.links([ALERT.gapEventsHigh]),
     span: 8,
     height: 8,
   });

@@ -1,10 +1,10 @@
 /** Server-side row of the overview: which process forks sessions. */
 import * as common from '@grafana/grafana-foundation-sdk/common';
 import { ALERT } from '../alert-names';
-import { OUTCOME_COLORS, colorOverrides, table, timeseries } from '../panels';
-import { Q } from '../queries';
+import { type Ctx, OUTCOME_COLORS, colorOverrides, table, timeseries } from '../panels';
+import { TRACES } from '../trace-searches';
 
-export function serverPanels() {
+export function serverPanels(ctx: Ctx) {
   const perInstance = timeseries({
     title: 'Server resume outcomes per instance',
     description:
@@ -13,8 +13,10 @@ export function serverPanels() {
       '`ignored`: it had no event store at all. **One instance with unknown cursors:** it does not share the event ' +
       'store or sticky routing sends sessions to it; drain it or fix routing.',
     unit: 'reqps',
-    targets: [{ expr: Q.serverOutcomes, legend: '{{instance}} {{outcome}}' }],
-    alerts: [ALERT.serverUnknownCursors, ALERT.serverCursorsIgnored, ALERT.serverResumesRejected],
+    targets: [{ expr: ctx.q.serverOutcomes, legend: '{{instance}} {{outcome}}' }],
+    links: ctx.links([ALERT.serverUnknownCursors, ALERT.serverCursorsIgnored, ALERT.serverResumesRejected], [
+      TRACES.unknownCursors,
+    ]),
     span: 12,
     height: 8,
   }).overrides(colorOverrides(OUTCOME_COLORS, n => `.* ${n}$`));
@@ -27,8 +29,8 @@ export function serverPanels() {
         'log for. **The top row is where sessions fork.** A share near 100 % on one instance: it is outside the ' +
         'shared event store or not behind sticky routing.',
       unit: 'percentunit',
-      targets: [{ expr: Q.unknownCursorShare }],
-      alerts: [ALERT.serverUnknownCursors],
+      targets: [{ expr: ctx.q.unknownCursorShare }],
+      links: ctx.links([ALERT.serverUnknownCursors], [TRACES.unknownCursors]),
       span: 6,
       height: 8,
     },
@@ -42,8 +44,8 @@ export function serverPanels() {
       '**Use it to size the impact:** forks on a busy instance lose more events per fork. An instance that is up ' +
       'but missing here exports no forkwatch metrics: its forks go unseen.',
     unit: 'cps',
-    targets: [{ expr: Q.serverEvents, legend: '{{instance}}' }],
-    alerts: [ALERT.targetWithoutMetrics],
+    targets: [{ expr: ctx.q.serverEvents, legend: '{{instance}}' }],
+    links: ctx.links([ALERT.targetWithoutMetrics]),
     span: 6,
     height: 8,
   });

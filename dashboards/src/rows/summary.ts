@@ -1,10 +1,11 @@
 /** Top row of the overview: the four numbers on-call reads first. */
-import { ALERT, LOSS_BUDGET } from '../alert-names';
+import { errorBudget } from '../../../alerts/src/slo';
+import { ALERT } from '../alert-names';
 import { thresholds } from '../common';
-import { stat } from '../panels';
-import { Q } from '../queries';
+import { type Ctx, stat } from '../panels';
+import { TRACES } from '../trace-searches';
 
-export function summaryPanels() {
+export function summaryPanels(ctx: Ctx) {
   const forksInRange = stat({
     title: 'Forked resumes',
     description:
@@ -12,8 +13,8 @@ export function summaryPanels() {
       '2xx, the client lost events. **Not 0:** open "Fork rate by reason" to see why, then "Server resume outcomes ' +
       'per instance" to find the process that served the wrong log, and follow the runbook.',
     unit: 'short',
-    targets: [{ expr: Q.forksInRange }],
-    alerts: [ALERT.forksDetected],
+    targets: [{ expr: ctx.q.forksInRange }],
+    links: ctx.links([ALERT.forksDetected], [TRACES.forkedResumes]),
     span: 6,
     height: 4,
   }).thresholds(thresholds([[null, 'green'], [1, 'red']]));
@@ -25,11 +26,11 @@ export function summaryPanels() {
       'continued the event log. **Below 100 %:** that is the loss HTTP dashboards hide; compare with the SLO ' +
       'panel and follow the loss-budget runbook.',
     unit: 'percentunit',
-    targets: [{ expr: Q.losslessShareInRange }],
-    alerts: [ALERT.lossBudgetBurn],
+    targets: [{ expr: ctx.q.losslessShareInRange }],
+    links: ctx.links([ALERT.lossBudgetBurn]),
     span: 6,
     height: 4,
-  }).thresholds(thresholds([[null, 'red'], [0.99, 'orange'], [1 - LOSS_BUDGET, 'green']]));
+  }).thresholds(thresholds([[null, 'red'], [0.99, 'orange'], [1 - errorBudget(ctx.config.clientResumeObjective), 'green']]));
 
   const unknownCursors = stat({
     title: 'Unknown cursors on servers',
@@ -38,8 +39,8 @@ export function summaryPanels() {
       'resumed on the wrong process. **Not 0:** check sticky routing / shared event store; "Unknown-cursor share ' +
       'per instance" shows which process.',
     unit: 'short',
-    targets: [{ expr: Q.unknownCursorsInRange }],
-    alerts: [ALERT.serverUnknownCursors],
+    targets: [{ expr: ctx.q.unknownCursorsInRange }],
+    links: ctx.links([ALERT.serverUnknownCursors], [TRACES.unknownCursors]),
     span: 6,
     height: 4,
   }).thresholds(thresholds([[null, 'green'], [1, 'red']]));
@@ -50,8 +51,8 @@ export function summaryPanels() {
       'Number of `Forkwatch*` alerts firing now for the selected jobs. **Not 0:** the table "Firing alerts ' +
       'and their runbooks" at the bottom lists them.',
     unit: 'short',
-    targets: [{ expr: Q.alertsFiring }],
-    alerts: [],
+    targets: [{ expr: ctx.q.alertsFiring }],
+    links: ctx.links([]),
     span: 6,
     height: 4,
   }).thresholds(thresholds([[null, 'green'], [1, 'red']]));

@@ -1,0 +1,153 @@
+/**
+ * The rule files are generated from one config (alerts/src/config.ts): the committed ones are the defaults' output,
+ * and a user's config (another cluster label, a selector, other links and SLO) reaches every expression. A rendering
+ * with a renamed cluster label passes the two-cluster promtool test (relabelled to match).
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { DEFAULT_CONFIG, resolveConfig } from '../../alerts/src/config';
+import { type RuleSpec } from '../../alerts/src/rule-model';
+import { renderRuleFiles, ruleFiles } from '../../alerts/src/rule-files';
+import { renderDashboards } from '../../dashboards/src/generate';
+import { BIN, runTool } from '../support/prometheus';
+import { analyzePromQL } from '../support/promql';
+
+const ALERTS_DIR = join(__dirname, '../../alerts');
+
+const USER = resolveConfig({
+  selector: 'job=~"mcp|mcp-.*"',
+  aggregationLabels: ['k8s_cluster', 'namespace'],
+  clusterLabel: 'k8s_cluster',
+  runbookUrlPattern: 'https://wiki.example.org/runbooks/forkwatch/%s',
+  grafanaUrl: 'https://grafana.example.org/',
+  dashboardUid: 'mcp-forks',
+  clientResumeObjective: 0.999,
+  severities: { page: 'page' },
+});
+const rulesOf = (config: typeof USER): RuleSpec[] => ruleFiles(config).flatMap(f => f.groups.flatMap(g => g.rules));
+
+describe('the committed rule files', () => {
+  test.each([...renderRuleFiles(DEFAULT_CONFIG)])('%s is the output of the default config (npm run alerts)', (name, content) => {
+    expect(readFileSync(join(ALERTS_DIR, name), 'utf8'), `alerts/${name} is stale: run npm run alerts`).toBe(content);
+  });
+});
+
+describe('a user config reaches every rule', () => {
+  const rules = rulesOf(USER);
+
+  test('every aggregation and every match keeps the configured labels, in every rule', () => {
+    let lists = 0;
+    for (const r of rules) {
+      for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g)) {
+        lists++;
+        expect((m[2] as string).split(', ').slice(0, 3), `${r.alert ?? r.record}: ${m[0]}`).toEqual(['k8s_cluster', 'namespace', 'job']);
+      }
+    }
+    expect(lists).toBeGreaterThan(60);
+    expect(rules.map(r => r.expr).join('\n')).not.toMatch(/\bcluster\b/);
+  });
+
+  test('every raw series selector carries the selector; recorded series are already scoped', () => {
+    let raw = 0;
+    for (const r of rules) {
+      for (const sel of analyzePromQL(r.expr).selectors) {
+        if (sel.name?.includes(':')) continue;
+        raw++;
+        expect(sel.matchers, `${r.alert ?? r.record}: ${sel.text}`).toContainEqual({ label: 'job', op: '=~', value: 'mcp|mcp-.*' });
+      }
+    }
+    expect(raw).toBeGreaterThan(30);
+  });
+
+  test('links, severities and the SLO come from the config', () => {
+    const alerts = rules.filter(r => r.alert);
+    for (const a of alerts) {
+      expect(a.annotations?.runbook_url).toBe(`https://wiki.example.org/runbooks/forkwatch/${a.alert}`);
+      expect(a.annotations?.dashboard_url).toBe('https://grafana.example.org/d/mcp-forks/mcp-forks');
+    }
+    const pages = alerts.filter(a => a.labels?.severity === 'page').map(a => a.alert);
+    expect(new Set(pages)).toEqual(new Set(['ForkwatchResumeLossBudgetBurn', 'ForkwatchServerDeliveryBudgetBurn']));
+    const clientBurn = alerts.find(a => a.alert === 'ForkwatchResumeLossBudgetBurn');
+    expect(clientBurn?.expr).toContain('> (14.4 * 0.001)');
+    expect(clientBurn?.annotations?.description).toContain('above 1.44% (14.4x the 0.1% error budget of the 99.9% SLO)');
+    expect(alerts.find(a => a.alert === 'ForkwatchServerDeliveryBudgetBurn')?.expr).toContain('> (14.4 * 0.005)');
+  });
+
+  test('configs the rules cannot honour are refused', () => {
+    expect(() => resolveConfig({ clusterLabel: 'region' })).toThrow(/clusterLabel/);
+    expect(() => resolveConfig({ runbookUrlPattern: 'https://x/' })).toThrow(/%s/);
+    expect(() => resolveConfig({ aggregationLabels: ['job'], clusterLabel: 'job' })).toThrow(/aggregationLabels/);
+    expect(() => resolveConfig({ clientResumeObjective: 99.5 })).toThrow(/between 0 and 1/);
+    expect(() => resolveConfig({ selecter: 'job="x"' } as never)).toThrow(/unknown config keys: selecter/);
+  });
+});
+
+describe('promtool: the two-cluster test under a renamed cluster label', () => {
+  /** alerts/tests/two-clusters.yml with `cluster` renamed `k8s_cluster` and the runbook and dashboard links of USER. */
+  async function relabelledTest(): Promise<string> {
+    const text = await readFile(join(ALERTS_DIR, 'tests/two-clusters.yml'), 'utf8');
+    return text
+      .replace(/\bcluster="/g, 'k8s_cluster="')
+      .replace(/\bcluster: /g, 'k8s_cluster: ')
+      .replace(/https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/main\/alerts\/runbooks\/(\w+)\.md/g, 'https://wiki.example.org/runbooks/forkwatch/$1')
+      .replace(/https:\/\/grafana\.example\.com\/d\/forkwatch-overview\/forkwatch-overview/g, 'https://grafana.example.org/d/mcp-forks/mcp-forks')
+      .replace(/severity: critical/g, 'severity: page')
+      .replace(/above 7\.2% \(14\.4x the 0\.5% error budget of the 99\.5% SLO\)/g, 'above 1.44% (14.4x the 0.1% error budget of the 99.9% SLO)');
+  }
+
+  async function runWith(config: typeof USER): Promise<{ code: number | null; out: string }> {
+    const dir = await mkdtemp(join(tmpdir(), 'forkwatch-render-'));
+    try {
+      for (const [name, content] of renderRuleFiles(config)) await writeFile(join(dir, name), content);
+      await writeFile(join(dir, 'two-clusters.yml'), (await relabelledTest()).replace(/\.\.\//g, ''));
+      const res = await runTool(BIN.promtool, ['test', 'rules', 'two-clusters.yml'], { cwd: dir });
+      return { code: res.code, out: res.stdout + res.stderr };
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  test('rules rendered with clusterLabel k8s_cluster keep the clusters apart', async () => {
+    const res = await runWith(USER);
+    expect(res.code, res.out).toBe(0);
+    expect(res.out).toContain('SUCCESS');
+  });
+
+  test('the default rules (cluster) merge those clusters: the test notices', async () => {
+    const res = await runWith(resolveConfig({ ...USER, aggregationLabels: ['cluster', 'namespace'], clusterLabel: 'cluster' }));
+    expect(res.code, res.out).not.toBe(0);
+    expect(res.out).toMatch(/one alert per cluster|once per cluster/);
+  });
+});
+
+describe('alerts/README.md', () => {
+  const readme = readFileSync(join(ALERTS_DIR, 'README.md'), 'utf8');
+  const section = (heading: string) => readme.split(/^## /m).find(s => s.startsWith(`${heading}\n`)) ?? '';
+
+  test('the config table names every config key', () => {
+    const table = section('Config');
+    for (const key of Object.keys(DEFAULT_CONFIG)) expect(table, key).toMatch(new RegExp(`^\\| [^|]*\`${key}\``, 'm'));
+  });
+
+  test('the alerts table lists every alert with a link to its runbook', () => {
+    const table = section('Alerts');
+    const alerts = new Set(rulesOf(DEFAULT_CONFIG).flatMap(r => r.alert ?? []));
+    expect(alerts.size).toBeGreaterThan(10);
+    for (const a of alerts) expect(table, a).toContain(`| [\`${a}\`](runbooks/${a}.md) |`);
+  });
+});
+
+describe('a config without aggregation labels (one Prometheus per environment)', () => {
+  const config = resolveConfig({ aggregationLabels: [] });
+
+  test('rules aggregate by job alone, and the dashboard has no cluster variable', () => {
+    for (const r of rulesOf(config)) {
+      for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g)) expect((m[2] as string).split(', ')[0], r.alert ?? r.record).toBe('job');
+    }
+    const dashboard = JSON.parse([...renderDashboards(config).values()][0] ?? '{}');
+    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual(['datasource', 'job', 'instance']);
+  });
+});
