@@ -12,6 +12,7 @@ import {
   safeExecuteInTheMiddle,
 } from '@opentelemetry/instrumentation';
 import { Hook as RequireHook } from 'require-in-the-middle';
+import { installFetchObserver } from './client/fetch-observer';
 import { resolveCodec } from './core/codecs';
 import { SessionLedger } from './core/ledger';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
@@ -45,6 +46,7 @@ export class ForkwatchInstrumentation
   declare private _cjsHook: RequireHook | undefined;
   declare private _patched: Map<object, PatchTarget>;
   declare private _warnedVersions: Set<string>;
+  declare private _removeFetchObserver: (() => void) | undefined;
 
   constructor(config: ForkwatchInstrumentationConfig = {}) {
     super(PACKAGE_NAME, PACKAGE_VERSION, config);
@@ -135,10 +137,13 @@ export class ForkwatchInstrumentation
   override enable(): void {
     super.enable();
     this.enableCommonJsHook();
+    this.enableFetchObserver();
   }
 
   override disable(): void {
     super.disable();
+    this._removeFetchObserver?.();
+    this._removeFetchObserver = undefined;
     this._cjsHook?.unhook();
     this._cjsHook = undefined;
     for (const [proto, target] of this.patchedPrototypes()) this.unpatchPrototype(proto, target);
@@ -183,6 +188,16 @@ export class ForkwatchInstrumentation
       this._diag.error('could not install the CommonJS hook; use manuallyInstrument()', error);
     }
     this.patchAlreadyLoaded(byName);
+  }
+
+  /** The wire-level observer for clients without a class patch (see client/fetch-observer.ts). */
+  private enableFetchObserver(): void {
+    if (this._removeFetchObserver || this.getConfig().observeFetch === false) return;
+    try {
+      this._removeFetchObserver = installFetchObserver(this);
+    } catch (error) {
+      this._diag.error('could not observe fetch; clients without a class patch are not checked', error);
+    }
   }
 
   private patchAlreadyLoaded(byName: Map<string, SdkFileTarget>): void {

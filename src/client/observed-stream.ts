@@ -23,6 +23,11 @@ export interface StreamGate {
   holding(): boolean;
   /** True once the stream must be cut (fail-loud verdict: forked). */
   cut(): boolean;
+  /**
+   * The error to end the consumer's stream with when it is cut; without one the stream ends cleanly. A client that
+   * has no onerror forkwatch can reach (a transport seen only on the wire) learns of the fork this way.
+   */
+  cutError?(): unknown;
 }
 
 /** Bytes held back at most while waiting for a first frame; past this the stream flows unchecked. */
@@ -72,7 +77,9 @@ export function observeStream(
     held = [];
     heldBytes = 0;
     reader.cancel(reason).catch(() => {});
-    controller.close();
+    const error = gate?.cutError?.();
+    if (error !== undefined) controller.error(error);
+    else controller.close();
   };
 
   const readable = new ReadableStream<Uint8Array>(
