@@ -24,8 +24,9 @@ const stacks = [
   { name: 'mcp-proxy', folder: 'mcp-proxy', script: 'lab/stacks/mcp-proxy-server.mjs', major: /^6\./ },
   { name: 'fastmcp', folder: 'fastmcp', script: 'lab/stacks/fastmcp-server.mjs', major: /^4\./ },
 ] as const;
+const mcpHandler = { name: 'mcp-handler', folder: 'mcp-handler', script: 'lab/stacks/mcp-handler-server.mjs', major: /^2\./ };
 
-type Stack = (typeof stacks)[number];
+type Stack = (typeof stacks)[number] | typeof mcpHandler;
 
 async function startStack(stack: Stack, server: Record<string, unknown> = {}) {
   const folder = join(root, 'test/sdk-versions', stack.folder);
@@ -149,6 +150,27 @@ test(
     expect(stream.status).toBe(400);
     const text = await server.resumesCounted('rejected', 1);
     expect(sample(text, resumes, { outcome: 'replayed' })).toBe(0);
+  },
+  STARTUP_MS + 60_000,
+);
+
+test.each(['esm', 'cjs'] as const)(
+  'mcp-handler, %s app: 2025-era traffic is served statelessly, a resume GET is answered 405 by the router: nothing to judge',
+  async moduleSystem => {
+    const server = await startStack(mcpHandler, { moduleSystem });
+    expect(server.app.stderr()).toMatch(/patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./);
+    const session = new RawMcpSession(server.url);
+    await session.initialize();
+    expect(session.sessionId).toBeUndefined(); // no session, so no session log to resume
+    session.sessionId = 'any-session';
+    const { stream } = await resume(session, `_GET_stream_${Date.now()}_0000_abc`);
+    expect(stream.status).toBe(405);
+    session.sessionId = undefined;
+    expect(await session.callTool('emit', {})).toMatchObject({ content: [{ text: 'emitted' }] });
+    const text = await server.metrics();
+    for (const outcome of ['replayed', 'unknown_cursor', 'ignored', 'rejected', 'failed']) {
+      expect(sample(text, resumes, { outcome })).toBe(0);
+    }
   },
   STARTUP_MS + 60_000,
 );
