@@ -1,7 +1,8 @@
 // One run of the @ai-sdk/mcp benchmark, in its own process: the variant's telemetry first ('bare': none; 'forkwatch':
 // tracer and meter providers with ForkwatchInstrumentation, whose fetch observer reads the GET stream), then the real
 // @ai-sdk/mcp client from its app folder. Warms up with BENCH.warmup notifications on the standalone GET stream, then
-// times BENCH.count of them (from the tool call to the last one delivered). Prints one JSON line.
+// times BENCH.count of them (wall and CPU time of this process, from the tool call to the last one delivered).
+// Prints one JSON line.
 //
 // BENCH (JSON env): { variant, url, count, warmup, bytes, forkwatchEntry, appFolder }
 import { createRequire } from 'node:module';
@@ -47,15 +48,17 @@ async function stream(count) {
   received = 0;
   const all = new Promise(resolve => (waiting = { count, resolve }));
   const started = process.hrtime.bigint();
+  const cpu = process.cpuUsage();
   await client.callTool({ name: 'stream', arguments: { count, bytes: config.bytes } });
   await all;
-  return Number(process.hrtime.bigint() - started) / 1e6;
+  const { user, system } = process.cpuUsage(cpu);
+  return { ms: Number(process.hrtime.bigint() - started) / 1e6, cpuMs: (user + system) / 1000 };
 }
 
 // The standalone GET stream opens after initialize: the warm-up's first notifications wait for it.
 for (let i = 0; i < 100 && !client.transport.inboundSseConnection; i++) await new Promise(r => setTimeout(r, 20));
 await stream(config.warmup);
-const ms = await stream(config.count);
-process.stdout.write(`${JSON.stringify({ variant: config.variant, count: config.count, ms, perFrameUs: (ms * 1000) / config.count })}\n`);
+const { ms, cpuMs } = await stream(config.count);
+process.stdout.write(`${JSON.stringify({ variant: config.variant, count: config.count, ms, cpuMs })}\n`);
 await client.close();
 process.exit(0);
