@@ -4,6 +4,7 @@
 // times BENCH.count of them (wall and CPU time of this process, from the tool call to the last one delivered).
 // Prints one JSON line.
 //
+// 'providers': the same with observeFetch off.
 // BENCH (JSON env): { variant, url, count, warmup, bytes, forkwatchEntry, appFolder }
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -12,7 +13,7 @@ import { pathToFileURL } from 'node:url';
 const config = JSON.parse(process.env.BENCH);
 const require = createRequire(import.meta.url);
 let instrumentation;
-if (config.variant === 'forkwatch') {
+if (config.variant === 'forkwatch' || config.variant === 'providers') {
   const { metrics } = require('@opentelemetry/api');
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
   const { InMemorySpanExporter, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base');
@@ -27,7 +28,8 @@ if (config.variant === 'forkwatch') {
   });
   const meterProvider = new MeterProvider({ readers: [reader] });
   metrics.setGlobalMeterProvider(meterProvider);
-  instrumentation = new ForkwatchInstrumentation();
+  // `providers`: the same set-up with the fetch observer off, so forkwatch / providers is the observer's own cost.
+  instrumentation = new ForkwatchInstrumentation({ observeFetch: config.variant === 'forkwatch' });
   registerInstrumentations({ instrumentations: [instrumentation], tracerProvider, meterProvider });
 }
 const observed = globalThis.fetch[Symbol.for('forkwatch.fetch-observer')] === true;

@@ -5,7 +5,8 @@
 // each variant runs in its own client process (ai-sdk-client.mjs) in alternating rounds, every round running every
 // variant once in a rotated order. Per round, each variant is compared with the uninstrumented client of the same
 // round; the report gives the medians of those ratios with their spread, and the A/A control (`bare-again`) shows
-// what no difference looks like in this run.
+// what no difference looks like in this run. `providers` is forkwatch with the observer off (tracer and meter
+// providers, the instrumentation registered): forkwatch / providers is the fetch observer's own cost.
 //
 //   node scripts/build.mjs && node bench/ai-sdk.mjs            full run
 //   node bench/ai-sdk.mjs --quick                              a few rounds
@@ -27,7 +28,7 @@ const config = {
   count: Number(value('--count', quick ? 3000 : 10000)),
   warmup: Number(value('--warmup', quick ? 2000 : 10000)),
   bytes: Number(value('--bytes', 64)),
-  variants: ['bare', 'bare-again', 'forkwatch'],
+  variants: ['bare', 'bare-again', 'providers', 'forkwatch'],
 };
 const out = value('--out', join(here, 'results', 'ai-sdk.json'));
 const appFolder = join(root, 'test/sdk-versions/ai-sdk-mcp');
@@ -82,8 +83,8 @@ try {
 
 // CPU time of the client process is the figure to rely on when the machine is shared; wall time is also reported.
 const perFrame = key => Object.fromEntries(config.variants.map(v => [v, summarize(rounds.map(r => (r[v][key] * 1000) / config.count))]));
-const ratios = key =>
-  Object.fromEntries(config.variants.filter(v => v !== 'bare').map(v => [v, summarize(rounds.map(r => r[v][key] / r.bare[key]))]));
+const ratios = (key, base = 'bare') =>
+  Object.fromEntries(config.variants.filter(v => v !== base).map(v => [v, summarize(rounds.map(r => r[v][key] / r[base][key]))]));
 const result = {
   config,
   machine: { cpus: os.cpus().length, node: process.version, loadavg: os.loadavg() },
@@ -91,6 +92,9 @@ const result = {
   wallUsPerFrame: perFrame('ms'),
   cpuRatioToBare: ratios('cpuMs'),
   wallRatioToBare: ratios('ms'),
+  // The observer alone: forkwatch against the same providers and instrumentation with observeFetch off.
+  observerCpuRatio: summarize(rounds.map(r => r.forkwatch.cpuMs / r.providers.cpuMs)),
+  observerWallRatio: summarize(rounds.map(r => r.forkwatch.ms / r.providers.ms)),
   rounds,
 };
 mkdirSync(dirname(out), { recursive: true });
@@ -104,4 +108,5 @@ for (const v of config.variants) {
 for (const v of Object.keys(result.cpuRatioToBare)) {
   console.log(`  ${v.padEnd(11)} / bare: CPU ${fmt(result.cpuRatioToBare[v])}, wall ${fmt(result.wallRatioToBare[v])}`);
 }
+console.log(`  forkwatch   / providers (the observer alone): CPU ${fmt(result.observerCpuRatio)}, wall ${fmt(result.observerWallRatio)}`);
 console.log(`wrote ${out}`);
