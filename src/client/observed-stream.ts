@@ -47,7 +47,9 @@ export function observeStream(
   gate: StreamGate | undefined,
   onObserverError: (error: unknown) => void,
 ): ObservedStream {
-  const reader = source.getReader();
+  // Locked on first use, not here: a caller that reads the Response some other way (text()) still can.
+  let sourceReader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const reader = () => (sourceReader ??= source.getReader());
   const observer = new SseFrameObserver({
     onFrame: id => hooks.onFrame(id),
     onComment: () => hooks.onComment?.(),
@@ -76,7 +78,7 @@ export function observeStream(
     finished = true;
     held = [];
     heldBytes = 0;
-    reader.cancel(reason).catch(() => {});
+    reader().cancel(reason).catch(() => {});
     const error = gate?.cutError?.();
     if (error !== undefined) controller.error(error);
     else controller.close();
@@ -92,7 +94,7 @@ export function observeStream(
         for (;;) {
           let result: ReadableStreamReadResult<Uint8Array>;
           try {
-            result = await reader.read();
+            result = await reader().read();
           } catch (error) {
             if (finished) return;
             finished = true;
@@ -134,7 +136,7 @@ export function observeStream(
           observer.end();
           hooks.onCancel?.();
         }
-        return reader.cancel(reason);
+        return reader().cancel(reason);
       },
     },
     { highWaterMark: 0 },

@@ -95,3 +95,13 @@ test('GETs without a session id, POSTs and rejected resumes keep their own Respo
   expect(sample(metrics, METRICS.clientResumes.prometheusName, { outcome: 'rejected' })).toBe(1);
   expect(fw.spans(SPAN.clientResume)).toHaveLength(1);
 });
+
+test('a caller that looks at body and then reads text() gets the text: the source is locked only when read', async () => {
+  server = await startScriptedServer();
+  const sent = frame('42', 1);
+  server.scripts.push(res => (openSse(res), res.end(sent)));
+  fw = setupForkwatch({}, []);
+  const res = await sessionGet(server.url, { 'last-event-id': '41' });
+  expect(res.body).not.toBeNull();
+  expect(await res.text()).toBe(sent);
+});
