@@ -58,7 +58,8 @@ function headerReader(headers: any): (name: string) => string | undefined {
   const entries: [string, unknown][] = Array.isArray(headers) ? headers : Object.entries(headers);
   return name => {
     for (const [key, value] of entries) {
-      if (typeof key === 'string' && key.toLowerCase() === name && value !== undefined && value !== '') return String(value);
+      if (typeof key !== 'string' || key.toLowerCase() !== name) continue;
+      if (value !== undefined && value !== '') return String(value);
     }
     return undefined;
   };
@@ -101,7 +102,8 @@ function observeGet(original: Fetch, self: unknown, input: unknown, init: any, g
     runtime.diag.error('starting a resume attempt failed; this stream is not checked', error);
   }
   // In the attempt's context, an HTTP instrumentation's span (and the trace context it injects) joins the resume.
-  const result = attempt ? context.with(attempt.context, () => original.call(self, input, init)) : original.call(self, input, init);
+  const send = () => original.call(self, input, init);
+  const result = attempt ? context.with(attempt.context, send) : send();
   const started = attempt;
   return Promise.resolve(result).then(
     response => {
@@ -195,7 +197,9 @@ function observeBody(
         }
         // A frame withheld in fail-loud mode never reached the application: it was not consumed.
         if (cut || !id) return;
-        if (session.consume(eventIdKey(id), nowMs())) instruments.clientDuplicateEvents.add(1, { transport: 'streamable_http' });
+        if (session.consume(eventIdKey(id), nowMs())) {
+          instruments.clientDuplicateEvents.add(1, { transport: 'streamable_http' });
+        }
       },
       onEnd() {
         stopTimer();
