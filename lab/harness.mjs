@@ -184,7 +184,8 @@ export function serverView(servers = {}) {
  * Runs one scenario end to end and returns the client's report, with `servers: { A, B }` (B only when the scenario
  * has a second process): each { moduleSystem, sdkVersion, sdkPatched, spans, metrics }, fetched before they stop.
  * options: moduleSystem 'cjs' | 'esm' (client and servers), instrumentation (ForkwatchInstrumentation config),
- * verdictTimeoutMs, resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort.
+ * verdictTimeoutMs, resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort,
+ * client: 'sdk' (default) or 'ai-sdk' (@ai-sdk/mcp from resolveFrom: healthy, live-fork-integer-ids, fail-loud).
  * Server options: serverTelemetry (default true), serverSdk 'v1' | 'v2', serverResolveFrom (an SDK 1.x folder for
  * the servers), serverInstrumentation (their ForkwatchInstrumentation config).
  */
@@ -204,13 +205,18 @@ export async function runLabScenario(name, options = {}) {
     );
     const reportFile = join(work, 'report.json');
     const esm = options.moduleSystem === 'esm';
-    const args = esm ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'client.mjs')] : [join(here, 'client.cjs')];
+    const args =
+      options.client === 'ai-sdk'
+        ? [join(here, esm ? 'ai-sdk-client.mjs' : 'ai-sdk-client.cjs')]
+        : esm
+          ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'client.mjs')]
+          : [join(here, 'client.cjs')];
     const env = {
       ...process.env,
       LAB_REPORT: reportFile,
       LAB_CLIENT: JSON.stringify({
         proxyUrl: proxy.url,
-        scenario: scenario.client,
+        scenario: options.client === 'ai-sdk' ? (scenario.aiSdkClient ?? scenario.client) : scenario.client,
         resumeTo: scenario.resumeTo ?? 'B',
         verdictTimeoutMs: options.verdictTimeoutMs ?? 1500,
         instrumentation: { ...scenario.instrumentation, ...options.instrumentation },

@@ -6,6 +6,7 @@
 //   node lab/run.mjs --all           every scenario
 //   node lab/run.mjs --scenario fail-loud --esm
 //   node lab/run.mjs --json          the raw reports
+//   node lab/run.mjs --client ai-sdk  the app on @ai-sdk/mcp (test/sdk-versions/ai-sdk-mcp), judged on the wire
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { SCENARIOS, runLabScenario } from './harness.mjs';
@@ -13,11 +14,17 @@ import { SCENARIOS, runLabScenario } from './harness.mjs';
 const args = process.argv.slice(2);
 const flag = name => args.includes(name);
 const valueOf = name => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const aiSdk = valueOf('--client') === 'ai-sdk';
+/** @ai-sdk/mcp only resumes its GET stream after an error, never drops its cursor and never resumes POST streams. */
+const AI_SDK_SCENARIOS = ['healthy', 'live-fork-integer-ids', 'fail-loud'];
 const chosen = valueOf('--scenario')
   ? [valueOf('--scenario')]
   : flag('--all')
-    ? Object.keys(SCENARIOS)
-    : ['healthy', 'silent-fork', 'live-fork-integer-ids'];
+    ? aiSdk ? AI_SDK_SCENARIOS : Object.keys(SCENARIOS)
+    : aiSdk ? AI_SDK_SCENARIOS.slice(0, 2) : ['healthy', 'silent-fork', 'live-fork-integer-ids'];
+const clientOptions = aiSdk
+  ? { client: 'ai-sdk', resolveFrom: new URL('../test/sdk-versions/ai-sdk-mcp', import.meta.url).pathname }
+  : {};
 const moduleSystem = flag('--esm') ? 'esm' : 'cjs';
 const color = process.stdout.isTTY && !process.env.NO_COLOR;
 const paint = (code, text) => (color ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -71,9 +78,10 @@ function describeServers(report) {
 
 let failures = 0;
 const reports = [];
-console.log(`forkwatch fork lab: the real @modelcontextprotocol/sdk ${sdkVersion} client and servers on 127.0.0.1, ${moduleSystem} client\n`);
+const parts = aiSdk ? `the @ai-sdk/mcp client and @modelcontextprotocol/sdk ${sdkVersion} servers` : `the real @modelcontextprotocol/sdk ${sdkVersion} client and servers`;
+console.log(`forkwatch fork lab: ${parts} on 127.0.0.1, ${moduleSystem} client\n`);
 for (const name of chosen) {
-  const report = await runLabScenario(name, { moduleSystem });
+  const report = await runLabScenario(name, { moduleSystem, ...clientOptions });
   reports.push(report);
   if (flag('--json')) continue;
   const resumes = report.httpLog.filter(e => e.kind === 'resume' || (e.kind === 'get' && report.httpLog.indexOf(e) > 2));

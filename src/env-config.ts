@@ -35,6 +35,7 @@ export interface EnvInstrumentationConfig {
   codec?: BuiltinCodecName;
   verdictTimeoutMs?: number;
   ledger?: Partial<LedgerLimits>;
+  observeFetch?: boolean;
   propagateContext?: boolean;
 }
 
@@ -67,6 +68,7 @@ export const FORKWATCH_ENV = {
   ledgerMaxIdleMs: 'FORKWATCH_LEDGER_MAX_IDLE_MS',
   ledgerRecentIds: 'FORKWATCH_LEDGER_RECENT_IDS',
   propagateContext: 'FORKWATCH_PROPAGATE_CONTEXT',
+  observeFetch: 'FORKWATCH_OBSERVE_FETCH',
   startSdk: 'FORKWATCH_START_SDK',
 } as const;
 
@@ -96,6 +98,8 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
   if (Object.keys(ledger).length > 0) instrumentation.ledger = ledger;
   const propagateContext = r.bool(FORKWATCH_ENV.propagateContext, true);
   if (propagateContext !== undefined) instrumentation.propagateContext = propagateContext;
+  const observeFetch = r.bool(FORKWATCH_ENV.observeFetch, true);
+  if (observeFetch !== undefined) instrumentation.observeFetch = observeFetch;
 
   const otlpEndpoint = (signal: string) =>
     r.present('OTEL_EXPORTER_OTLP_ENDPOINT') || r.present(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`);

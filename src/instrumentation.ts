@@ -3,7 +3,8 @@
  * resumed or silently forked, and reports it as spans and metrics.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import {
   InstrumentationBase,
   InstrumentationNodeModuleDefinition,
@@ -12,6 +13,7 @@ import {
   safeExecuteInTheMiddle,
 } from '@opentelemetry/instrumentation';
 import { Hook as RequireHook } from 'require-in-the-middle';
+import { installFetchObserver } from './client/fetch-observer';
 import { resolveCodec } from './core/codecs';
 import { SessionLedger } from './core/ledger';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
@@ -24,6 +26,7 @@ import {
   type SdkFileTarget,
   SDK_V1_PACKAGE,
   SDK_V1_SUPPORTED,
+  SDK_V2_ESM_DEPENDENTS,
   SDK_V2_PACKAGES,
   SDK_V2_SUPPORTED,
   type Wrap,
@@ -43,8 +46,10 @@ export class ForkwatchInstrumentation
   declare private _settings: ResolvedSettings;
   declare private _clientLedger: SessionLedger;
   declare private _cjsHook: RequireHook | undefined;
+  declare private _esmDependentsHook: RequireHook | undefined;
   declare private _patched: Map<object, PatchTarget>;
   declare private _warnedVersions: Set<string>;
+  declare private _removeFetchObserver: (() => void) | undefined;
 
   constructor(config: ForkwatchInstrumentationConfig = {}) {
     super(PACKAGE_NAME, PACKAGE_VERSION, config);
@@ -135,12 +140,17 @@ export class ForkwatchInstrumentation
   override enable(): void {
     super.enable();
     this.enableCommonJsHook();
+    this.enableFetchObserver();
   }
 
   override disable(): void {
     super.disable();
+    this._removeFetchObserver?.();
+    this._removeFetchObserver = undefined;
     this._cjsHook?.unhook();
     this._cjsHook = undefined;
+    this._esmDependentsHook?.unhook();
+    this._esmDependentsHook = undefined;
     for (const [proto, target] of this.patchedPrototypes()) this.unpatchPrototype(proto, target);
   }
 
@@ -183,6 +193,39 @@ export class ForkwatchInstrumentation
       this._diag.error('could not install the CommonJS hook; use manuallyInstrument()', error);
     }
     this.patchAlreadyLoaded(byName);
+    this.enableEsmDependentsHook();
+  }
+
+  /** See SDK_V2_ESM_DEPENDENTS: the ESM build of the 2.x packages such a dependent imports, found from its folder. */
+  private enableEsmDependentsHook(): void {
+    if (this._esmDependentsHook) return;
+    try {
+      this._esmDependentsHook = new RequireHook([...SDK_V2_ESM_DEPENDENTS], (exports, _name, basedir) => {
+        for (const [pkg, targets] of Object.entries(SDK_V2_PACKAGES)) {
+          const entry = basedir ? findEsmEntry(basedir, pkg) : undefined;
+          if (!entry) continue;
+          try {
+            // The very module instance the dependent imported: require(esm) shares the ESM module map.
+            this.patchModule(createRequire(entry.file)(entry.file), targets, pkg, entry.version, SDK_V2_SUPPORTED);
+          } catch (error) {
+            this._diag.debug(`${pkg} beside ${basedir}: not loadable with require(): ${String(error)}`);
+          }
+        }
+        return exports;
+      });
+    } catch (error) {
+      this._diag.error('could not install the CommonJS hook for ESM-only dependents', error);
+    }
+  }
+
+  /** The wire-level observer for clients without a class patch (see client/fetch-observer.ts). */
+  private enableFetchObserver(): void {
+    if (this._removeFetchObserver || this.getConfig().observeFetch === false) return;
+    try {
+      this._removeFetchObserver = installFetchObserver(this);
+    } catch (error) {
+      this._diag.error('could not observe fetch; clients without a class patch are not checked', error);
+    }
   }
 
   private patchAlreadyLoaded(byName: Map<string, SdkFileTarget>): void {
@@ -310,6 +353,25 @@ function safeSkip(target: PatchTarget, proto: any): string | undefined {
     return target.skip?.(proto);
   } catch {
     return undefined;
+  }
+}
+
+/**
+ * The ESM entry (`exports['.'].import`) of `pkg` as Node resolves it from `fromDir`: the nearest node_modules up the
+ * tree that holds it. Undefined when there is none.
+ */
+function findEsmEntry(fromDir: string, pkg: string): { file: string; version: string | undefined } | undefined {
+  for (let dir = fromDir; ; dir = dirname(dir)) {
+    const base = join(dir, 'node_modules', pkg);
+    try {
+      const manifest = JSON.parse(readFileSync(join(base, 'package.json'), 'utf8'));
+      const root = manifest.exports?.['.'] ?? manifest.exports;
+      const target = typeof root?.import === 'string' ? root.import : root?.import?.default;
+      return typeof target === 'string' ? { file: join(base, target), version: manifest.version } : undefined;
+    } catch {
+      // not here: look further up
+    }
+    if (dirname(dir) === dir) return undefined;
   }
 }
 

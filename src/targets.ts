@@ -87,6 +87,13 @@ export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
   '@modelcontextprotocol/server': [WEB_STANDARD_STREAMABLE_HTTP_SERVER],
 };
 
+/**
+ * ESM-only packages that import the 2.x packages above. A CommonJS app loads them with require() (require(esm), Node
+ * >= 20.19), and ESM loaded that way never passes the ESM loader hooks: the 2.x copy they import is patched when
+ * they are required instead (fastmcp's CommonJS build requires mcp-proxy this way).
+ */
+export const SDK_V2_ESM_DEPENDENTS: readonly string[] = ['mcp-proxy'];
+
 /** Every target, for the manual API, which matches classes by export name. */
 export const ALL_TARGETS: PatchTarget[] = [
   ...new Set([...SDK_V1_FILES.flatMap(f => f.targets), ...Object.values(SDK_V2_PACKAGES).flat()]),

@@ -45,4 +45,9 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
   ledger?: Partial<LedgerLimits>;
   /** Inject the trace context into resume GETs, so the server's resume span joins the client's trace. Default true. */
   propagateContext?: boolean;
+  /**
+   * Observe session SSE GETs sent through `globalThis.fetch` by clients forkwatch has no class patch for
+   * (@ai-sdk/mcp's HTTP transport). Default true. Requests of patched SDK transports are left to their patch.
+   */
+  observeFetch?: boolean;
 }

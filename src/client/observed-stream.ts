@@ -23,6 +23,11 @@ export interface StreamGate {
   holding(): boolean;
   /** True once the stream must be cut (fail-loud verdict: forked). */
   cut(): boolean;
+  /**
+   * The error to end the consumer's stream with when it is cut; without one the stream ends cleanly. A client that
+   * has no onerror forkwatch can reach (a transport seen only on the wire) learns of the fork this way.
+   */
+  cutError?(): unknown;
 }
 
 /** Bytes held back at most while waiting for a first frame; past this the stream flows unchecked. */
@@ -42,7 +47,9 @@ export function observeStream(
   gate: StreamGate | undefined,
   onObserverError: (error: unknown) => void,
 ): ObservedStream {
-  const reader = source.getReader();
+  // Locked on first use, not here: a caller that reads the Response some other way (text()) still can.
+  let sourceReader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  const reader = () => (sourceReader ??= source.getReader());
   const observer = new SseFrameObserver({
     onFrame: id => hooks.onFrame(id),
     onComment: () => hooks.onComment?.(),
@@ -71,8 +78,10 @@ export function observeStream(
     finished = true;
     held = [];
     heldBytes = 0;
-    reader.cancel(reason).catch(() => {});
-    controller.close();
+    reader().cancel(reason).catch(() => {});
+    const error = gate?.cutError?.();
+    if (error !== undefined) controller.error(error);
+    else controller.close();
   };
 
   const readable = new ReadableStream<Uint8Array>(
@@ -85,7 +94,7 @@ export function observeStream(
         for (;;) {
           let result: ReadableStreamReadResult<Uint8Array>;
           try {
-            result = await reader.read();
+            result = await reader().read();
           } catch (error) {
             if (finished) return;
             finished = true;
@@ -127,7 +136,7 @@ export function observeStream(
           observer.end();
           hooks.onCancel?.();
         }
-        return reader.cancel(reason);
+        return reader().cancel(reason);
       },
     },
     { highWaterMark: 0 },

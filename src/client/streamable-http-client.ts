@@ -18,6 +18,7 @@ import { StreamForkDetected } from '../errors';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { type StreamGate, observeStream } from './observed-stream';
+import { runAsPatchedTransport } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
 
 export const STREAMABLE_HTTP_CLIENT_METHODS = [
@@ -100,9 +101,9 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
     }
   };
 
-  wrap(proto, '_startOrAuthSse', original =>
-    function startOrAuthSse(this: any, options: any, ...rest: unknown[]) {
-      if (!runtime.enabled || !options || typeof options !== 'object' || attempts.has(options)) {
+  wrap(proto, '_startOrAuthSse', original => {
+    function startOrAuthSseObserved(this: any, options: any, ...rest: unknown[]) {
+      if (!options || typeof options !== 'object' || attempts.has(options)) {
         return original.call(this, options, ...rest);
       }
       let attempt: ResumeAttempt | undefined;
@@ -131,8 +132,13 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
         },
       );
       return result;
-    },
-  );
+    }
+    return function startOrAuthSse(this: any, options: any, ...rest: unknown[]) {
+      // The GET goes through fetch: the wire-level fetch observer must leave it to this patch.
+      if (!runtime.enabled) return original.call(this, options, ...rest);
+      return runAsPatchedTransport(() => startOrAuthSseObserved.call(this, options, ...rest));
+    };
+  });
 
   wrap(proto, '_handleSseStream', original =>
     function handleSseStream(this: any, stream: any, options: any, ...rest: unknown[]) {

@@ -36,6 +36,8 @@ export interface LabOptions {
   resolveFrom?: string;
   sdk?: 'v1' | 'v2';
   metricsPort?: number;
+  /** The app's MCP client: the SDK's (default) or @ai-sdk/mcp's, loaded from resolveFrom. */
+  client?: 'sdk' | 'ai-sdk';
 }
 
 export const runLabScenario: (name: string, options?: LabOptions) => Promise<LabReport> = harness.runLabScenario;

@@ -1,0 +1,236 @@
+/**
+ * Wire-level client observer: a wrapper of `globalThis.fetch` that judges the streamable HTTP resumes of MCP clients
+ * forkwatch has no class patch for. @ai-sdk/mcp is the reason: its HttpMCPTransport is bundled into an ESM-only
+ * file and not exported, so no module hook can reach the class, but every request it sends goes through fetch.
+ *
+ * What the wire carries is enough: a GET with `Accept: text/event-stream` and `Mcp-Session-Id` is a session's SSE
+ * stream; with `Last-Event-ID` it is a resume. The response body's frames are observed exactly as a patched SDK
+ * transport's are (observed-stream.ts), through a lazy own `body` getter on the very Response the caller gets, so
+ * no frame, header or status changes and a body the caller never reads is never read.
+ *
+ * Requests a patched SDK transport sends run in its scope (patched-transport-scope.ts) and are left to the patch.
+ * What the wire cannot show, and the class patch can: a reconnect that dropped the cursor (`cursor_dropped` needs
+ * the client's intent) and the client's onerror (fail-loud mode errors the stream instead).
+ */
+import { context } from '@opentelemetry/api';
+import { eventIdKey } from '../core/event-id';
+import { decideFirstFrame } from '../core/verdict';
+import { StreamForkDetected } from '../errors';
+import { type ForkwatchRuntime, nowMs } from '../runtime';
+import { protocolHasResumability } from '../session-id';
+import { type StreamGate, observeStream } from './observed-stream';
+import { isPatchedTransportRequest } from './patched-transport-scope';
+import { ResumeAttempt } from './resume-attempt';
+
+type Fetch = (input: unknown, init?: any) => Promise<any>;
+
+/** The session stream a GET opens, read from its headers. */
+export interface SseGet {
+  sessionId: string;
+  protocolVersion: string | undefined;
+  /** Last-Event-ID: set for a resume. */
+  cursor: string | undefined;
+}
+
+const FETCH_MARK = Symbol.for('forkwatch.fetch-observer');
+
+/**
+ * Reads a fetch call's method and headers, for the MCP session streams only; undefined for everything else. Never
+ * reads a body and never throws.
+ */
+export function sseGetOf(input: unknown, init: any): SseGet | undefined {
+  try {
+    const request = typeof input === 'object' && input !== null && !(input instanceof URL) ? (input as any) : undefined;
+    const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase();
+    if (method !== 'GET') return undefined;
+    const header = headerReader(init?.headers ?? request?.headers);
+    const sessionId = header('mcp-session-id');
+    if (!sessionId || !header('accept')?.includes('text/event-stream')) return undefined;
+    return { sessionId, protocolVersion: header('mcp-protocol-version'), cursor: header('last-event-id') };
+  } catch {
+    return undefined;
+  }
+}
+
+function headerReader(headers: any): (name: string) => string | undefined {
+  if (!headers) return () => undefined;
+  if (typeof headers.get === 'function') return name => headers.get(name) ?? undefined;
+  const entries: [string, unknown][] = Array.isArray(headers) ? headers : Object.entries(headers);
+  return name => {
+    for (const [key, value] of entries) {
+      if (typeof key !== 'string' || key.toLowerCase() !== name) continue;
+      if (value !== undefined && value !== '') return String(value);
+    }
+    return undefined;
+  };
+}
+
+/** Installs the observer on `globalThis.fetch`; returns the function that takes it off again. */
+export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
+  const original = globalThis.fetch as unknown as Fetch | undefined;
+  if (typeof original !== 'function' || (original as any)[FETCH_MARK]) return () => {};
+  const observed = function fetch(this: unknown, input: unknown, init?: any) {
+    if (!runtime.enabled || isPatchedTransportRequest()) return original.call(this, input, init);
+    const get = sseGetOf(input, init);
+    if (!get || !protocolHasResumability(get.protocolVersion)) return original.call(this, input, init);
+    return observeGet(original, this, input, init, get, runtime);
+  };
+  Object.defineProperty(observed, FETCH_MARK, { value: true });
+  globalThis.fetch = observed as unknown as typeof globalThis.fetch;
+  return () => {
+    // Someone wrapped fetch after forkwatch: leave their wrapper in place; ours passes through once disabled.
+    if (globalThis.fetch === (observed as unknown)) globalThis.fetch = original as unknown as typeof globalThis.fetch;
+  };
+}
+
+function observeGet(original: Fetch, self: unknown, input: unknown, init: any, get: SseGet, runtime: ForkwatchRuntime) {
+  let attempt: ResumeAttempt | undefined;
+  try {
+    if (get.cursor !== undefined) {
+      const session = runtime.clientLedger.touch(get.sessionId, nowMs());
+      attempt = new ResumeAttempt(runtime, {
+        transport: 'streamable_http',
+        session,
+        sessionId: get.sessionId,
+        protocolVersion: get.protocolVersion,
+        cursor: get.cursor,
+        heldCursor: get.cursor,
+        lostAt: session.lostAt,
+      });
+    }
+  } catch (error) {
+    runtime.diag.error('starting a resume attempt failed; this stream is not checked', error);
+  }
+  // In the attempt's context, an HTTP instrumentation's span (and the trace context it injects) joins the resume.
+  const send = () => original.call(self, input, init);
+  const result = attempt ? context.with(attempt.context, send) : send();
+  const started = attempt;
+  return Promise.resolve(result).then(
+    response => {
+      try {
+        watchResponse(response, get, started, runtime);
+      } catch (error) {
+        runtime.diag.error('observing an SSE response failed; this stream is not checked', error);
+      }
+      return response;
+    },
+    error => {
+      if (started) {
+        const aborted = (error as { name?: unknown })?.name === 'AbortError';
+        if (aborted) started.concludeInconclusive('cancelled');
+        else started.concludeFailed(error);
+      }
+      throw error;
+    },
+  );
+}
+
+function watchResponse(response: any, get: SseGet, attempt: ResumeAttempt | undefined, runtime: ForkwatchRuntime) {
+  const status = typeof response?.status === 'number' ? response.status : undefined;
+  const contentType = String(response?.headers?.get?.('content-type') ?? '');
+  const body = response?.body;
+  if (status === undefined || status < 200 || status >= 300 || !body || !contentType.includes('text/event-stream')) {
+    attempt?.concludeRejected(status);
+    return;
+  }
+  let observed: ReadableStream<Uint8Array> | undefined;
+  Object.defineProperty(response, 'body', {
+    configurable: true,
+    enumerable: true,
+    get() {
+      // Created on first read, so a caller that never reads the body leaves it untouched.
+      if (!observed) {
+        try {
+          observed = observeBody(body, get, attempt, runtime);
+        } catch (error) {
+          runtime.diag.error('observing an SSE stream failed; this stream is not checked', error);
+          observed = body;
+        }
+      }
+      return observed;
+    },
+  });
+}
+
+function observeBody(
+  body: ReadableStream<Uint8Array>,
+  get: SseGet,
+  attempt: ResumeAttempt | undefined,
+  runtime: ForkwatchRuntime,
+): ReadableStream<Uint8Array> {
+  const session = runtime.clientLedger.touch(get.sessionId, nowMs());
+  const abortMode = runtime.settings.onFork === 'abort';
+  const instruments = runtime.instruments;
+  const codec = runtime.settings.codec;
+  let pending = attempt !== undefined && !attempt.isConcluded;
+  let cut = false;
+  let forkError: StreamForkDetected | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stopTimer = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+  };
+  const gate: StreamGate = { holding: () => abortMode && pending, cut: () => cut, cutError: () => forkError };
+
+  const observed = observeStream(
+    body,
+    {
+      onFrame(id) {
+        if (pending && attempt) {
+          pending = false;
+          stopTimer();
+          const verdict = decideFirstFrame({
+            cursor: attempt.init.heldCursor,
+            firstId: id === undefined || id === '' ? id : eventIdKey(id),
+            codec,
+            wasConsumed: candidate => session.hasConsumed(candidate),
+          });
+          attempt.concludeWithFirstFrame(id, verdict);
+          if (verdict.verdict === 'forked') {
+            const info = attempt.verdictInfo(id);
+            runtime.notifyFork(info);
+            if (abortMode) {
+              cut = true;
+              forkError = new StreamForkDetected(info);
+            }
+          }
+        }
+        // A frame withheld in fail-loud mode never reached the application: it was not consumed.
+        if (cut || !id) return;
+        if (session.consume(eventIdKey(id), nowMs())) {
+          instruments.clientDuplicateEvents.add(1, { transport: 'streamable_http' });
+        }
+      },
+      onEnd() {
+        stopTimer();
+        session.lostAt = nowMs();
+        if (pending && attempt) {
+          pending = false;
+          attempt.concludeInconclusive('stream_ended');
+        }
+      },
+      onCancel() {
+        stopTimer();
+        if (pending && attempt) {
+          pending = false;
+          attempt.concludeInconclusive('cancelled');
+        }
+      },
+    },
+    gate,
+    error => runtime.diag.error('SSE frame observer failed', error),
+  );
+
+  if (pending && attempt) {
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (!pending) return;
+      pending = false;
+      attempt.concludeInconclusive('timeout');
+      observed.release();
+    }, runtime.settings.verdictTimeoutMs);
+    // Never keep the host process alive for a verdict.
+    timer.unref?.();
+  }
+  return observed.readable;
+}

@@ -1,0 +1,176 @@
+/**
+ * Real fastmcp and mcp-proxy servers (pinned in test/sdk-versions/fastmcp and test/sdk-versions/mcp-proxy), each in a
+ * child process preloaded with `forkwatch/register`, report their resumes on their own /metrics as the SDK's server
+ * does. Both serve HTTP through mcp-proxy, whose bundle imports a nested copy of @modelcontextprotocol/server 2.x
+ * (next to an SDK 1.x copy, in fastmcp's case) and keeps its own event store: the module hooks must find that copy.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { detectCodec } from '../../src/core/codecs';
+import { METRICS } from '../../src/names';
+import { startApp } from '../register/support';
+import { freePort } from '../support/prometheus';
+import { type OpenStream, RawMcpSession } from '../support/raw-mcp-session';
+import { sample } from '../support/scrape';
+
+const root = join(__dirname, '../..');
+const register = join(root, 'build/src/register.js');
+const resumes = METRICS.serverResumes.prometheusName;
+const gapEvents = `${METRICS.serverResumeGapEvents.prometheusName}_sum`;
+const STARTUP_MS = 150_000; // import-in-the-middle reads mcp-proxy's 20,000-line bundle on a shared CPU
+
+const stacks = [
+  { name: 'mcp-proxy', folder: 'mcp-proxy', script: 'lab/stacks/mcp-proxy-server.mjs', major: /^6\./ },
+  { name: 'fastmcp', folder: 'fastmcp', script: 'lab/stacks/fastmcp-server.mjs', major: /^4\./ },
+] as const;
+const mcpHandler = { name: 'mcp-handler', folder: 'mcp-handler', script: 'lab/stacks/mcp-handler-server.mjs', major: /^2\./ };
+
+type Stack = (typeof stacks)[number] | typeof mcpHandler;
+
+async function startStack(stack: Stack, server: Record<string, unknown> = {}) {
+  const folder = join(root, 'test/sdk-versions', stack.folder);
+  const port = await freePort();
+  let metricsPort = await freePort();
+  while (metricsPort === port) metricsPort = await freePort(); // the OS may hand the same free port out twice
+  const app = startApp({
+    cwd: folder,
+    args: ['--import', register, join(root, stack.script)],
+    env: {
+      STACK_APP: folder,
+      STACK_SERVER: JSON.stringify({ port, ...server }),
+      OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
+      OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
+      OTEL_LOG_LEVEL: 'debug',
+    },
+  });
+  await app.waitForStderr(/STACK LISTENING/, STARTUP_MS);
+  const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+  /** Scrapes until the server counted `count` resumes with `outcome` (its recording settles after the answer). */
+  const resumesCounted = async (outcome: string, count: number) => {
+    for (const deadline = Date.now() + 15_000; ; ) {
+      const text = await metrics();
+      if ((sample(text, resumes, { outcome }) ?? 0) >= count) return text;
+      if (Date.now() > deadline) throw new Error(`no ${count} ${outcome} resume(s) on /metrics:\n${text}`);
+      await new Promise(r => setTimeout(r, 100));
+    }
+  };
+  return { app, url: `http://127.0.0.1:${port}/mcp`, metrics, resumesCounted };
+}
+
+/** Resumes the standalone stream; a 409 means the server has not yet seen the old stream close: try again. */
+async function resume(session: RawMcpSession, cursor: string): Promise<{ stream: OpenStream; conflicts: number }> {
+  for (let conflicts = 0; ; conflicts++) {
+    const stream = await session.openGet(cursor);
+    if (stream.status !== 409 || conflicts > 50) return { stream, conflicts };
+    await new Promise(r => setTimeout(r, 50));
+  }
+}
+
+describe.each(stacks)('$name', stack => {
+  test('the app folder pins the version under test', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'test/sdk-versions', stack.folder, 'node_modules', stack.name, 'package.json'), 'utf8'));
+    expect(pkg.version).toMatch(stack.major);
+  });
+
+  test.each(['esm', 'cjs'] as const)(
+    '%s app, healthy: a resume is replayed from its own store with the exact events missed; ids in the mcp-proxy format',
+    async moduleSystem => {
+      // Under CommonJS, the ESM-only mcp-proxy comes through require(esm), which the ESM loader hooks never see.
+      const server = await startStack(stack, { moduleSystem });
+      // The module hooks found mcp-proxy's nested @modelcontextprotocol/server copy.
+      expect(server.app.stderr()).toMatch(/patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./);
+      const session = new RawMcpSession(server.url);
+      await session.initialize();
+      const first = await session.openGet();
+      expect(first.status).toBe(200);
+      await session.callTool('emit', { count: 3 });
+      await first.waitForMessages(3);
+      const ids = first.messages().map(m => m.id!);
+      for (const id of ids) {
+        expect(detectCodec(id)?.name).toBe('mcp-proxy');
+        expect(detectCodec(id)?.decode(id)).toMatchObject({ stream: '_GET_stream', sharedStream: true });
+      }
+      first.close();
+      await session.callTool('emit', { count: 2 }); // stored while the client is away
+      const { stream, conflicts } = await resume(session, ids.at(-1)!);
+      expect(stream.status).toBe(200);
+      await stream.waitForMessages(2);
+      stream.close();
+
+      const text = await server.resumesCounted('replayed', 1);
+      expect(sample(text, resumes, { outcome: 'replayed' })).toBe(1);
+      expect(sample(text, gapEvents)).toBe(2);
+      expect(sample(text, resumes, { outcome: 'rejected' })).toBe(conflicts);
+      expect(sample(text, resumes, { outcome: 'unknown_cursor' })).toBe(0);
+      expect(sample(text, resumes, { outcome: 'ignored' })).toBe(0);
+    },
+    STARTUP_MS + 60_000,
+  );
+
+  test(
+    'forked: without an event store the resume gets 200 and a fresh stream, and the server says ignored',
+    async () => {
+      const server = await startStack(stack, { eventStore: 'none' });
+      const session = new RawMcpSession(server.url);
+      await session.initialize();
+      const first = await session.openGet();
+      await session.callTool('emit', { count: 1 });
+      await first.waitForMessages(1);
+      expect(first.messages()[0]!.id).toBeUndefined(); // nothing to resume from: only a cursor from elsewhere
+      first.close();
+      await session.callTool('emit', { count: 2 }); // lost
+      const { stream } = await resume(session, `_GET_stream_${Date.now()}_0000_abc`);
+      expect(stream.status).toBe(200);
+      await session.callTool('emit', { count: 1 });
+      await stream.waitForMessages(1);
+      stream.close();
+      expect(stream.messages()).toHaveLength(1);
+
+      const text = await server.resumesCounted('ignored', 1);
+      expect(sample(text, resumes, { outcome: 'replayed' })).toBe(0);
+      expect(sample(text, resumes, { outcome: 'unknown_cursor' })).toBe(0);
+    },
+    STARTUP_MS + 60_000,
+  );
+});
+
+test(
+  'mcp-proxy: a cursor its capped store already evicted is rejected (400), not replayed',
+  async () => {
+    const server = await startStack(stacks[0], { maxEvents: 2 });
+    const session = new RawMcpSession(server.url);
+    await session.initialize();
+    const first = await session.openGet();
+    await session.callTool('emit', { count: 4 });
+    await first.waitForMessages(4);
+    const oldest = first.messages()[0]!.id!;
+    first.close();
+    const { stream } = await resume(session, oldest);
+    expect(stream.status).toBe(400);
+    const text = await server.resumesCounted('rejected', 1);
+    expect(sample(text, resumes, { outcome: 'replayed' })).toBe(0);
+  },
+  STARTUP_MS + 60_000,
+);
+
+test.each(['esm', 'cjs'] as const)(
+  'mcp-handler, %s app: 2025-era traffic is served statelessly, a resume GET is answered 405 by the router: nothing to judge',
+  async moduleSystem => {
+    const server = await startStack(mcpHandler, { moduleSystem });
+    expect(server.app.stderr()).toMatch(/patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./);
+    const session = new RawMcpSession(server.url);
+    await session.initialize();
+    expect(session.sessionId).toBeUndefined(); // no session, so no session log to resume
+    session.sessionId = 'any-session';
+    const { stream } = await resume(session, `_GET_stream_${Date.now()}_0000_abc`);
+    expect(stream.status).toBe(405);
+    session.sessionId = undefined;
+    expect(await session.callTool('emit', {})).toMatchObject({ content: [{ text: 'emitted' }] });
+    const text = await server.metrics();
+    for (const outcome of ['replayed', 'unknown_cursor', 'ignored', 'rejected', 'failed']) {
+      expect(sample(text, resumes, { outcome })).toBe(0);
+    }
+  },
+  STARTUP_MS + 60_000,
+);
