@@ -6,6 +6,7 @@
  * never take the application down, and must never pass silently either.
  */
 import { BUILTIN_CODEC_NAMES, type BuiltinCodecName } from './core/codecs';
+import { DEFAULT_DELIVERY_WINDOW_MS } from './core/delivery-ledger';
 import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from './core/ledger';
 import type { OnForkMode } from './types';
 
@@ -37,6 +38,7 @@ export interface EnvInstrumentationConfig {
   ledger?: Partial<LedgerLimits>;
   observeFetch?: boolean;
   propagateContext?: boolean;
+  deliveryWindowMs?: number;
 }
 
 export interface RegisterEnvConfig {
@@ -69,6 +71,7 @@ export const FORKWATCH_ENV = {
   ledgerRecentIds: 'FORKWATCH_LEDGER_RECENT_IDS',
   propagateContext: 'FORKWATCH_PROPAGATE_CONTEXT',
   observeFetch: 'FORKWATCH_OBSERVE_FETCH',
+  deliveryWindowMs: 'FORKWATCH_DELIVERY_WINDOW_MS',
   startSdk: 'FORKWATCH_START_SDK',
 } as const;
 
@@ -100,6 +103,8 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
   if (propagateContext !== undefined) instrumentation.propagateContext = propagateContext;
   const observeFetch = r.bool(FORKWATCH_ENV.observeFetch, true);
   if (observeFetch !== undefined) instrumentation.observeFetch = observeFetch;
+  const deliveryWindowMs = r.int(FORKWATCH_ENV.deliveryWindowMs, 0, Number.MAX_SAFE_INTEGER, DEFAULT_DELIVERY_WINDOW_MS);
+  if (deliveryWindowMs !== undefined) instrumentation.deliveryWindowMs = deliveryWindowMs;
 
   const otlpEndpoint = (signal: string) =>
     r.present('OTEL_EXPORTER_OTLP_ENDPOINT') || r.present(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`);
