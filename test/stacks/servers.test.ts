@@ -18,6 +18,8 @@ const root = join(__dirname, '../..');
 const register = join(root, 'build/src/register.js');
 const resumes = METRICS.serverResumes.prometheusName;
 const gapEvents = `${METRICS.serverResumeGapEvents.prometheusName}_sum`;
+const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
+const DELIVERY_WINDOW_MS = 1000;
 const STARTUP_MS = 150_000; // import-in-the-middle reads mcp-proxy's 20,000-line bundle on a shared CPU
 
 const stacks = [
@@ -42,20 +44,23 @@ async function startStack(stack: Stack, server: Record<string, unknown> = {}) {
       OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1',
       OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort),
       OTEL_LOG_LEVEL: 'debug',
+      FORKWATCH_DELIVERY_WINDOW_MS: String(DELIVERY_WINDOW_MS),
     },
   });
   await app.waitForStderr(/STACK LISTENING/, STARTUP_MS);
   const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
-  /** Scrapes until the server counted `count` resumes with `outcome` (its recording settles after the answer). */
-  const resumesCounted = async (outcome: string, count: number) => {
-    for (const deadline = Date.now() + 15_000; ; ) {
+  /** Scrapes until `family{labels}` reached `count` (recording settles after the answer, the ledger after its window). */
+  const counted = async (family: string, labels: Record<string, string>, count: number) => {
+    for (const deadline = Date.now() + 30_000; ; ) {
       const text = await metrics();
-      if ((sample(text, resumes, { outcome }) ?? 0) >= count) return text;
-      if (Date.now() > deadline) throw new Error(`no ${count} ${outcome} resume(s) on /metrics:\n${text}`);
+      if ((sample(text, family, labels) ?? 0) >= count) return text;
+      if (Date.now() > deadline) throw new Error(`no ${count} ${family}${JSON.stringify(labels)} on /metrics:\n${text}`);
       await new Promise(r => setTimeout(r, 100));
     }
   };
-  return { app, url: `http://127.0.0.1:${port}/mcp`, metrics, resumesCounted };
+  const resumesCounted = (outcome: string, count: number) => counted(resumes, { outcome }, count);
+  const undeliveredCounted = (reason: string, count: number) => counted(undelivered, { reason }, count);
+  return { app, url: `http://127.0.0.1:${port}/mcp`, metrics, resumesCounted, undeliveredCounted };
 }
 
 /** Resumes the standalone stream; a 409 means the server has not yet seen the old stream close: try again. */
@@ -104,6 +109,15 @@ describe.each(stacks)('$name', stack => {
       expect(sample(text, resumes, { outcome: 'rejected' })).toBe(conflicts);
       expect(sample(text, resumes, { outcome: 'unknown_cursor' })).toBe(0);
       expect(sample(text, resumes, { outcome: 'ignored' })).toBe(0);
+
+      // Control for the delivery ledger: one more event stored while no stream is open, then the session goes on
+      // talking here without coming back for it. Exactly that one counts as stream_moved: the two replayed above
+      // never count, and nothing else does.
+      await session.callTool('emit', { count: 1 });
+      await session.callTool('emit', { count: 0 }); // activity: starts the window
+      const judged = await server.undeliveredCounted('stream_moved', 1);
+      expect(sample(judged, undelivered, { reason: 'stream_moved' })).toBe(1);
+      for (const reason of ['no_listener', 'dropped', 'abandoned']) expect(sample(judged, undelivered, { reason })).toBe(0);
     },
     STARTUP_MS + 60_000,
   );
@@ -127,7 +141,10 @@ describe.each(stacks)('$name', stack => {
       stream.close();
       expect(stream.messages()).toHaveLength(1);
 
-      const text = await server.resumesCounted('ignored', 1);
+      await server.resumesCounted('ignored', 1);
+      // The two events emitted while no stream was open had nowhere to go: with no store they are dropped.
+      const text = await server.undeliveredCounted('dropped', 2);
+      expect(sample(text, undelivered, { reason: 'dropped' })).toBe(2);
       expect(sample(text, resumes, { outcome: 'replayed' })).toBe(0);
       expect(sample(text, resumes, { outcome: 'unknown_cursor' })).toBe(0);
     },
