@@ -11,6 +11,7 @@ function readConfig() {
     scenario: config.scenario ?? 'healthy',
     resumeTo: config.resumeTo ?? 'B',
     verdictTimeoutMs: config.verdictTimeoutMs ?? 1500,
+    keepTalkingAfterMs: config.keepTalkingAfterMs ?? 0,
     metricsPort: config.metricsPort,
     resolveFrom: config.resolveFrom,
     sdkLine: config.sdk ?? 'v1',

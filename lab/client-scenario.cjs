@@ -14,7 +14,7 @@ async function waitFor(what, predicate, timeoutMs = 8000) {
   }
 }
 
-async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutMs, resumeTo }) {
+async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutMs, resumeTo, keepTalkingAfterMs }) {
   const { Client, StreamableHTTPClientTransport, LoggingMessageNotificationSchema } = sdk;
   const control = async (path, body) => {
     const res = await fetch(`${proxyUrl}/__lab/${path}`, { method: body ? 'POST' : 'GET', body: body && JSON.stringify(body) });
@@ -138,6 +138,15 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
   };
   const report = { scenario };
   await steps[scenario]();
+  if (keepTalkingAfterMs > 0) {
+    // A live client goes on talking: requests now, and again after the servers' delivery window (two each time, so
+    // round-robin routing reaches both servers). Overdue events count only on such a request after the window.
+    const ping = () => client.ping().catch(e => errors.push({ name: 'ping', message: String(e?.message ?? e) }));
+    for (const wait of [0, keepTalkingAfterMs]) {
+      await sleep(wait);
+      for (let i = 0; i < 2; i++) await ping();
+    }
+  }
 
   const seen = new Map();
   for (const d of received) if (d.origin === 'A') seen.set(d.seq, (seen.get(d.seq) ?? 0) + 1);

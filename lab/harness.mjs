@@ -217,8 +217,9 @@ export function serverView(servers = {}) {
  * verdictTimeoutMs, resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort,
  * client: 'sdk' (default) or 'ai-sdk' (@ai-sdk/mcp from resolveFrom: healthy, live-fork-integer-ids, fail-loud).
  * Server options: serverTelemetry (default true), serverSdk 'v1' | 'v2', serverResolveFrom (an SDK 1.x folder for
- * the servers), serverInstrumentation (their ForkwatchInstrumentation config), deliveryVerdicts (wait until no
- * session stream awaits a delivery verdict), closeSessions (the servers then expire their sessions, no DELETE).
+ * the servers), serverInstrumentation (their ForkwatchInstrumentation config), deliveryVerdicts (the client
+ * pings the servers once more after the delivery window, as a live client would, then no stream may still be in
+ * its window), closeSessions (the servers then expire their sessions, no DELETE).
  */
 export async function runLabScenario(name, options = {}) {
   const scenario = SCENARIOS[name];
@@ -250,6 +251,8 @@ export async function runLabScenario(name, options = {}) {
         scenario: options.client === 'ai-sdk' ? (scenario.aiSdkClient ?? scenario.client) : scenario.client,
         resumeTo: scenario.resumeTo ?? 'B',
         verdictTimeoutMs: options.verdictTimeoutMs ?? 1500,
+        // A live client goes on talking: its servers' overdue events count only on a request after the window.
+        keepTalkingAfterMs: options.deliveryVerdicts ? (options.serverInstrumentation?.deliveryWindowMs ?? 30000) + 300 : 0,
         instrumentation: { ...scenario.instrumentation, ...options.instrumentation },
         metricsPort: options.metricsPort,
         resolveFrom: options.resolveFrom,

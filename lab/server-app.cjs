@@ -175,8 +175,8 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
   async function telemetryReport() {
     const patched = sdk.CoreTransport?.prototype?.handleGetRequest?.__wrapped === true;
     if (!telemetry) return { moduleSystem, sdkVersion: sdk.version, sdkPatched: patched, spans: [], metrics: '' };
-    const ledger = telemetry.instrumentation.serverDelivery.ledger;
-    const delivery = { sessionsWithPending: ledger.sessionsWithPending, awaitingVerdict: ledger.streamsAwaitingVerdict };
+    const serverDelivery = telemetry.instrumentation.serverDelivery;
+    const delivery = { sessionsWithPending: serverDelivery.ledger.sessionsWithPending, awaitingVerdict: serverDelivery.streamsInWindow() };
     return { moduleSystem, sdkVersion: sdk.version, sdkPatched: patched, spans: telemetry.finishedSpans(), metrics: await telemetry.scrape(), delivery };
   }
 

@@ -10,23 +10,23 @@
  * - a replay of a stream here settles as many of its pending events as it sent (a store that vouches for a cursor
  *   it does not know and sends nothing settles nothing).
  *
- * When pending events count as undelivered (the decision, made to never page on a healthy client):
- * - Nothing is judged while the session shows no sign of life here. The clock starts at the first *activity* of the
- *   session after the events became pending (any request, a DELETE, an event delivered live on another stream of
- *   the session), and the events get a full window from there. A healthy resume, however late after a sleep,
- *   is itself activity that arrives with its replay, so it counts nothing; a slow reconnect within the window
- *   counts nothing; a client that crashed shows no activity and its events end `abandoned` when the session closes,
- *   expires here (idle for `maxIdleMs`) or is evicted by the session cap.
- * - When the window after that first activity ends with events still pending, the client was alive and talking to
- *   this process and did not come back for them: `dropped` without a store, `no_listener` for the standalone
- *   stream of a session that never opened a GET here (split-brain routing, clients that never listen), otherwise
- *   `stream_moved` (it resumed elsewhere, or gave up on the stream).
- * - A counter is never retracted: a client that keeps sending requests here for a whole window while its stream is
+ * When pending events count as undelivered (the decision, made to never page on a healthy or crashed client):
+ * - Nothing is judged while the session shows no sign of life here. The window starts at the first *activity* of
+ *   the session after the events became pending (any request, a DELETE, a GET, an event delivered live on another
+ *   stream of the session). A healthy resume, however late, is itself activity that arrives with its replay, so it
+ *   counts nothing; a slow reconnect within the window counts nothing.
+ * - When the window has ended, the events are *overdue*, and still nothing is counted: a client that was cut, sent
+ *   one more request and then crashed looks exactly like this. They count with a loss reason only when the session
+ *   proves it is alive here after the window, by a request (not a GET: a late resume may be coming for them):
+ *   `dropped` without a store, `no_listener` for the standalone stream of a session that never opened a GET here
+ *   (split-brain routing, clients that never listen), otherwise `stream_moved` (it resumed elsewhere, or gave up
+ *   on the stream). A live client in those states keeps talking, so the signal comes with its next request.
+ * - When a session closes, expires here (idle for `maxIdleMs`) or is evicted by the session cap, whatever is still
+ *   pending or overdue is `abandoned`: the client went away, which is not a fork and never pages.
+ * - A counter is never retracted: a client that keeps sending requests here past the window while its stream is
  *   down, and only then resumes here (an app calling resumeStream much later; the SDK itself gives up after two
  *   retries, 2.5 s with its defaults), was counted `stream_moved` and its late replay does not undo it. The default
  *   window (30 s) is ten times the SDK's full retry schedule and its maximum reconnect delay.
- * - When a session closes or is forgotten, events already past their window count with their loss reason, the rest
- *   `abandoned`.
  *
  * Memory: per session with pending events, a few numbers and one small record per stream with pending events
  * (capped at `maxPendingStreams`); a session with nothing pending holds two fields in a WeakMap keyed by its
@@ -113,11 +113,14 @@ export class DeliveryLedger<K extends object> {
     return this.pendingSessions.size;
   }
 
-  /** Streams whose session showed activity since their events went pending: a verdict on them is coming. */
-  get streamsAwaitingVerdict(): number {
+  /**
+   * Streams whose session showed activity since their events went pending and whose window has not ended yet at
+   * `now`: until then a resume may still settle them.
+   */
+  streamsInWindow(now: number): number {
     let n = 0;
     for (const account of this.pendingSessions.values()) {
-      for (const stream of account.pending!.values()) if (stream.awakeAt !== undefined) n++;
+      for (const stream of account.pending!.values()) if (stream.awakeAt !== undefined && !this.isDue(stream, now)) n++;
     }
     return n;
   }
@@ -156,22 +159,31 @@ export class DeliveryLedger<K extends object> {
     stream.count++;
   }
 
-  /** The session did something on this process: a request (of any method) or a GET. */
+  /** The session sent a request (of any method) to this process, or an event of it was delivered live here. */
   activity(key: K, now: number): void {
+    this.touch(key, now, true);
+  }
+
+  /** A GET of the session reached this process: it listens here (or tried to, maybe to resume overdue events). */
+  listenerOpened(key: K, now: number): void {
+    this.account(key, now).listenerSeen = true;
+    this.touch(key, now, false);
+  }
+
+  /** Starts the window of newly pending streams; with `provesAlive`, counts the overdue ones with their loss reason. */
+  private touch(key: K, now: number, provesAlive: boolean): void {
     const account = this.account(key, now);
     account.lastActiveAt = now;
     const pending = account.pending;
     if (pending === undefined) return;
-    for (const stream of pending.values()) if (stream.awakeAt === undefined) stream.awakeAt = now;
+    for (const [id, stream] of [...pending]) {
+      if (stream.awakeAt === undefined) stream.awakeAt = now;
+      else if (provesAlive && this.isDue(stream, now)) this.judgeStream(key, account, id, stream, now, false);
+    }
+    if (this.dropIfSettled(key, account)) return;
     // Keep pendingSessions in order of activity for the idle and cap checks.
     this.pendingSessions.delete(key);
     this.pendingSessions.set(key, account);
-  }
-
-  /** A GET of the session reached this process: it listens here (or tried to). */
-  listenerOpened(key: K, now: number): void {
-    this.account(key, now).listenerSeen = true;
-    this.activity(key, now);
   }
 
   /** A resume here replayed `events` events of `streamId`: that many pending events reached the client. */
@@ -192,17 +204,11 @@ export class DeliveryLedger<K extends object> {
     this.accounts.delete(key);
   }
 
-  /** Judges every stream whose window has ended and forgets sessions idle for maxIdleMs. Cheap when idle. */
+  /** Forgets sessions idle for maxIdleMs (their events `abandoned`). Cheap: stops at the first recent session. */
   sweep(now: number): void {
     for (const [key, account] of this.pendingSessions) {
-      if (now - account.lastActiveAt >= this.options.maxIdleMs) {
-        this.settleSession(key, account, now);
-        continue;
-      }
-      for (const [id, stream] of account.pending!) {
-        if (this.isDue(stream, now)) this.judgeStream(key, account, id, stream, now, false);
-      }
-      this.dropIfSettled(key, account);
+      if (now - account.lastActiveAt < this.options.maxIdleMs) break; // in order of activity
+      this.settleSession(key, account, now);
     }
   }
 
@@ -225,9 +231,9 @@ export class DeliveryLedger<K extends object> {
     return stream.awakeAt !== undefined && now - stream.awakeAt >= this.options.windowMs;
   }
 
-  /** Reports a stream's pending events when due, with their loss reason; when `closing`, the rest `abandoned`. */
+  /** Reports a stream's events: with their loss reason when overdue and not `closing`, else `abandoned`. */
   private judgeStream(key: K, account: SessionAccount, id: string, stream: PendingStream, now: number, closing: boolean): void {
-    const due = this.isDue(stream, now);
+    const due = !closing && this.isDue(stream, now);
     if (!due && !closing) return;
     account.pending?.delete(id);
     if (stream.count > 0) this.safeReport(key, due ? this.lossReason(stream, account) : 'abandoned', stream.count);
@@ -245,11 +251,13 @@ export class DeliveryLedger<K extends object> {
     this.pendingSessions.delete(key);
   }
 
-  private dropIfSettled(key: K, account: SessionAccount): void {
+  /** True when the session has nothing pending any more (and was dropped from the pending list). */
+  private dropIfSettled(key: K, account: SessionAccount): boolean {
     if (account.pending !== undefined && account.pending.size === 0) {
       account.pending = undefined;
       this.pendingSessions.delete(key);
     }
+    return account.pending === undefined;
   }
 
   private capSessions(now: number): void {

@@ -73,6 +73,11 @@ export class ServerDelivery {
     });
   }
 
+  /** Streams whose window is still running: a resume may yet settle them (tests and the lab wait on this). */
+  streamsInWindow(): number {
+    return this.ledger.streamsInWindow(this.host.now());
+  }
+
   /** Stops the timer and forgets everything (the instrumentation was reconfigured or disabled). */
   dispose(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);

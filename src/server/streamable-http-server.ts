@@ -155,7 +155,9 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     function handleRequest(this: any, req: unknown, ...rest: unknown[]) {
       if (runtime.enabled) {
         prepare(this, req);
-        if (protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.activity(this);
+        // A GET is recorded by handleGetRequest: it may be a late resume, which is no proof that events were lost.
+        const isGet = (req as { method?: unknown } | undefined)?.method === 'GET';
+        if (!isGet && protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.activity(this);
       }
       return original.call(this, req, ...rest);
     },

@@ -43,18 +43,46 @@ describe('DeliveryLedger', () => {
     expect(reports).toEqual({});
   });
 
-  test('the session goes on talking here and never comes back for its events: stream_moved after the window', () => {
+  test('the session goes on talking here and never comes back for its events: stream_moved on its first request after the window', () => {
     const { l, reports } = ledger();
     const s = {};
     l.listenerOpened(s, 0);
     l.stored(s, '_GET_stream', STANDALONE, 10);
     l.stored(s, '_GET_stream', STANDALONE, 20);
     l.activity(s, 100);
-    l.sweep(100 + WINDOW - 1);
+    l.activity(s, 100 + WINDOW - 1);
     expect(reports).toEqual({});
     l.sweep(100 + WINDOW);
+    expect(reports).toEqual({}); // overdue, but the client may have crashed after its last request
+    l.activity(s, 100 + WINDOW);
     expect(reports).toEqual({ stream_moved: 2 });
     expect(l.sessionsWithPending).toBe(0);
+  });
+
+  test('cut, one more request, then a crash: the events end abandoned, never a loss', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', STANDALONE, 10);
+    l.activity(s, 20); // the last request before the process died
+    l.sweep(20 + 5 * WINDOW);
+    expect(reports).toEqual({});
+    expect(l.pendingEvents(s)).toBe(1);
+    l.closed(s, 20 + 5 * WINDOW); // the app expires the session
+    expect(reports).toEqual({ abandoned: 1 });
+  });
+
+  test('a GET after the window is no proof of loss: a late resume may replay the events', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', STANDALONE, 10);
+    l.activity(s, 20);
+    l.listenerOpened(s, 20 + 2 * WINDOW);
+    expect(reports).toEqual({});
+    l.replayed(s, '_GET_stream', 1);
+    l.activity(s, 20 + 3 * WINDOW);
+    expect(reports).toEqual({});
   });
 
   test('a vouching replay that sends nothing settles nothing', () => {
@@ -63,7 +91,7 @@ describe('DeliveryLedger', () => {
     l.stored(s, 'req-2', STORED, 0);
     l.activity(s, 1);
     l.replayed(s, 'req-2', 0);
-    l.sweep(1 + WINDOW);
+    l.activity(s, 1 + WINDOW);
     expect(reports).toEqual({ stream_moved: 1 });
   });
 
@@ -73,7 +101,7 @@ describe('DeliveryLedger', () => {
     l.activity(s, 0); // a tools/call POST
     l.stored(s, '_GET_stream', STANDALONE, 1);
     l.stored(s, 'req-1', LIVE, 2); // its response, written live: the client is reading here
-    l.sweep(2 + WINDOW);
+    l.activity(s, 2 + WINDOW); // the next tools/call
     expect(reports).toEqual({ no_listener: 1 });
   });
 
@@ -82,7 +110,7 @@ describe('DeliveryLedger', () => {
     const s = {};
     l.stored(s, '_GET_stream', { ...NO_STORE, standalone: true }, 0);
     l.activity(s, 5);
-    l.sweep(5 + WINDOW);
+    l.activity(s, 5 + WINDOW);
     expect(reports).toEqual({ dropped: 1 });
   });
 
@@ -130,14 +158,22 @@ describe('DeliveryLedger', () => {
     expect(reports).toEqual({ abandoned: 1 });
   });
 
-  test('close after the window counts the loss reason', () => {
-    const { l, reports } = ledger();
+  test('a DELETE after the window counts the loss reason; a close with no request after it, abandoned', () => {
+    const deleted = ledger();
     const s = {};
-    l.listenerOpened(s, 0);
-    l.stored(s, 'req-1', STORED, 1);
-    l.activity(s, 2);
-    l.closed(s, 2 + WINDOW);
-    expect(reports).toEqual({ stream_moved: 1 });
+    deleted.l.listenerOpened(s, 0);
+    deleted.l.stored(s, 'req-1', STORED, 1);
+    deleted.l.activity(s, 2);
+    deleted.l.activity(s, 2 + WINDOW); // the DELETE request
+    deleted.l.closed(s, 2 + WINDOW);
+    expect(deleted.reports).toEqual({ stream_moved: 1 });
+
+    const expired = ledger();
+    const t = {};
+    expired.l.stored(t, 'req-1', STORED, 1);
+    expired.l.activity(t, 2);
+    expired.l.closed(t, 2 + WINDOW);
+    expect(expired.reports).toEqual({ abandoned: 1 });
   });
 
   test('the session cap forgets the oldest sessions with pending events as abandoned', () => {
@@ -164,7 +200,7 @@ describe('DeliveryLedger', () => {
     const s = {};
     l.stored(s, 'req-1', STORED, 0);
     l.activity(s, 1);
-    expect(() => l.sweep(1 + WINDOW)).not.toThrow();
+    expect(() => l.activity(s, 1 + WINDOW)).not.toThrow();
     expect(l.sessionsWithPending).toBe(0);
   });
 });
@@ -216,6 +252,32 @@ describe('DeliveryLedger properties', () => {
         const total = Object.values(reported).reduce((a, b) => a + (b ?? 0), 0);
         expect(total + settledByReplay + l.pendingEvents(s)).toBe(pendingStored);
         if (close) expect(l.sessionsWithPending).toBe(0);
+      }),
+    );
+  });
+
+  test('a loss reason is only ever reported on a request (or a live write) of the session, never by a clock', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 60 }), fc.boolean(), (steps, close) => {
+        let current: Step['kind'] | 'close' = 'wait';
+        const reportedDuring: string[] = [];
+        const l = new DeliveryLedger<object>({ windowMs: WINDOW, maxPendingStreams: 3 }, (_k, reason) => {
+          if (reason !== 'abandoned') reportedDuring.push(current === 'store' ? 'store' : current);
+        });
+        const s = {};
+        let now = 0;
+        for (const st of steps) {
+          current = st.kind;
+          if (st.kind === 'store') l.stored(s, `s${st.stream}`, { open: st.open, replayable: st.replayable, standalone: st.stream === 0 }, now);
+          else if (st.kind === 'activity') l.activity(s, now);
+          else if (st.kind === 'get') l.listenerOpened(s, now);
+          else if (st.kind === 'replay') l.replayed(s, `s${st.stream}`, st.events);
+          else if (st.kind === 'sweep') l.sweep(now);
+          else now += st.ms;
+        }
+        current = 'close';
+        if (close) l.closed(s, now + 100 * WINDOW);
+        for (const kind of reportedDuring) expect(['activity', 'store']).toContain(kind);
       }),
     );
   });

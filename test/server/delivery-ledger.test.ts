@@ -53,6 +53,18 @@ describe.each([
   const transportWith = (eventStore: unknown) => hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
   const delivery = () => fw!.instrumentation.serverDelivery;
 
+  /**
+   * Waits until no pending stream is in its window any more, checks that overdue events alone count nothing (the
+   * client may have crashed), then sends one more request: the session is alive here and did not come back.
+   */
+  async function talkAfterWindow(transport: { handleRequest(req: Request): Promise<Response> }): Promise<void> {
+    await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
+    expect(delivery().ledger.sessionsWithPending).toBe(1);
+    expect(await counts()).toEqual(none);
+    await transport.handleRequest(ping());
+    expect(delivery().ledger.sessionsWithPending).toBe(0);
+  }
+
   test('a stream dropped and resumed here: the replay delivers the pending events, nothing is counted', async () => {
     fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
     const transport = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
@@ -79,7 +91,7 @@ describe.each([
     expect((await readFrames(first.body)).length).toBe(1);
     for (let n = 2; n <= 4; n++) await transport.send(notification(n));
     await transport.handleRequest(ping());
-    await waitUntil(() => delivery().ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    await talkAfterWindow(transport);
     expect(await counts()).toEqual({ ...none, stream_moved: 3 });
   });
 
@@ -93,7 +105,7 @@ describe.each([
     await transport.send({ jsonrpc: '2.0', id: 7, result: { content: [] } });
     expect(delivery().ledger.pendingEvents(transport)).toBe(2);
     await transport.handleRequest(ping());
-    await waitUntil(() => delivery().ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    await talkAfterWindow(transport);
     expect(await counts()).toEqual({ ...none, stream_moved: 2 });
   });
 
@@ -102,7 +114,7 @@ describe.each([
     const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
     await transport.send(notification(1));
     await transport.handleRequest(ping());
-    await waitUntil(() => delivery().ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    await talkAfterWindow(transport);
     expect(await counts()).toEqual({ ...none, no_listener: 1 });
   });
 
@@ -112,7 +124,7 @@ describe.each([
     await transport.send(notification(1));
     await transport.send(notification(2));
     await transport.handleRequest(ping());
-    await waitUntil(() => delivery().ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    await talkAfterWindow(transport);
     expect(await counts()).toEqual({ ...none, dropped: 2 });
   });
 
