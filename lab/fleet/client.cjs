@@ -121,6 +121,9 @@ async function runSession() {
       }
       await sleep(50 + Math.floor(random() * 150));
     }
+    // A last event, so the final resumed stream carries a frame before the session closes (a resume closed before
+    // its first frame is `inconclusive`, which the client SLO counts as bad).
+    await emit(1);
     await waitFor(allReceived, 2000);
   } catch (error) {
     result.error = String(error?.message ?? error);

@@ -166,6 +166,7 @@ export async function runFleet(options = {}) {
     for (let i = 0; i < o.clients; i++) startClient(`c${i + 1}`, {});
     const controlClient = startClient('control', { telemetry: false, prefix: '/control' });
     const crashy = startClient('crashy', { sessions: Math.max(4, Math.round(perClient / 4)), announce: true, rounds: 50 });
+    const finishers = clients.filter(c => c !== crashy);
     for (const c of clients) c.metricsPort = await c.proc.ready;
     publishTargets();
     if (prometheus) await waitForScrapes(prometheus, targets().length);
@@ -173,25 +174,31 @@ export async function runFleet(options = {}) {
     const goAt = Date.now();
     note(`${clients.length} client processes started, go (${perClient} sessions each; the crash victim ${Math.max(4, Math.round(perClient / 4))})`);
 
-    // Replica and client events during the run, on a timer (bounded: a fixed number of steps).
-    const runFor = o.soakMs || 2000 + o.rounds * 2000;
+    // Replica and client events happen at fractions of the run's progress: of the soak's time, or of the resumes
+    // a pass of sessions is expected to make (about 0.6 per session and round), so a slow machine stretches them.
+    const expectedResumes = o.sessions * o.rounds * 0.6;
+    const deadline = Date.now() + o.soakMs + 15 * 60_000; // every wait below is bounded by it
+    const progress = () => (o.soakMs ? (Date.now() - goAt) / o.soakMs : router.totals.resumes / expectedResumes);
     const schedule = [];
     const crash = async () => {
+      // Crash with sessions open: wait (bounded) until most of the victim's sessions are connected.
+      const victims = Math.max(4, Math.round(perClient / 4));
+      for (let i = 0; i < 240 && crashy.crashedSessions.length < victims * 0.75; i++) await sleep(250);
       crashy.proc.kill();
       crashy.crashed = true; // and gone from service discovery, as a dead pod is
       publishTargets();
       note(`client process crashy killed (SIGKILL) with ${crashy.crashedSessions.length} sessions open`);
     };
-    schedule.push({ at: Math.min(runFor * 0.3, 4000), run: crash });
+    schedule.push({ at: 0.4, run: crash });
     if (o.policy === 'sticky-failover') {
-      schedule.push({ at: runFor * 0.3, run: async () => (await retire('s1', 'crash'), note('replica s1 crashed (SIGKILL); its sessions fail over')) });
-      schedule.push({ at: runFor * 0.6, run: async () => (await addReplica('s1b'), note('replica s1b started in its place')) });
+      schedule.push({ at: 0.3, run: async () => (await retire('s1', 'crash'), note('replica s1 crashed (SIGKILL); its sessions fail over')) });
+      schedule.push({ at: 0.6, run: async () => (await addReplica('s1b'), note('replica s1b started in its place')) });
     }
     if (o.policy === 'rolling-restart') {
       const names = [...replicas.keys()];
       names.forEach((name, i) => {
         schedule.push({
-          at: runFor * (0.2 + (0.6 * i) / names.length),
+          at: 0.2 + (0.6 * i) / names.length,
           run: async () => {
             // Surge first, as a Deployment's rolling update does: the new replica is ready before the old one goes.
             await addReplica(`${name}b`);
@@ -203,15 +210,21 @@ export async function runFleet(options = {}) {
     }
     const scheduled = (async () => {
       for (const step of schedule.sort((a, b) => a.at - b.at)) {
-        await sleep(Math.max(0, step.at - (Date.now() - goAt)));
+        // Bounded: every step waits at most the run's deadline.
+        while (progress() < step.at && !finishers.every(c => c.done) && Date.now() < deadline) await sleep(100);
         await step.run();
       }
     })();
 
-    // Wait for the clients that do not crash (bounded).
-    const deadline = Date.now() + runFor + 120_000;
-    const finishers = clients.filter(c => c !== crashy);
+    // Wait for the clients that do not crash (bounded). A soak samples the series count every minute.
+    const seriesSamples = [];
+    let nextSeriesSample = Date.now() + 30_000;
     while (!finishers.every(c => c.done)) {
+      if (prometheus && o.soakMs && Date.now() > nextSeriesSample) {
+        nextSeriesSample += 60_000;
+        const series = await prometheus.query('count by (job) ({__name__=~"forkwatch_.*"})').catch(() => []);
+        seriesSamples.push({ atMs: Date.now() - goAt, ...Object.fromEntries(series.map(r => [r.metric.job, Number(r.value[1])])) });
+      }
       if (Date.now() > deadline) throw new Error('fleet clients did not finish in time');
       const dead = finishers.find(c => !c.done && c.proc.child.exitCode !== null);
       if (dead) throw new Error(`client ${dead.name} exited: ${dead.proc.stderr()}`);
@@ -224,7 +237,8 @@ export async function runFleet(options = {}) {
     let alerts;
     if (prometheus) {
       await sleep(3000); // a few more scrapes and rule evaluations of the final values
-      alerts = await prometheusVerdicts(prometheus, Math.ceil((Date.now() - goAt) / 1000));
+      // From 3 s after go: rules evaluated before the first scrapes (absent metrics) do not count.
+      alerts = await prometheusVerdicts(prometheus, Math.max(1, Math.floor((Date.now() - goAt) / 1000) - 3), seriesSamples);
     }
     const servers = [...retired];
     for (const r of replicas.values()) servers.push(await r.report());
@@ -266,7 +280,7 @@ async function waitForScrapes(prometheus, count) {
 }
 
 /** Every alert that was pending or firing at any time of the run, with its peak state, and the final series count. */
-async function prometheusVerdicts(prometheus, rangeSeconds) {
+async function prometheusVerdicts(prometheus, rangeSeconds, seriesSamples) {
   const alerts = {};
   for (const r of await prometheus.query(`max_over_time(ALERTS[${rangeSeconds}s])`)) {
     const key = `${r.metric.alertname}${r.metric.severity ? ` (${r.metric.severity})` : ''}`;
@@ -275,5 +289,5 @@ async function prometheusVerdicts(prometheus, rangeSeconds) {
   }
   const up = await prometheus.query('count by (job) (up == 1)');
   const series = await prometheus.query('count by (job) ({__name__=~"forkwatch_.*"})');
-  return { alerts, up: Object.fromEntries(up.map(r => [r.metric.job, Number(r.value[1])])), series: Object.fromEntries(series.map(r => [r.metric.job, Number(r.value[1])])) };
+  return { alerts, seriesSamples, up: Object.fromEntries(up.map(r => [r.metric.job, Number(r.value[1])])), series: Object.fromEntries(series.map(r => [r.metric.job, Number(r.value[1])])) };
 }

@@ -23,7 +23,7 @@ export async function startRouter({ policy = 'sticky' } = {}) {
 
   const countsOf = session => {
     let c = counts.get(session);
-    if (!c) counts.set(session, (c = { resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, gets: 0 }));
+    if (!c) counts.set(session, (c = { resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, gets: 0, replicas: [] }));
     return c;
   };
   const liveNames = () => [...replicas.keys()];
@@ -100,6 +100,8 @@ export async function startRouter({ policy = 'sticky' } = {}) {
       res.writeHead(503).end();
       return;
     }
+    // The replicas a session's requests reached: a session that moved can fork without losing anything.
+    if (session && !countsOf(session).replicas.includes(name)) countsOf(session).replicas.push(name);
     if (req.method === 'GET' && session) {
       if (lastEventId) {
         totals.resumes++;

@@ -5,7 +5,7 @@
 //                       wider set adds `rejected` and `inconclusive` (the client SLO's other bad resumes)
 //   server loss signal: a server resume outcome `unknown_cursor` or `ignored`, per session; and, per process, the
 //                       delivery ledger's forkwatch_server_undelivered_events_total{reason=~loss reasons}
-//   false alarm: a loss signal on a session that lost nothing, per 10,000 resumes (GETs with Last-Event-ID through
+//   false alarm: a loss signal on a session that lost nothing and never moved between replicas, per 10,000 resumes (GETs with Last-Event-ID through
 //                the router). The crashed client's sessions count as lossless for the server side unless the router
 //                moved them (failover) or routes per request: then their ground truth is unknown and they are left out
 //   recall: lossy sessions with at least one signal / lossy sessions
@@ -75,14 +75,22 @@ export function scoreFleet(run) {
   const resumes = scored.reduce((n, s) => n + resumesOf(s), 0);
   const lossy = sessions.filter(s => s.lost > 0);
   const lossless = scored.filter(s => !(s.lost > 0));
-  const clientFalse = lossless.filter(s => !s.crashed).reduce((n, s) => n + countWhere(clientSignals.get(s.session), CLIENT_LOSS), 0);
-  const serverFalse = lossless.reduce((n, s) => n + countWhere(serverSignals.get(s.session), SERVER_LOSS), 0);
-  const falseAlarmSessions = lossless.filter(
+  const stayed = lossless.filter(s => (routerCounts[s.session]?.replicas?.length ?? 0) <= 1);
+  // A session whose requests reached several replicas can fork without losing anything (nothing was sent in
+  // the gap): such signals are counted apart. A session that never moved has no excuse.
+  const moved = s => (routerCounts[s.session]?.replicas?.length ?? 0) > 1;
+  const movedSignals = lossless.filter(moved).reduce(
+    (n, s) => n + countWhere(clientSignals.get(s.session), CLIENT_LOSS) + countWhere(serverSignals.get(s.session), SERVER_LOSS),
+    0,
+  );
+  const clientFalse = stayed.filter(s => !s.crashed).reduce((n, s) => n + countWhere(clientSignals.get(s.session), CLIENT_LOSS), 0);
+  const serverFalse = stayed.reduce((n, s) => n + countWhere(serverSignals.get(s.session), SERVER_LOSS), 0);
+  const falseAlarmSessions = stayed.filter(
     s => countWhere(clientSignals.get(s.session), CLIENT_LOSS) + countWhere(serverSignals.get(s.session), SERVER_LOSS) > 0,
   );
   const caughtClient = lossy.filter(s => countWhere(clientSignals.get(s.session), CLIENT_LOSS) > 0);
   const caughtClientOrInconclusive = lossy.filter(s => countWhere(clientSignals.get(s.session), CLIENT_BAD) > 0);
-  const clientSoftFalse = lossless.filter(s => !s.crashed).reduce((n, s) => n + countWhere(clientSignals.get(s.session), o => CLIENT_BAD(o) && !CLIENT_LOSS(o)), 0);
+  const clientSoftFalse = stayed.filter(s => !s.crashed).reduce((n, s) => n + countWhere(clientSignals.get(s.session), o => CLIENT_BAD(o) && !CLIENT_LOSS(o)), 0);
   const caughtServer = lossy.filter(s => countWhere(serverSignals.get(s.session), SERVER_LOSS) > 0);
   const caughtEither = lossy.filter(s => caughtClient.includes(s) || caughtServer.includes(s));
 
@@ -132,6 +140,8 @@ export function scoreFleet(run) {
       sessions: falseAlarmSessions.length,
       clientPer10kResumes: per10k(clientFalse),
       clientRejectedOrInconclusive: clientSoftFalse,
+      signalsOnLosslessMovedSessions: movedSignals,
+      losslessMovedSessions: lossless.filter(moved).length,
       serverPer10kResumes: per10k(serverFalse),
     },
     recall: {

@@ -1,0 +1,58 @@
+/**
+ * The CI-sized fleet run (docs/fleet.md has the full-size numbers): real SDK server replicas behind the fleet's
+ * router, client processes with dozens of sessions suffering cuts, slow and duplicate reconnects and a client
+ * crash, a real Prometheus scraping them with the shipped rules; scored against the sessions' own event numbering.
+ */
+import { describe, expect, it } from 'vitest';
+// @ts-expect-error: plain ESM module without types
+import { runFleet } from '../../lab/fleet/fleet.mjs';
+// @ts-expect-error: plain ESM module without types
+import { scoreFleet } from '../../lab/fleet/score.mjs';
+
+interface FleetScore {
+  sessions: number;
+  sessionErrors: number;
+  resumes: number;
+  lostEvents: number;
+  lossySessions: number;
+  eventsEmitted: number;
+  falseAlarms: { client: number; server: number; sessions: number };
+  recall: { client: number; server: number; either: number };
+  ledger: { loss: number; lostEventsGroundTruth: number } | null;
+  clientOutcomes: Record<string, number>;
+  serverOutcomes: Record<string, number>;
+  alerts: { alerts: Record<string, string>; series: Record<string, number> };
+}
+
+const fleet = async (policy: string, sessions: number): Promise<FleetScore> =>
+  scoreFleet(await runFleet({ policy, servers: 3, sessions, clients: 2, rounds: 4, prometheus: true }));
+
+const raised = (score: FleetScore, alert: string) => Object.keys(score.alerts.alerts).some(a => a.startsWith(`${alert} `));
+
+describe('fleet lab, CI size', () => {
+  it('sticky routing with a shared event store: nothing lost, no loss signal from clients or servers, no loss alert', async () => {
+    const score = await fleet('sticky-shared', 40);
+    // The run really ran: sessions completed, streams were cut and resumed, forkwatch judged them on both sides.
+    expect(score.sessions - score.sessionErrors).toBeGreaterThanOrEqual(36);
+    expect(score.resumes).toBeGreaterThanOrEqual(30);
+    expect(score.clientOutcomes.resumed).toBeGreaterThanOrEqual(30);
+    expect(score.serverOutcomes.replayed).toBeGreaterThanOrEqual(30);
+    expect(score.alerts.series['fleet-server']).toBeGreaterThan(0);
+    // Ground truth: the healthy baseline is healthy.
+    expect(score.lostEvents).toBe(0);
+    expect(score.falseAlarms).toMatchObject({ client: 0, server: 0, sessions: 0 });
+    for (const alert of ['ForkwatchForksDetected', 'ForkwatchServerUnknownCursors', 'ForkwatchServerCursorsIgnored']) {
+      expect(raised(score, alert), alert).toBe(false);
+    }
+  }, 600_000);
+
+  it('rolling restart with a store per replica: the loss is real and the server side catches it', async () => {
+    const score = await fleet('rolling-restart', 40);
+    expect(score.sessions - score.sessionErrors).toBeGreaterThanOrEqual(30);
+    expect(score.lossySessions).toBeGreaterThan(0);
+    expect(score.recall.server).toBeGreaterThanOrEqual(0.6);
+    expect(score.recall.either).toBeGreaterThanOrEqual(0.8);
+    expect(score.falseAlarms.server).toBe(0);
+    expect(raised(score, 'ForkwatchServerUnknownCursors')).toBe(true);
+  }, 600_000);
+});
