@@ -6,6 +6,7 @@
  * never take the application down, and must never pass silently either.
  */
 import { BUILTIN_CODEC_NAMES, type BuiltinCodecName } from './core/codecs';
+import { DEFAULT_DELIVERY_WINDOW_MS } from './core/delivery-ledger';
 import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from './core/ledger';
 import type { OnForkMode } from './types';
 
@@ -36,6 +37,7 @@ export interface EnvInstrumentationConfig {
   verdictTimeoutMs?: number;
   ledger?: Partial<LedgerLimits>;
   propagateContext?: boolean;
+  deliveryWindowMs?: number;
 }
 
 export interface RegisterEnvConfig {
@@ -67,6 +69,7 @@ export const FORKWATCH_ENV = {
   ledgerMaxIdleMs: 'FORKWATCH_LEDGER_MAX_IDLE_MS',
   ledgerRecentIds: 'FORKWATCH_LEDGER_RECENT_IDS',
   propagateContext: 'FORKWATCH_PROPAGATE_CONTEXT',
+  deliveryWindowMs: 'FORKWATCH_DELIVERY_WINDOW_MS',
   startSdk: 'FORKWATCH_START_SDK',
 } as const;
 
@@ -96,6 +99,8 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
   if (Object.keys(ledger).length > 0) instrumentation.ledger = ledger;
   const propagateContext = r.bool(FORKWATCH_ENV.propagateContext, true);
   if (propagateContext !== undefined) instrumentation.propagateContext = propagateContext;
+  const deliveryWindowMs = r.int(FORKWATCH_ENV.deliveryWindowMs, 0, Number.MAX_SAFE_INTEGER, DEFAULT_DELIVERY_WINDOW_MS);
+  if (deliveryWindowMs !== undefined) instrumentation.deliveryWindowMs = deliveryWindowMs;
 
   const otlpEndpoint = (signal: string) =>
     r.present('OTEL_EXPORTER_OTLP_ENDPOINT') || r.present(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`);

@@ -13,10 +13,12 @@ import {
 } from '@opentelemetry/instrumentation';
 import { Hook as RequireHook } from 'require-in-the-middle';
 import { resolveCodec } from './core/codecs';
+import { DEFAULT_DELIVERY_WINDOW_MS } from './core/delivery-ledger';
 import { SessionLedger } from './core/ledger';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
 import { type ForkwatchInstruments, createInstruments } from './metrics';
-import type { ForkwatchRuntime, ResolvedSettings } from './runtime';
+import { type ForkwatchRuntime, type ResolvedSettings, nowMs } from './runtime';
+import { ServerDelivery } from './server/server-delivery';
 import {
   ALL_TARGETS,
   type PatchTarget,
@@ -42,6 +44,7 @@ export class ForkwatchInstrumentation
   declare private _instruments: ForkwatchInstruments;
   declare private _settings: ResolvedSettings;
   declare private _clientLedger: SessionLedger;
+  declare private _serverDelivery: ServerDelivery | undefined;
   declare private _cjsHook: RequireHook | undefined;
   declare private _patched: Map<object, PatchTarget>;
   declare private _warnedVersions: Set<string>;
@@ -75,6 +78,11 @@ export class ForkwatchInstrumentation
     return this._clientLedger;
   }
 
+  get serverDelivery(): ServerDelivery {
+    if (!this._serverDelivery) this._serverDelivery = this.createServerDelivery();
+    return this._serverDelivery;
+  }
+
   get enabled(): boolean {
     return this.isEnabled();
   }
@@ -98,6 +106,8 @@ export class ForkwatchInstrumentation
     // Resolved on next use: the base constructor calls setConfig before the diag logger exists.
     this._settings = undefined as unknown as ResolvedSettings;
     if (this._clientLedger) this._clientLedger = new SessionLedger(this.getConfig().ledger);
+    this._serverDelivery?.dispose();
+    this._serverDelivery = undefined;
   }
 
   protected override _updateMetricInstruments(): void {
@@ -142,6 +152,8 @@ export class ForkwatchInstrumentation
     this._cjsHook?.unhook();
     this._cjsHook = undefined;
     for (const [proto, target] of this.patchedPrototypes()) this.unpatchPrototype(proto, target);
+    this._serverDelivery?.dispose();
+    this._serverDelivery = undefined;
   }
 
   /**
@@ -275,6 +287,26 @@ export class ForkwatchInstrumentation
     if (this._warnedVersions.has(key)) return;
     this._warnedVersions.add(key);
     this._diag.warn(message);
+  }
+
+  private createServerDelivery(): ServerDelivery {
+    const config = this.getConfig();
+    const window = config.deliveryWindowMs;
+    const validWindow = typeof window === 'number' && Number.isFinite(window) && window >= 0;
+    if (window !== undefined && !validWindow) this._diag.warn(`invalid deliveryWindowMs ${window}; using ${DEFAULT_DELIVERY_WINDOW_MS}`);
+    return new ServerDelivery(
+      {
+        windowMs: validWindow ? window : DEFAULT_DELIVERY_WINDOW_MS,
+        maxSessions: config.ledger?.maxSessions,
+        maxIdleMs: config.ledger?.maxIdleMs,
+      },
+      {
+        countUndelivered: (transport, reason, events) =>
+          this.instruments.serverUndeliveredEvents.add(events, { transport, reason }),
+        now: nowMs,
+        onError: (what, error) => this._diag.error(`${what} failed`, error),
+      },
+    );
   }
 
   private resolveSettings(config: ForkwatchInstrumentationConfig): ResolvedSettings {

@@ -5,6 +5,7 @@
 import type { DiagLogger, Tracer } from '@opentelemetry/api';
 import type { EventIdCodec } from './core/codecs';
 import type { SessionLedger } from './core/ledger';
+import type { ServerDelivery } from './server/server-delivery';
 import type { ForkwatchInstruments } from './metrics';
 import type { OnForkMode, ResumeVerdictInfo } from './types';
 
@@ -24,6 +25,8 @@ export interface ForkwatchRuntime {
   readonly diag: DiagLogger;
   /** Sessions seen by client transports. */
   readonly clientLedger: SessionLedger;
+  /** What the server transports of this process delivered, per session stream. */
+  readonly serverDelivery: ServerDelivery;
   /** Runs the user's onForkDetected hook safely. */
   notifyFork(info: ResumeVerdictInfo): void;
   /** False once the instrumentation is disabled: patched code then passes everything straight through. */

@@ -43,6 +43,11 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
   captureRawSessionId?: boolean;
   /** Bounds of the per-session ledger. */
   ledger?: Partial<LedgerLimits>;
+  /**
+   * Server side: how long a session that is still active on this process has to come back (resume here) for events
+   * stored while its stream had no connection here, before they count as undelivered. Default 30 000 ms.
+   */
+  deliveryWindowMs?: number;
   /** Inject the trace context into resume GETs, so the server's resume span joins the client's trace. Default true. */
   propagateContext?: boolean;
 }

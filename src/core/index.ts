@@ -1,5 +1,6 @@
 /** The continuity core: pure TypeScript, no OpenTelemetry and no MCP SDK imports. */
 export * from './codecs';
+export * from './delivery-ledger';
 export * from './event-id';
 export * from './ledger';
 export * from './sse-frame-observer';

@@ -62,8 +62,11 @@ export function runInReplayScope<T>(scope: ReplayScope, fn: () => T): T {
 export interface RecordingHooks {
   /** False once the instrumentation is disabled or the transport class unpatched: the wrapper then steps aside. */
   active(transport: object): boolean;
-  /** A storeEvent call resolved: one more event in the session's log. */
-  onStored(transport: object): void;
+  /**
+   * A storeEvent call is about to go to the store; what it returns is called once the store resolved, before the
+   * SDK continues (one more event in the session's log, and the SDK now decides where to write it).
+   */
+  onStore(transport: object, streamId: unknown, message: unknown): (() => void) | undefined;
   onError(what: string, error: unknown): void;
 }
 
@@ -114,8 +117,16 @@ function createRecordingStore(original: any, transport: any, hooks: RecordingHoo
     Object.defineProperty(wrapper, name, { value: fn, writable: true, configurable: true, enumerable: false });
 
   define('storeEvent', function storeEvent(...args: unknown[]) {
+    let onStored: (() => void) | undefined;
+    if (live()) {
+      try {
+        onStored = hooks.onStore(transport, args[0], args[1]);
+      } catch (error) {
+        hooks.onError('recording a stored event', error);
+      }
+    }
     const result = (original.storeEvent as Fn).apply(original, args);
-    if (live()) observe(result, () => hooks.onStored(transport), undefined, hooks);
+    if (onStored) observe(result, onStored, undefined, hooks);
     return result;
   });
 

@@ -117,6 +117,9 @@ export class ServerResume {
     const record = this.record;
     const m = this.runtime.instruments;
     m.serverResumes.add(1, { transport, outcome });
+    if (outcome === 'replayed' && record.replayCalled && typeof record.replayStreamId === 'string') {
+      this.runtime.serverDelivery.replayed(this.init.instance, record.replayStreamId, record.replayedEvents);
+    }
     // Only a replay from the log measures the gap; an unknown cursor's 0 events say nothing about it.
     if (outcome === 'replayed' && record.replayCalled) m.serverResumeGapEvents.record(record.replayedEvents);
 

@@ -14,6 +14,9 @@
  *   can use the store (see recording-event-store.ts), and note the protocol version the client sends.
  * - `writeSSEEvent`: counts events written on SSE streams by a transport without an event store (with one, every
  *   event goes through storeEvent first and is counted there).
+ * - The delivery ledger (server-delivery.ts) learns every request of the session (`handleRequest`), every GET,
+ *   every stored event and whether its stream had a connection here (transport-delivery.ts), what each resume
+ *   replayed (server-resume.ts), what `send` had to drop without a store, and `close`.
  *
  * The request, the response and their streams are only read, never altered; nothing here throws into the SDK.
  *
@@ -29,6 +32,7 @@ import type { ForkwatchRuntime } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { type RecordingHooks, ensureRecordingStore, runInReplayScope } from './recording-event-store';
 import { ServerResume } from './server-resume';
+import { isPrimingMessage, sendTarget, storedEvent, streamIsOpen } from './transport-delivery';
 
 export const WEB_STANDARD_SERVER_METHODS = [
   'handleRequest',
@@ -36,6 +40,7 @@ export const WEB_STANDARD_SERVER_METHODS = [
   'replayEvents',
   'writeSSEEvent',
   'send',
+  'close',
 ] as const;
 export const NODE_SERVER_METHODS = WEB_STANDARD_SERVER_METHODS;
 
@@ -52,6 +57,8 @@ interface Flavor {
   status(result: unknown, args: unknown[]): number | undefined;
   /** Whether a writeSSEEvent call with this result put an event on the wire. */
   wrote(result: unknown): boolean;
+  /** `send` looks up a request stream's connection before storing the event (up to 1.24), not after. */
+  lookupBeforeStore: boolean;
 }
 
 const webFlavor: Flavor = {
@@ -69,6 +76,7 @@ const webFlavor: Flavor = {
   },
   // The web-standard writeSSEEvent returns false when the stream is gone.
   wrote: result => result === true,
+  lookupBeforeStore: false,
 };
 
 const nodeFlavor: Flavor = {
@@ -87,6 +95,7 @@ const nodeFlavor: Flavor = {
   },
   // ServerResponse.write returns false for back-pressure, with the data queued: it was still sent.
   wrote: () => true,
+  lookupBeforeStore: true,
 };
 
 /** Latest MCP-Protocol-Version each transport instance received: from 2026-07-28 forkwatch stays silent. */
@@ -118,10 +127,16 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
   };
   const hooks: RecordingHooks = {
     active: transport => runtime.enabled && isWrapped((transport as any).handleGetRequest),
-    onStored: transport => {
-      if (protocolHasResumability(protocolVersions.get(transport))) {
+    onStore: (transport, streamId, message) => {
+      if (!protocolHasResumability(protocolVersions.get(transport))) return undefined;
+      const priming = isPrimingMessage(message);
+      const openAtCall = streamIsOpen(transport, streamId);
+      return () => {
         runtime.instruments.serverEvents.add(1, { transport: TRANSPORT });
-      }
+        if (!priming && typeof streamId === 'string') {
+          runtime.serverDelivery.stored(transport, streamId, storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore));
+        }
+      };
     },
     onError: (what, error) => runtime.diag.error(`${what} failed`, error),
   };
@@ -136,15 +151,30 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
 
   wrap(proto, 'handleRequest', original =>
     function handleRequest(this: any, req: unknown, ...rest: unknown[]) {
-      if (runtime.enabled) prepare(this, req);
+      if (runtime.enabled) {
+        prepare(this, req);
+        if (protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.activity(this);
+      }
       return original.call(this, req, ...rest);
     },
   );
 
   wrap(proto, 'send', original =>
     function send(this: any, ...args: unknown[]) {
-      if (runtime.enabled) prepare(this);
+      if (runtime.enabled) {
+        prepare(this);
+        guard('recording a send without an event store', () => recordSendWithoutStore(this, args, runtime));
+      }
       return original.apply(this, args);
+    },
+  );
+
+  wrap(proto, 'close', original =>
+    function close(this: any, ...args: unknown[]) {
+      const result = original.apply(this, args);
+      // The SDK's close() tears its streams down synchronously; nothing can come back for pending events now.
+      if (runtime.enabled) runtime.serverDelivery.closed(this);
+      return result;
     },
   );
 
@@ -173,6 +203,7 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     function handleGetRequest(this: any, req: unknown, ...rest: unknown[]) {
       if (!runtime.enabled) return original.call(this, req, ...rest);
       prepare(this, req);
+      if (protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.listenerOpened(this);
       let resume: ServerResume | undefined;
       guard('starting a server resume', () => {
         resume = beginResume(this, req, flavor, runtime);
@@ -196,6 +227,19 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       return result;
     },
   );
+}
+
+/**
+ * Without an event store, `send` writes an event at once or drops it (no connection for its stream): dropped events
+ * go to the ledger (as `dropped` unless the client went away) and count as events the server produced.
+ */
+function recordSendWithoutStore(transport: any, args: unknown[], runtime: ForkwatchRuntime): void {
+  if (transport._eventStore || !protocolHasResumability(protocolVersions.get(transport))) return;
+  const target = sendTarget(transport, args[0], args[1]);
+  if (!target) return;
+  const open = streamIsOpen(transport, target.streamId);
+  if (!open) runtime.instruments.serverEvents.add(1, { transport: TRANSPORT });
+  runtime.serverDelivery.stored(transport, target.streamId, { open, replayable: false, standalone: target.standalone });
 }
 
 function beginResume(transport: any, req: unknown, flavor: Flavor, runtime: ForkwatchRuntime): ServerResume | undefined {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
 import { sample } from '../support/lab';
+import { waitUntil } from '../support/prometheus';
 import { type Forkwatch, LabEventStore, eventAttributes, hydrate, notification, parseFrames, requireFrom, setupForkwatch, versionsDir } from './support';
 
 const req = requireFrom(join(versionsDir, 'v1.24'));
@@ -109,7 +110,7 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     fw = setupForkwatch({}, legacy);
     const { transport, get } = await serve(undefined);
     const pending = get({ 'last-event-id': '7' }, 200);
-    await new Promise(r => setTimeout(r, 50));
+    await waitUntil(() => transport._streamMapping.size > 0, { intervalMs: 5, what: 'the standalone stream' });
     await transport.send(notification(1));
     const { status, frames } = await pending;
     await fw.settle();
@@ -125,7 +126,7 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     const { transport, get } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
     await transport.send(notification(1));
     const open = get({}, 300); // the standalone stream stays connected meanwhile
-    await new Promise(r => setTimeout(r, 50));
+    await waitUntil(() => transport._streamMapping.size > 0, { intervalMs: 5, what: 'the standalone stream' });
     const statuses = [
       (await get({ 'last-event-id': '999' })).status,
       (await get({ 'last-event-id': '1' }, 150, 'another-session')).status,

@@ -188,13 +188,13 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     for (let n = 1; n <= 3; n++) await withStore.send(notification(n)); // stored and written: counted once
     await withStore.send(notification(4));
     const withoutStore = transportWith(undefined);
-    await withoutStore.send(notification(1)); // no stream, no store: neither stored nor sent
+    await withoutStore.send(notification(1)); // no stream, no store: dropped, counted once as an event produced
     const fresh = await withoutStore.handleRequest(getRequest({}));
     for (let n = 2; n <= 3; n++) await withoutStore.send(notification(n));
     expect((await readFrames(stream.body)).length).toBe(4);
     expect((await readFrames(fresh.body)).length).toBe(2);
     await fw.settle();
-    expect(sample(await fw.metrics(), events, t)).toBe(6);
+    expect(sample(await fw.metrics(), events, t)).toBe(7);
   });
 });
 

@@ -1,0 +1,268 @@
+/**
+ * The server's delivery ledger: for each session stream on this process, whether the events it stored (or had no
+ * store for) reached a client from this process, live or by a replay.
+ *
+ * What is counted:
+ * - an event stored while its stream had an open connection here was delivered live: nothing to judge;
+ * - an event stored while its stream had no open connection here is *pending*: it reaches the client only if the
+ *   client comes back here for it (a resume whose replay sends it). Without an event store it can never come back:
+ *   it is pending as `dropped`;
+ * - a replay of a stream here settles as many of its pending events as it sent (a store that vouches for a cursor
+ *   it does not know and sends nothing settles nothing).
+ *
+ * When pending events count as undelivered (the decision, made to never page on a healthy client):
+ * - Nothing is judged while the session shows no sign of life here. The clock starts at the first *activity* of the
+ *   session after the events became pending (any request, a DELETE, an event delivered live on another stream of
+ *   the session), and the events get a full window from there. A healthy resume, however late after a sleep,
+ *   is itself activity that arrives with its replay, so it counts nothing; a slow reconnect within the window
+ *   counts nothing; a client that crashed shows no activity and its events end `abandoned` when the session closes,
+ *   expires here (idle for `maxIdleMs`) or is evicted by the session cap.
+ * - When the window after that first activity ends with events still pending, the client was alive and talking to
+ *   this process and did not come back for them: `dropped` without a store, `no_listener` for the standalone
+ *   stream of a session that never opened a GET here (split-brain routing, clients that never listen), otherwise
+ *   `stream_moved` (it resumed elsewhere, or gave up on the stream).
+ * - A counter is never retracted: a client that keeps sending requests here for a whole window while its stream is
+ *   down, and only then resumes here (an app calling resumeStream much later; the SDK itself gives up after two
+ *   retries, 2.5 s with its defaults), was counted `stream_moved` and its late replay does not undo it. The default
+ *   window (30 s) is ten times the SDK's full retry schedule and its maximum reconnect delay.
+ * - When a session closes or is forgotten, events already past their window count with their loss reason, the rest
+ *   `abandoned`.
+ *
+ * Memory: per session with pending events, a few numbers and one small record per stream with pending events
+ * (capped at `maxPendingStreams`); a session with nothing pending holds two fields in a WeakMap keyed by its
+ * transport. No per-event storage. Sessions with pending events are capped at `maxSessions` (oldest forgotten first).
+ */
+
+/** Mirrors SERVER_UNDELIVERED_REASONS in names.ts (the core imports nothing from outside). */
+export type UndeliveredReason = 'stream_moved' | 'no_listener' | 'dropped' | 'abandoned';
+
+export interface DeliveryLedgerOptions {
+  /** Time a session that is active here has to come back for pending events. Default 30 s. */
+  windowMs: number;
+  /** Sessions with pending events tracked at once. Default 10 000 (the session ledger's cap). */
+  maxSessions: number;
+  /** A session with pending events and no activity for this long is forgotten (its events `abandoned`). */
+  maxIdleMs: number;
+  /** Streams with pending events per session. Default 32. */
+  maxPendingStreams: number;
+}
+
+/** SDK client defaults: first retry after 1 s, then x1.5, at most 30 s apart, 2 retries. */
+export const DEFAULT_DELIVERY_WINDOW_MS = 30_000;
+
+export const DEFAULT_DELIVERY_LEDGER_OPTIONS: DeliveryLedgerOptions = {
+  windowMs: DEFAULT_DELIVERY_WINDOW_MS,
+  maxSessions: 10_000,
+  maxIdleMs: 30 * 60_000,
+  maxPendingStreams: 32,
+};
+
+/** How an event was stored. */
+export interface StoredEvent {
+  /** The stream had an open connection on this process when the event was stored: it was written live. */
+  open: boolean;
+  /** An event store holds it, so a resume can replay it. False: the transport had nowhere to put it. */
+  replayable: boolean;
+  /** It belongs to the session's standalone (GET) stream. */
+  standalone: boolean;
+}
+
+export type UndeliveredReport<K> = (key: K, reason: UndeliveredReason, events: number) => void;
+
+class PendingStream {
+  count = 0;
+  /** First activity of the session after these events became pending; the window runs from here. */
+  awakeAt: number | undefined = undefined;
+  constructor(
+    readonly replayable: boolean,
+    readonly standalone: boolean,
+  ) {}
+}
+
+class SessionAccount {
+  lastActiveAt: number;
+  /** A GET (standalone stream or resume) of this session reached this process. */
+  listenerSeen = false;
+  pending: Map<string, PendingStream> | undefined = undefined;
+  constructor(now: number) {
+    this.lastActiveAt = now;
+  }
+}
+
+export class DeliveryLedger<K extends object> {
+  readonly options: DeliveryLedgerOptions;
+  private readonly accounts = new WeakMap<K, SessionAccount>();
+  /** Sessions with pending events, in order of their last activity (oldest first). */
+  private readonly pendingSessions = new Map<K, SessionAccount>();
+
+  constructor(
+    options: Partial<DeliveryLedgerOptions>,
+    private readonly report: UndeliveredReport<K>,
+  ) {
+    const d = DEFAULT_DELIVERY_LEDGER_OPTIONS;
+    this.options = {
+      windowMs: nonNegative(options.windowMs, d.windowMs),
+      maxSessions: positiveInt(options.maxSessions, d.maxSessions),
+      maxIdleMs: positiveInt(options.maxIdleMs, d.maxIdleMs),
+      maxPendingStreams: positiveInt(options.maxPendingStreams, d.maxPendingStreams),
+    };
+  }
+
+  /** Sessions that hold pending events. */
+  get sessionsWithPending(): number {
+    return this.pendingSessions.size;
+  }
+
+  /** Pending events of a session (all its streams), for tests and diagnostics. */
+  pendingEvents(key: K): number {
+    let total = 0;
+    for (const stream of this.accounts.get(key)?.pending?.values() ?? []) total += stream.count;
+    return total;
+  }
+
+  /** One event of the session was stored (or had to be written without a store). */
+  stored(key: K, streamId: string, event: StoredEvent, now: number): void {
+    if (event.open) {
+      // Written to a connection here: the client is reading from this process.
+      this.activity(key, now);
+      return;
+    }
+    const account = this.account(key, now);
+    let pending = account.pending;
+    if (pending === undefined) {
+      pending = account.pending = new Map();
+      this.pendingSessions.set(key, account);
+      this.capSessions(now);
+    }
+    let stream = pending.get(streamId);
+    if (stream === undefined || stream.replayable !== event.replayable) {
+      if (stream !== undefined) this.judgeStream(key, account, streamId, stream, now, true);
+      if (pending.size >= this.options.maxPendingStreams) {
+        const [oldestId, oldest] = pending.entries().next().value!;
+        this.judgeStream(key, account, oldestId, oldest, now, true);
+      }
+      stream = new PendingStream(event.replayable, event.standalone);
+      pending.set(streamId, stream);
+    }
+    stream.count++;
+  }
+
+  /** The session did something on this process: a request (of any method) or a GET. */
+  activity(key: K, now: number): void {
+    const account = this.account(key, now);
+    account.lastActiveAt = now;
+    const pending = account.pending;
+    if (pending === undefined) return;
+    for (const stream of pending.values()) if (stream.awakeAt === undefined) stream.awakeAt = now;
+    // Keep pendingSessions in order of activity for the idle and cap checks.
+    this.pendingSessions.delete(key);
+    this.pendingSessions.set(key, account);
+  }
+
+  /** A GET of the session reached this process: it listens here (or tried to). */
+  listenerOpened(key: K, now: number): void {
+    this.account(key, now).listenerSeen = true;
+    this.activity(key, now);
+  }
+
+  /** A resume here replayed `events` events of `streamId`: that many pending events reached the client. */
+  replayed(key: K, streamId: string, events: number): void {
+    const account = this.accounts.get(key);
+    const stream = account?.pending?.get(streamId);
+    if (account === undefined || stream === undefined || !(events > 0)) return;
+    stream.count -= Math.min(stream.count, events);
+    if (stream.count === 0) account.pending!.delete(streamId);
+    this.dropIfSettled(key, account);
+  }
+
+  /** The session closed (DELETE, close(), expiry by the app): nothing can come back for its events any more. */
+  closed(key: K, now: number): void {
+    const account = this.accounts.get(key);
+    if (account === undefined) return;
+    this.settleSession(key, account, now);
+    this.accounts.delete(key);
+  }
+
+  /** Judges every stream whose window has ended and forgets sessions idle for maxIdleMs. Cheap when idle. */
+  sweep(now: number): void {
+    for (const [key, account] of this.pendingSessions) {
+      if (now - account.lastActiveAt >= this.options.maxIdleMs) {
+        this.settleSession(key, account, now);
+        continue;
+      }
+      for (const [id, stream] of account.pending!) {
+        if (this.isDue(stream, now)) this.judgeStream(key, account, id, stream, now, false);
+      }
+      this.dropIfSettled(key, account);
+    }
+  }
+
+  /** Forgets everything; pending events are not reported. */
+  clear(): void {
+    for (const key of this.pendingSessions.keys()) this.accounts.delete(key);
+    this.pendingSessions.clear();
+  }
+
+  private account(key: K, now: number): SessionAccount {
+    let account = this.accounts.get(key);
+    if (account === undefined) {
+      account = new SessionAccount(now);
+      this.accounts.set(key, account);
+    }
+    return account;
+  }
+
+  private isDue(stream: PendingStream, now: number): boolean {
+    return stream.awakeAt !== undefined && now - stream.awakeAt >= this.options.windowMs;
+  }
+
+  /** Reports a stream's pending events when due, with their loss reason; when `closing`, the rest `abandoned`. */
+  private judgeStream(key: K, account: SessionAccount, id: string, stream: PendingStream, now: number, closing: boolean): void {
+    const due = this.isDue(stream, now);
+    if (!due && !closing) return;
+    account.pending?.delete(id);
+    if (stream.count > 0) this.safeReport(key, due ? this.lossReason(stream, account) : 'abandoned', stream.count);
+  }
+
+  private lossReason(stream: PendingStream, account: SessionAccount): UndeliveredReason {
+    if (!stream.replayable) return 'dropped';
+    if (stream.standalone && !account.listenerSeen) return 'no_listener';
+    return 'stream_moved';
+  }
+
+  private settleSession(key: K, account: SessionAccount, now: number): void {
+    for (const [id, stream] of [...(account.pending ?? [])]) this.judgeStream(key, account, id, stream, now, true);
+    account.pending = undefined;
+    this.pendingSessions.delete(key);
+  }
+
+  private dropIfSettled(key: K, account: SessionAccount): void {
+    if (account.pending !== undefined && account.pending.size === 0) {
+      account.pending = undefined;
+      this.pendingSessions.delete(key);
+    }
+  }
+
+  private capSessions(now: number): void {
+    while (this.pendingSessions.size > this.options.maxSessions) {
+      const [key, account] = this.pendingSessions.entries().next().value!;
+      this.settleSession(key, account, now);
+    }
+  }
+
+  private safeReport(key: K, reason: UndeliveredReason, events: number): void {
+    try {
+      this.report(key, reason, events);
+    } catch {
+      // the reporter is the caller's; a failure there must not corrupt the ledger
+    }
+  }
+}
+
+function positiveInt(value: number | undefined, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 1 ? Math.floor(value) : fallback;
+}
+
+function nonNegative(value: number | undefined, fallback: number): number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : fallback;
+}

@@ -1,0 +1,98 @@
+/**
+ * The delivery ledger of this process's server transports (src/core/delivery-ledger.ts), with its clock: one
+ * unref'd timer that exists only while some session holds pending events, and the counter it reports to.
+ *
+ * The patch (streamable-http-server.ts) tells it, per transport instance (one session):
+ * - each event stored, and whether its stream had an open connection here when the SDK decided where to write it;
+ * - each event the transport had to write without a store and had nowhere to write (no connection for its stream);
+ * - every request of the session (activity), every GET (a listener here), every replay, and close().
+ */
+import { DeliveryLedger, type DeliveryLedgerOptions, type StoredEvent, type UndeliveredReason } from '../core/delivery-ledger';
+import type { ServerTransportLabel, ServerUndeliveredReason } from '../names';
+
+export interface ServerDeliveryHost {
+  /** Adds to forkwatch_server_undelivered_events_total. */
+  countUndelivered(transport: ServerTransportLabel, reason: ServerUndeliveredReason, events: number): void;
+  now(): number;
+  onError(what: string, error: unknown): void;
+}
+
+/** The core's reasons are the names' reasons: a compile-time check that the two lists agree. */
+const sameReasons = (reason: UndeliveredReason): ServerUndeliveredReason => reason;
+
+export class ServerDelivery {
+  readonly ledger: DeliveryLedger<object>;
+  /** Sweeps run so far: tests wait for one after a window instead of sleeping. */
+  sweeps = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private readonly tickMs: number;
+
+  constructor(
+    options: Partial<DeliveryLedgerOptions>,
+    private readonly host: ServerDeliveryHost,
+    private readonly transport: ServerTransportLabel = 'streamable_http',
+  ) {
+    this.ledger = new DeliveryLedger(options, (_key, reason, events) =>
+      this.host.countUndelivered(this.transport, sameReasons(reason), events),
+    );
+    // A quarter of the window, so a verdict is at most that late; never busier than every 20 ms.
+    this.tickMs = Math.min(5_000, Math.max(20, Math.floor(this.ledger.options.windowMs / 4)));
+  }
+
+  stored(session: object, streamId: string, event: StoredEvent): void {
+    this.guard('recording a stored event', () => {
+      this.ledger.stored(session, streamId, event, this.host.now());
+      if (!event.open) this.schedule();
+    });
+  }
+
+  activity(session: object): void {
+    this.guard('recording session activity', () => this.ledger.activity(session, this.host.now()));
+  }
+
+  listenerOpened(session: object): void {
+    this.guard('recording a GET', () => this.ledger.listenerOpened(session, this.host.now()));
+  }
+
+  replayed(session: object, streamId: string, events: number): void {
+    this.guard('recording a replay', () => this.ledger.replayed(session, streamId, events));
+  }
+
+  closed(session: object): void {
+    this.guard('recording a closed session', () => this.ledger.closed(session, this.host.now()));
+  }
+
+  /** Judges what is due now (the timer does this on its own). */
+  sweep(): void {
+    this.guard('sweeping the delivery ledger', () => {
+      this.sweeps++;
+      this.ledger.sweep(this.host.now());
+    });
+  }
+
+  /** Stops the timer and forgets everything (the instrumentation was reconfigured or disabled). */
+  dispose(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.ledger.clear();
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.sweep();
+      if (this.ledger.sessionsWithPending > 0) this.schedule();
+    }, this.tickMs);
+    // Never keeps a process alive: a process that is exiting has nobody left to report to.
+    this.timer.unref?.();
+  }
+
+  private guard(what: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (error) {
+      this.host.onError(what, error);
+    }
+  }
+}

@@ -1,0 +1,245 @@
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { DeliveryLedger, type UndeliveredReason } from '../../src/core';
+
+const WINDOW = 1000;
+const STORED = { open: false, replayable: true, standalone: false };
+const STANDALONE = { open: false, replayable: true, standalone: true };
+const LIVE = { open: true, replayable: true, standalone: false };
+const NO_STORE = { open: false, replayable: false, standalone: false };
+
+function ledger(options: Partial<{ windowMs: number; maxSessions: number; maxIdleMs: number; maxPendingStreams: number }> = {}) {
+  const reports: Record<string, number> = {};
+  const l = new DeliveryLedger<object>({ windowMs: WINDOW, ...options }, (_key, reason, events) => {
+    reports[reason] = (reports[reason] ?? 0) + events;
+  });
+  return { l, reports };
+}
+
+describe('DeliveryLedger', () => {
+  test('events written live are never pending', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    for (let i = 0; i < 5; i++) l.stored(s, 'req-1', LIVE, i);
+    l.sweep(10 * WINDOW);
+    l.closed(s, 10 * WINDOW);
+    expect(l.pendingEvents(s)).toBe(0);
+    expect(reports).toEqual({});
+  });
+
+  test('a resume within the window that replays the events counts nothing', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', STANDALONE, 10);
+    l.stored(s, '_GET_stream', STANDALONE, 20);
+    l.activity(s, 30); // a POST meanwhile
+    expect(l.pendingEvents(s)).toBe(2);
+    l.listenerOpened(s, 500); // the resume GET
+    l.replayed(s, '_GET_stream', 3); // replays one live event too
+    expect(l.pendingEvents(s)).toBe(0);
+    expect(l.sessionsWithPending).toBe(0);
+    l.sweep(30 + 5 * WINDOW);
+    expect(reports).toEqual({});
+  });
+
+  test('the session goes on talking here and never comes back for its events: stream_moved after the window', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', STANDALONE, 10);
+    l.stored(s, '_GET_stream', STANDALONE, 20);
+    l.activity(s, 100);
+    l.sweep(100 + WINDOW - 1);
+    expect(reports).toEqual({});
+    l.sweep(100 + WINDOW);
+    expect(reports).toEqual({ stream_moved: 2 });
+    expect(l.sessionsWithPending).toBe(0);
+  });
+
+  test('a vouching replay that sends nothing settles nothing', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.stored(s, 'req-2', STORED, 0);
+    l.activity(s, 1);
+    l.replayed(s, 'req-2', 0);
+    l.sweep(1 + WINDOW);
+    expect(reports).toEqual({ stream_moved: 1 });
+  });
+
+  test('standalone events of a session that never opened a GET here: no_listener', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.activity(s, 0); // a tools/call POST
+    l.stored(s, '_GET_stream', STANDALONE, 1);
+    l.stored(s, 'req-1', LIVE, 2); // its response, written live: the client is reading here
+    l.sweep(2 + WINDOW);
+    expect(reports).toEqual({ no_listener: 1 });
+  });
+
+  test('no event store and nowhere to write: dropped, once the session shows activity', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.stored(s, '_GET_stream', { ...NO_STORE, standalone: true }, 0);
+    l.activity(s, 5);
+    l.sweep(5 + WINDOW);
+    expect(reports).toEqual({ dropped: 1 });
+  });
+
+  test('a client that crashed (no activity, then close): abandoned only', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', STANDALONE, 10);
+    l.stored(s, 'req-3', STORED, 11);
+    l.sweep(100 * WINDOW);
+    expect(reports).toEqual({});
+    l.closed(s, 100 * WINDOW);
+    expect(reports).toEqual({ abandoned: 2 });
+  });
+
+  test('a session idle for maxIdleMs is forgotten as abandoned', () => {
+    const { l, reports } = ledger({ maxIdleMs: 10 * WINDOW });
+    const s = {};
+    l.stored(s, 'req-1', STORED, 0);
+    l.sweep(10 * WINDOW - 1);
+    expect(reports).toEqual({});
+    l.sweep(10 * WINDOW);
+    expect(reports).toEqual({ abandoned: 1 });
+    expect(l.sessionsWithPending).toBe(0);
+  });
+
+  test('a resume long after the window, with no activity in between, counts nothing', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', STANDALONE, 10);
+    l.sweep(50 * WINDOW);
+    l.listenerOpened(s, 50 * WINDOW); // the laptop woke up; its SDK resumes
+    l.replayed(s, '_GET_stream', 1);
+    l.sweep(60 * WINDOW);
+    expect(reports).toEqual({});
+  });
+
+  test('a DELETE right after events went pending: abandoned, not a loss', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.stored(s, '_GET_stream', STANDALONE, 0);
+    l.activity(s, 10); // the DELETE request
+    l.closed(s, 11);
+    expect(reports).toEqual({ abandoned: 1 });
+  });
+
+  test('close after the window counts the loss reason', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, 'req-1', STORED, 1);
+    l.activity(s, 2);
+    l.closed(s, 2 + WINDOW);
+    expect(reports).toEqual({ stream_moved: 1 });
+  });
+
+  test('the session cap forgets the oldest sessions with pending events as abandoned', () => {
+    const { l, reports } = ledger({ maxSessions: 2 });
+    const sessions = [{}, {}, {}];
+    sessions.forEach((s, i) => l.stored(s, 'req-1', STORED, i));
+    expect(l.sessionsWithPending).toBe(2);
+    expect(reports).toEqual({ abandoned: 1 });
+    expect(l.pendingEvents(sessions[0]!)).toBe(0);
+  });
+
+  test('streams per session are capped', () => {
+    const { l, reports } = ledger({ maxPendingStreams: 3 });
+    const s = {};
+    for (let i = 0; i < 5; i++) l.stored(s, `req-${i}`, STORED, i);
+    expect(l.pendingEvents(s)).toBe(3);
+    expect(reports).toEqual({ abandoned: 2 });
+  });
+
+  test('a reporter that throws does not break the ledger', () => {
+    const l = new DeliveryLedger<object>({ windowMs: WINDOW }, () => {
+      throw new Error('boom');
+    });
+    const s = {};
+    l.stored(s, 'req-1', STORED, 0);
+    l.activity(s, 1);
+    expect(() => l.sweep(1 + WINDOW)).not.toThrow();
+    expect(l.sessionsWithPending).toBe(0);
+  });
+});
+
+type Step =
+  | { kind: 'store'; stream: number; open: boolean; replayable: boolean }
+  | { kind: 'activity' }
+  | { kind: 'get' }
+  | { kind: 'replay'; stream: number; events: number }
+  | { kind: 'sweep' }
+  | { kind: 'wait'; ms: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant('store' as const), stream: fc.nat(3), open: fc.boolean(), replayable: fc.boolean() }),
+  fc.record({ kind: fc.constant('activity' as const) }),
+  fc.record({ kind: fc.constant('get' as const) }),
+  fc.record({ kind: fc.constant('replay' as const), stream: fc.nat(3), events: fc.nat(5) }),
+  fc.record({ kind: fc.constant('sweep' as const) }),
+  fc.record({ kind: fc.constant('wait' as const), ms: fc.nat(3 * WINDOW) }),
+);
+
+describe('DeliveryLedger properties', () => {
+  test('every pending event is reported exactly once, settled by a replay, or still pending', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 60 }), fc.boolean(), (steps, close) => {
+        const reported: Partial<Record<UndeliveredReason, number>> = {};
+        const l = new DeliveryLedger<object>({ windowMs: WINDOW, maxPendingStreams: 3 }, (_k, reason, n) => {
+          expect(n).toBeGreaterThan(0);
+          reported[reason] = (reported[reason] ?? 0) + n;
+        });
+        const s = {};
+        let now = 0;
+        let pendingStored = 0;
+        let settledByReplay = 0;
+        for (const st of steps) {
+          if (st.kind === 'store') {
+            l.stored(s, `s${st.stream}`, { open: st.open, replayable: st.replayable, standalone: st.stream === 0 }, now);
+            if (!st.open) pendingStored++;
+          } else if (st.kind === 'activity') l.activity(s, now);
+          else if (st.kind === 'get') l.listenerOpened(s, now);
+          else if (st.kind === 'replay') {
+            const before = l.pendingEvents(s);
+            l.replayed(s, `s${st.stream}`, st.events);
+            settledByReplay += before - l.pendingEvents(s);
+          } else if (st.kind === 'sweep') l.sweep(now);
+          else now += st.ms;
+        }
+        if (close) l.closed(s, now);
+        const total = Object.values(reported).reduce((a, b) => a + (b ?? 0), 0);
+        expect(total + settledByReplay + l.pendingEvents(s)).toBe(pendingStored);
+        if (close) expect(l.sessionsWithPending).toBe(0);
+      }),
+    );
+  });
+
+  test('a session with no activity after its events went pending never reports a loss reason', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+        const losses: string[] = [];
+        const l = new DeliveryLedger<object>({ windowMs: WINDOW }, (_k, reason) => {
+          if (reason !== 'abandoned') losses.push(reason);
+        });
+        const s = {};
+        let now = 0;
+        for (const st of steps) {
+          // Only stores (not written live), waits, sweeps and replays: the client never shows itself here.
+          if (st.kind === 'store') l.stored(s, `s${st.stream}`, { open: false, replayable: st.replayable, standalone: false }, now);
+          else if (st.kind === 'replay') l.replayed(s, `s${st.stream}`, st.events);
+          else if (st.kind === 'sweep') l.sweep(now);
+          else if (st.kind === 'wait') now += st.ms;
+        }
+        l.sweep(now + 100 * WINDOW);
+        l.closed(s, now + 100 * WINDOW);
+        expect(losses).toEqual([]);
+      }),
+    );
+  });
+});

@@ -1,0 +1,158 @@
+/**
+ * The delivery ledger in process, against the real web-standard transports (SDK 1.32.2 and server 2.x) with a
+ * real store: events stored while a stream has no connection here, then a replay, more requests, or a close.
+ * A short window (deliveryWindowMs) keeps the tests quick; positive cases wait for the ledger's own timer.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+import { METRICS, SERVER_UNDELIVERED_REASONS } from '../../src/names';
+import { sample } from '../support/lab';
+import { waitUntil } from '../support/prometheus';
+import { type Forkwatch, LabEventStore, getRequest, hydrate, notification, readFrames, requireFrom, setupForkwatch } from './support';
+
+const req = requireFrom();
+const v1 = req('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
+const v2 = req('@modelcontextprotocol/server');
+
+const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
+const WINDOW_MS = 150;
+
+let fw: Forkwatch | undefined;
+afterEach(async () => {
+  await fw?.teardown();
+  fw = undefined;
+});
+
+async function counts(): Promise<Record<string, number>> {
+  const m = await fw!.metrics();
+  return Object.fromEntries(
+    SERVER_UNDELIVERED_REASONS.map(reason => [reason, sample(m, undelivered, { transport: 'streamable_http', reason }) ?? NaN]),
+  );
+}
+const none = { stream_moved: 0, no_listener: 0, dropped: 0, abandoned: 0 };
+
+function post(body: unknown, sessionId = 'session-1'): Request {
+  return new Request('http://127.0.0.1/mcp', {
+    method: 'POST',
+    headers: {
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': '2025-11-25',
+    },
+    body: JSON.stringify(body),
+  });
+}
+/** A request of the session that needs no answer: activity on this process. */
+const ping = () => post({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+
+describe.each([
+  { label: '@modelcontextprotocol/sdk 1.32.2', module: v1 },
+  { label: '@modelcontextprotocol/server 2.x', module: v2 },
+])('$label: delivery ledger', ({ module }) => {
+  const Transport = module.WebStandardStreamableHTTPServerTransport;
+  const transportWith = (eventStore: unknown) => hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
+  const delivery = () => fw!.instrumentation.serverDelivery;
+
+  test('a stream dropped and resumed here: the replay delivers the pending events, nothing is counted', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    const first = await transport.handleRequest(getRequest({}));
+    await transport.send(notification(1));
+    expect((await readFrames(first.body)).map(f => f.id)).toEqual(['1']); // then the connection drops
+    await transport.send(notification(2));
+    await transport.send(notification(3));
+    expect((await transport.handleRequest(ping())).status).toBe(202);
+    expect(delivery().ledger.pendingEvents(transport)).toBe(2);
+    const resumed = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
+    expect((await readFrames(resumed.body)).map(f => f.id)).toEqual(['2', '3']);
+    await fw.settle();
+    expect(delivery().ledger.pendingEvents(transport)).toBe(0);
+    expect(delivery().ledger.sessionsWithPending).toBe(0);
+    expect(await counts()).toEqual(none);
+  });
+
+  test('the session goes on talking here and never comes back for its standalone events: stream_moved', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    const first = await transport.handleRequest(getRequest({}));
+    await transport.send(notification(1));
+    expect((await readFrames(first.body)).length).toBe(1);
+    for (let n = 2; n <= 4; n++) await transport.send(notification(n));
+    await transport.handleRequest(ping());
+    await waitUntil(() => delivery().ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    expect(await counts()).toEqual({ ...none, stream_moved: 3 });
+  });
+
+  test('a request stream dropped before its notifications and response: stream_moved once the session is active', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    const call = await transport.handleRequest(post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'x' } }));
+    expect(call.status).toBe(200);
+    await call.body!.cancel(); // the client's POST stream drops
+    await transport.send(notification(1), { relatedRequestId: 7 });
+    await transport.send({ jsonrpc: '2.0', id: 7, result: { content: [] } });
+    expect(delivery().ledger.pendingEvents(transport)).toBe(2);
+    await transport.handleRequest(ping());
+    await waitUntil(() => delivery().ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    expect(await counts()).toEqual({ ...none, stream_moved: 2 });
+  });
+
+  test('a session that never opens a GET here: its standalone events are no_listener', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    await transport.send(notification(1));
+    await transport.handleRequest(ping());
+    await waitUntil(() => delivery().ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    expect(await counts()).toEqual({ ...none, no_listener: 1 });
+  });
+
+  test('no event store and no stream: dropped, once the session shows activity', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(undefined);
+    await transport.send(notification(1));
+    await transport.send(notification(2));
+    await transport.handleRequest(ping());
+    await waitUntil(() => delivery().ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    expect(await counts()).toEqual({ ...none, dropped: 2 });
+  });
+
+  test('a client that went away (no further request) and a session closed by the app: abandoned, never a loss', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    const first = await transport.handleRequest(getRequest({}));
+    await transport.send(notification(1));
+    await readFrames(first.body);
+    await transport.send(notification(2));
+    await transport.send(notification(3));
+    // The ledger's timer runs past the window: with no activity since, nothing is judged.
+    const sweeps = delivery().sweeps;
+    await waitUntil(() => delivery().sweeps >= sweeps + 2, { intervalMs: 20, what: 'two sweeps' });
+    expect(delivery().ledger.pendingEvents(transport)).toBe(2);
+    expect(await counts()).toEqual(none);
+    await transport.close();
+    expect(await counts()).toEqual({ ...none, abandoned: 2 });
+  });
+
+  test('a DELETE right after events went pending: abandoned', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    await transport.handleRequest(getRequest({})).then((r: Response) => r.body!.cancel());
+    await transport.send(notification(1));
+    const res = await transport.handleRequest(
+      new Request('http://127.0.0.1/mcp', { method: 'DELETE', headers: { 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25' } }),
+    );
+    expect(res.status).toBe(200);
+    expect(await counts()).toEqual({ ...none, abandoned: 1 });
+  });
+
+  test('events written live count nothing, and nothing is pending', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    const stream = await transport.handleRequest(getRequest({}));
+    for (let n = 1; n <= 5; n++) await transport.send(notification(n));
+    expect((await readFrames(stream.body)).length).toBe(5);
+    expect(delivery().ledger.sessionsWithPending).toBe(0);
+    await transport.close();
+    expect(await counts()).toEqual(none);
+  });
+});
