@@ -89,7 +89,9 @@ async function startReplica(name, config) {
  * prometheus (true), verdictTimeoutMs (3000), onProgress (line => void)
  */
 export async function runFleet(options = {}) {
-  const o = { policy: 'sticky-shared', servers: 3, sessions: 200, clients: 4, rounds: 4, soakMs: 0, prometheus: true, verdictTimeoutMs: 10000, ...options };
+  // The delivery ledger's window: 10 s, three times the slowest reconnect of the workload (its default is 30 s, for
+  // the SDK's default reconnect schedule; sessions here end sooner than that).
+  const o = { policy: 'sticky-shared', servers: 3, sessions: 200, clients: 4, rounds: 4, soakMs: 0, prometheus: true, verdictTimeoutMs: 10000, deliveryWindowMs: 10_000, ...options };
   const policy = POLICIES[o.policy];
   if (!policy) throw new Error(`unknown policy ${o.policy}; known: ${Object.keys(POLICIES)}`);
   const progress = o.onProgress ?? (() => {});
@@ -110,7 +112,7 @@ export async function runFleet(options = {}) {
   try {
     router = await startRouter({ policy: policy.router });
     if (policy.store === 'shared') store = await startStoreService();
-    const serverConfig = { store: policy.store, storeUrl: store?.url };
+    const serverConfig = { store: policy.store, storeUrl: store?.url, deliveryWindowMs: o.deliveryWindowMs };
     if (o.prometheus) {
       prometheus = await startPrometheus({
         ruleFiles: [join(root, 'alerts', 'forkwatch-recording.rules.yml'), join(root, 'alerts', 'forkwatch-alerts.rules.yml')],
@@ -234,9 +236,10 @@ export async function runFleet(options = {}) {
     await crashy.proc.exited;
     note('all sessions done');
 
+    // Pending events of sessions that closed elsewhere are judged a window after their last activity here.
+    await sleep(o.deliveryWindowMs + 2000);
     let alerts;
     if (prometheus) {
-      await sleep(3000); // a few more scrapes and rule evaluations of the final values
       // From 3 s after go: rules evaluated before the first scrapes (absent metrics) do not count.
       alerts = await prometheusVerdicts(prometheus, Math.max(1, Math.floor((Date.now() - goAt) / 1000) - 3), seriesSamples);
     }
@@ -247,7 +250,7 @@ export async function runFleet(options = {}) {
     return {
       policy: o.policy,
       story: policy.story,
-      options: { servers: o.servers, sessions: o.sessions, clients: o.clients, rounds: o.rounds, soakMs: o.soakMs, verdictTimeoutMs: o.verdictTimeoutMs },
+      options: { servers: o.servers, sessions: o.sessions, clients: o.clients, rounds: o.rounds, soakMs: o.soakMs, verdictTimeoutMs: o.verdictTimeoutMs, deliveryWindowMs: o.deliveryWindowMs },
       durationMs: Date.now() - startedAt,
       events,
       router: { totals: router.totals, counts: Object.fromEntries(router.counts) },

@@ -16,7 +16,7 @@ export function formatScore(s) {
   lines.push(`recall: client ${pct(s.recall.client)} (any of forked/rejected/inconclusive ${pct(s.recall.clientAnyBad)}), server ${pct(s.recall.server)}, either ${pct(s.recall.either)}`);
   lines.push(
     s.ledger
-      ? `server ledger: undelivered ${s.ledger.loss} loss events (stream_moved ${s.ledger.stream_moved}, no_listener ${s.ledger.no_listener}, dropped ${s.ledger.dropped}), abandoned ${s.ledger.abandoned}; ground truth lost ${s.ledger.lostEventsGroundTruth}`
+      ? `server ledger: undelivered ${s.ledger.loss} loss events (stream_moved ${s.ledger.stream_moved}, no_listener ${s.ledger.no_listener}, dropped ${s.ledger.dropped}), abandoned ${s.ledger.abandoned}; ground truth lost ${s.ledger.lostEventsGroundTruth} (event recall ${pct(s.ledger.eventRecall)})`
       : 'server ledger: not in this build (forkwatch_server_undelivered_events_total absent)',
   );
   lines.push(`client outcomes ${JSON.stringify(s.clientOutcomes)}; server outcomes ${JSON.stringify(s.serverOutcomes)}`);

@@ -3,8 +3,9 @@
 //
 //   client loss signal: a client resume verdict `forked` (any reason): what ForkwatchForksDetected pages on; the
 //                       wider set adds `rejected` and `inconclusive` (the client SLO's other bad resumes)
-//   server loss signal: a server resume outcome `unknown_cursor` or `ignored`, per session; and, per process, the
-//                       delivery ledger's forkwatch_server_undelivered_events_total{reason=~loss reasons}
+//   server loss signal: a server resume outcome `unknown_cursor` or `ignored`, per session (spans); and the delivery
+//                       ledger's forkwatch_server_undelivered_events_total{reason=~loss reasons}, per process (no
+//                       session label: scored by events, ledger loss events against ground-truth lost events)
 //   false alarm: a loss signal on a session that lost nothing and never moved between replicas, per 10,000 resumes (GETs with Last-Event-ID through
 //                the router). The crashed client's sessions count as lossless for the server side unless the router
 //                moved them (failover) or routes per request: then their ground truth is unknown and they are left out
@@ -150,7 +151,8 @@ export function scoreFleet(run) {
       server: ratio(caughtServer.length, lossy.length),
       either: ratio(caughtEither.length, lossy.length),
     },
-    ledger: ledgerPresent ? { ...ledger, loss: ledgerLoss, lostEventsGroundTruth: lostEvents } : null,
+    // Counters carry no session: the ledger is scored by events (its loss events against the events really lost).
+    ledger: ledgerPresent ? { ...ledger, loss: ledgerLoss, lostEventsGroundTruth: lostEvents, eventRecall: ratio(Math.min(ledgerLoss, lostEvents), lostEvents) } : null,
     clientOutcomes: outcomeTotals(run.clients, 'forkwatch_client_resumes_total'),
     serverOutcomes: outcomeTotals(run.servers, 'forkwatch_server_resumes_total'),
     verdictLatencyMs: {

@@ -1,6 +1,7 @@
 // One server replica of the fleet: the real MCP SDK (1.x, CommonJS) streamable-HTTP server, with forkwatch unless
 // telemetry is off (the control replica). Configured by FLEET_SERVER (JSON):
-//   name, telemetry (default true), store 'shared' | 'local', storeUrl (shared), keepAliveMs
+//   name, telemetry (default true), store 'shared' | 'local', storeUrl (shared), keepAliveMs, deliveryWindowMs
+//   (forkwatch's delivery ledger window)
 // Sessions it never saw are hydrated (a transport claims the session id without its log): the multi-node
 // pattern that makes a resume on the wrong replica answer 200. Tool `emit {from, count}` sends notifications
 // numbered by the app (`seq` from..from+count-1) on the session's standalone stream.
@@ -14,7 +15,10 @@ const { SharedEventStore, LocalEventStore } = require('./shared-store.cjs');
 
 const config = { name: 'S', telemetry: true, store: 'local', keepAliveMs: 5000, ...JSON.parse(process.env.FLEET_SERVER ?? '{}') };
 const telemetry = config.telemetry
-  ? setupFleetTelemetry({ forkwatch: require(path.join(__dirname, '../../build/src/index.js')), instrumentationConfig: {} })
+  ? setupFleetTelemetry({
+      forkwatch: require(path.join(__dirname, '../../build/src/index.js')),
+      instrumentationConfig: config.deliveryWindowMs ? { deliveryWindowMs: config.deliveryWindowMs } : {},
+    })
   : undefined;
 const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');

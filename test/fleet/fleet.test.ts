@@ -18,7 +18,7 @@ interface FleetScore {
   eventsEmitted: number;
   falseAlarms: { client: number; server: number; sessions: number };
   recall: { client: number; server: number; either: number };
-  ledger: { loss: number; lostEventsGroundTruth: number } | null;
+  ledger: { loss: number; abandoned: number; lostEventsGroundTruth: number } | null;
   clientOutcomes: Record<string, number>;
   serverOutcomes: Record<string, number>;
   alerts: { alerts: Record<string, string>; series: Record<string, number> };
@@ -41,6 +41,9 @@ describe('fleet lab, CI size', () => {
     // Ground truth: the healthy baseline is healthy.
     expect(score.lostEvents).toBe(0);
     expect(score.falseAlarms).toMatchObject({ client: 0, server: 0, sessions: 0 });
+    // The server delivery ledger ran (the crashed client's events end abandoned) and counted no loss.
+    expect(score.ledger).not.toBeNull();
+    expect(score.ledger!.loss).toBe(0);
     for (const alert of ['ForkwatchForksDetected', 'ForkwatchServerUnknownCursors', 'ForkwatchServerCursorsIgnored']) {
       expect(raised(score, alert), alert).toBe(false);
     }
@@ -53,6 +56,8 @@ describe('fleet lab, CI size', () => {
     expect(score.recall.server).toBeGreaterThanOrEqual(0.6);
     expect(score.recall.either).toBeGreaterThanOrEqual(0.8);
     expect(score.falseAlarms.server).toBe(0);
+    // The delivery ledger, on the servers alone, counts undelivered events.
+    expect(score.ledger!.loss).toBeGreaterThan(0);
     expect(raised(score, 'ForkwatchServerUnknownCursors')).toBe(true);
   }, 600_000);
 });
