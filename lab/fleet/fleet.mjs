@@ -25,10 +25,21 @@ export const POLICIES = {
 };
 
 const children = new Set();
+export const trackChild = child => {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+};
 function cleanup() {
   for (const c of children) c.kill('SIGKILL');
 }
 process.once('exit', cleanup);
+// Interrupted (Ctrl-C, a test runner's kill): stop every child before going.
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    cleanup();
+    process.exit(130);
+  });
+}
 
 /** Spawns a fleet process and resolves once it prints `<marker> <port>`. */
 function spawnProcess(file, envName, config, marker, onLine) {
@@ -115,6 +126,7 @@ export async function runFleet(options = {}) {
     const serverConfig = { store: policy.store, storeUrl: store?.url, deliveryWindowMs: o.deliveryWindowMs };
     if (o.prometheus) {
       prometheus = await startPrometheus({
+        track: trackChild,
         ruleFiles: [join(root, 'alerts', 'forkwatch-recording.rules.yml'), join(root, 'alerts', 'forkwatch-alerts.rules.yml')],
       });
     }

@@ -32,6 +32,12 @@ export function formatScore(s) {
     const entries = Object.entries(s.alerts.alerts);
     lines.push(`alerts (Prometheus, shipped rules): ${entries.length ? entries.map(([a, st]) => `${a} ${st}`).join(', ') : 'none pending or firing'}; forkwatch series ${JSON.stringify(s.alerts.series)}`);
   }
+  if (s.soak) {
+    for (const p of s.soak.processes) {
+      lines.push(`soak ${p.name}${p.telemetry ? '' : ' (no forkwatch)'}: heap ${n(p.firstHeapMiB, 1)} → ${n(p.lastHeapMiB, 1)} MiB with ${n(p.firstOpenSessions)} → ${n(p.lastOpenSessions)} sessions open`);
+    }
+    lines.push(`soak forkwatch series: ${s.soak.series.map(x => `${n(x.atMs / 60000, 0)} min ${x['fleet-client'] ?? '–'}/${x['fleet-server'] ?? '–'}`).join(', ')} (clients/servers)`);
+  }
   for (const e of s.events) lines.push(`  ${n(e.atMs / 1000, 1)} s  ${e.text}`);
   return lines.join('\n') + '\n';
 }

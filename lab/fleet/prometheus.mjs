@@ -20,7 +20,7 @@ async function freePort() {
   });
 }
 
-export async function startPrometheus({ ruleFiles }) {
+export async function startPrometheus({ ruleFiles, track = () => {} }) {
   if (!existsSync(BIN)) throw new Error(`${BIN} not found: apt-get install -y prometheus`);
   const dir = mkdtempSync(join(tmpdir(), 'fleet-prometheus-'));
   const targetsFile = join(dir, 'targets.json');
@@ -38,6 +38,7 @@ export async function startPrometheus({ ruleFiles }) {
   const child = spawn(BIN, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  track(child);
   let logs = '';
   child.stderr.on('data', c => (logs = (logs + c).slice(-4000)));
   const exited = new Promise(resolve => child.once('exit', resolve));

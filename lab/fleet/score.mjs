@@ -63,6 +63,34 @@ function costs(instrumented, control) {
   };
 }
 
+/**
+ * Soak: does the heap (after GC) stay flat? Per process, the median heap of the first and the last fifth of the
+ * samples after a warm-up (the first 10% of the samples), and the open sessions then.
+ */
+function soak(run) {
+  const per = p => {
+    const all = p.process.samples;
+    const warm = all.slice(Math.floor(all.length / 10));
+    const fifth = Math.max(1, Math.floor(warm.length / 5));
+    const median = xs => quantile(xs, 0.5);
+    const first = warm.slice(0, fifth);
+    const last = warm.slice(-fifth);
+    return {
+      name: p.name,
+      telemetry: p.telemetry,
+      samples: all.length,
+      firstHeapMiB: median(first.map(x => x.heap)) / 2 ** 20,
+      lastHeapMiB: median(last.map(x => x.heap)) / 2 ** 20,
+      firstOpenSessions: median(first.map(x => x.openSessions)),
+      lastOpenSessions: median(last.map(x => x.openSessions)),
+    };
+  };
+  return {
+    processes: [...run.clients, run.controlClient, ...run.servers, run.controlServer].filter(Boolean).map(per),
+    series: run.alerts?.seriesSamples ?? [],
+  };
+}
+
 export function scoreFleet(run) {
   const sessions = run.clients.flatMap(c => c.sessions).filter(s => s.session);
   const crashed = new Set(run.crashedSessions);
@@ -161,5 +189,6 @@ export function scoreFleet(run) {
     },
     costs: { clients: costs(run.clients, run.controlClient), servers: costs(run.servers, run.controlServer) },
     alerts: run.alerts ?? null,
+    soak: run.options.soakMs ? soak(run) : null,
   };
 }
