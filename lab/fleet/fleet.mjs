@@ -59,7 +59,7 @@ function spawnProcess(file, envName, config, marker, onLine) {
   );
   const ready = new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error(`${file} did not start:\n${stderr}`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`${file} did not start:\n${stderr}`)), 240_000);
     child.stdout.on('data', chunk => {
       out += chunk;
       const lines = out.split('\n');
