@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { runFleet } from '../../lab/fleet/fleet.mjs';
 // @ts-expect-error: plain ESM module without types
 import { scoreFleet } from '../../lab/fleet/score.mjs';
+// @ts-expect-error: plain ESM module without types
+import { formatScore } from '../../lab/fleet/format.mjs';
 
 interface FleetScore {
   sessions: number;
@@ -24,8 +26,11 @@ interface FleetScore {
   alerts: { alerts: Record<string, string>; series: Record<string, number> };
 }
 
-const fleet = async (policy: string, sessions: number): Promise<FleetScore> =>
-  scoreFleet(await runFleet({ policy, servers: 3, sessions, clients: 2, rounds: 4, prometheus: true }));
+async function fleet(policy: string, sessions: number): Promise<FleetScore> {
+  const score = scoreFleet(await runFleet({ policy, servers: 3, sessions, clients: 2, rounds: 4, prometheus: true }));
+  console.log(formatScore(score)); // the numbers, for the CI log
+  return score;
+}
 
 const raised = (score: FleetScore, alert: string) => Object.keys(score.alerts.alerts).some(a => a.startsWith(`${alert} `));
 
