@@ -106,6 +106,27 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
       emittedByA += 8;
       report.toolCall = await call;
     },
+    async 'fork-clean-cut'() {
+      // The connection to A drops cleanly (no frame in flight), the client resumes on B, and only then does A get
+      // events for the session: A stores them for a stream with no connection there, and they never arrive.
+      await emit(3);
+      await waitFor('3 events', () => receivedFromA() >= 3);
+      await control('routes', { resume: 'B' });
+      await control('cut', { midFrame: false });
+      await waitFor('the resume on B', async () => (await resumeGets('B')).length > 0);
+      await sleep(200);
+      await emit(3); // lost
+      await sleep(300);
+    },
+    async 'split-brain'() {
+      // Round-robin with no resume: every other tool call lands on B, whose notifications go to a standalone stream
+      // that nobody listens to on B.
+      await control('routes', { post: ['B', 'A'] });
+      for (let i = 0; i < 4; i++) await client.callTool({ name: 'emit', arguments: { count: 2 } });
+      await sleep(300);
+      report.emittedTotal = 8;
+      report.receivedTotal = received.length;
+    },
     async rejected() {
       await emit(2);
       await waitFor('2 events', () => receivedFromA() >= 2);

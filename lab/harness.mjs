@@ -94,6 +94,34 @@ export const SCENARIOS = {
     story: 'the resume reaches the right process while the old stream is still open there: 409',
     serverStory: 'A: rejected (409: the stream still has a connection), once per attempt',
   },
+  'vouching-store-clean-cut': {
+    a: { store: { idFormat: 'integer' } },
+    b: { store: { idFormat: 'integer', unknownCursor: 'fresh' }, hydrate: true },
+    client: 'fork-clean-cut',
+    story: 'the standalone stream resumes on B, whose store vouches for the unknown cursor; A then gets the events',
+    serverStory: "B: replayed, 0 events; A: its events for the session's standalone stream stream_moved",
+  },
+  'silent-fork-clean-cut': {
+    a: {},
+    b: { store: 'sdk-example', hydrate: true, keepAliveMs: 200 },
+    client: 'fork-clean-cut',
+    story: "the standalone stream resumes on B (the SDK's store, no log); A then gets the events",
+    serverStory: 'B: unknown_cursor; A: stream_moved',
+  },
+  'no-store-clean-cut': {
+    a: {},
+    b: { store: null, hydrate: true },
+    client: 'fork-clean-cut',
+    story: 'the standalone stream resumes on B, which has no store; A then gets the events',
+    serverStory: 'B: ignored; A: stream_moved',
+  },
+  'split-brain': {
+    a: { store: { idFormat: 'integer' } },
+    b: { store: { idFormat: 'integer' }, hydrate: true },
+    client: 'split-brain',
+    story: 'round-robin POSTs with no resume: the GET stream sits on A, half the tool calls run on B',
+    serverStory: "B: no_listener for every notification of the session's standalone stream",
+  },
   'sdk-store-same-process': {
     a: { store: 'sdk-example', keepAliveMs: 200 },
     b: null, // the proxy's route B is process A: the resume lands on the process that holds the log
@@ -139,6 +167,8 @@ export async function startServer(config, options = {}) {
       if (!res.ok) throw new Error(`lab server telemetry: HTTP ${res.status}`);
       return res.json();
     },
+    /** The application expires its sessions (transport.close(), no DELETE). */
+    closeSessions: () => fetch(`${url}/__lab/close-sessions`).then(r => r.json()),
     stop: () => child.kill('SIGTERM'),
   };
 }
@@ -186,7 +216,8 @@ export function serverView(servers = {}) {
  * options: moduleSystem 'cjs' | 'esm' (client and servers), instrumentation (ForkwatchInstrumentation config),
  * verdictTimeoutMs, resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort.
  * Server options: serverTelemetry (default true), serverSdk 'v1' | 'v2', serverResolveFrom (an SDK 1.x folder for
- * the servers), serverInstrumentation (their ForkwatchInstrumentation config).
+ * the servers), serverInstrumentation (their ForkwatchInstrumentation config), deliveryVerdicts (wait until no
+ * session stream awaits a delivery verdict), closeSessions (the servers then expire their sessions, no DELETE).
  */
 export async function runLabScenario(name, options = {}) {
   const scenario = SCENARIOS[name];
@@ -231,6 +262,17 @@ export async function runLabScenario(name, options = {}) {
     });
     if (code !== 0) throw new Error(`lab client (${name}, ${options.moduleSystem ?? 'cjs'}) exited ${code}:\n${stderr}`);
     const serverReports = {};
+    if (options.serverTelemetry !== false && options.deliveryVerdicts) {
+      // Every delivery verdict that is coming has come: no session stream awaits its window any more.
+      const deadline = Date.now() + 20000;
+      for (const server of Object.values(servers)) {
+        while ((await server.telemetry()).delivery?.awaitingVerdict > 0) {
+          if (Date.now() > deadline) throw new Error('delivery verdicts did not come');
+          await new Promise(r => setTimeout(r, 50));
+        }
+      }
+    }
+    if (options.closeSessions) for (const server of Object.values(servers)) await server.closeSessions();
     if (options.serverTelemetry !== false) {
       for (const [key, server] of Object.entries(servers)) serverReports[key] = await server.telemetry();
     }

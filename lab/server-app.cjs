@@ -175,11 +175,20 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
   async function telemetryReport() {
     const patched = sdk.CoreTransport?.prototype?.handleGetRequest?.__wrapped === true;
     if (!telemetry) return { moduleSystem, sdkVersion: sdk.version, sdkPatched: patched, spans: [], metrics: '' };
-    return { moduleSystem, sdkVersion: sdk.version, sdkPatched: patched, spans: telemetry.finishedSpans(), metrics: await telemetry.scrape() };
+    const ledger = telemetry.instrumentation.serverDelivery.ledger;
+    const delivery = { sessionsWithPending: ledger.sessionsWithPending, awaitingVerdict: ledger.streamsAwaitingVerdict };
+    return { moduleSystem, sdkVersion: sdk.version, sdkPatched: patched, spans: telemetry.finishedSpans(), metrics: await telemetry.scrape(), delivery };
   }
 
   const httpServer = createServer(async (req, res) => {
     try {
+      if (req.url === '/__lab/close-sessions') {
+        // The application expiring its sessions (no DELETE from the client): transport.close() on each.
+        for (const s of new Set(sessions.values())) await s.transport?.close();
+        sessions.clear();
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
       if (req.url === '/__lab/telemetry') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(await telemetryReport()));
         return;

@@ -64,7 +64,9 @@ export class ResumeAttempt {
   }
 
   concludeWithFirstFrame(firstId: string | undefined, verdict: FirstFrameVerdict): void {
-    if (!this.begin(verdict.verdict === 'resumed' ? 'resumed' : 'forked')) return;
+    // `resumed` only when the ids proved continuity; an accepted first frame they cannot vouch for is `unverified`.
+    const outcome = verdict.verdict === 'forked' ? 'forked' : verdict.continuityVerified ? 'resumed' : 'unverified';
+    if (!this.begin(outcome)) return;
     const now = nowMs();
     const m = this.runtime.instruments;
     const ids = this.runtime.settings.captureEventIds;

@@ -113,6 +113,15 @@ export class DeliveryLedger<K extends object> {
     return this.pendingSessions.size;
   }
 
+  /** Streams whose session showed activity since their events went pending: a verdict on them is coming. */
+  get streamsAwaitingVerdict(): number {
+    let n = 0;
+    for (const account of this.pendingSessions.values()) {
+      for (const stream of account.pending!.values()) if (stream.awakeAt !== undefined) n++;
+    }
+    return n;
+  }
+
   /** Pending events of a session (all its streams), for tests and diagnostics. */
   pendingEvents(key: K): number {
     let total = 0;

@@ -25,11 +25,12 @@ describe.each(lines)('$label', ({ options, expectVersion, ...rest }) => {
       expect(installedVersion(options.resolveFrom!.split('/').pop()!)).toMatch(expectVersion);
     });
   }
-  test.each(['cjs', 'esm'] as const)('%s: a true resume is resumed and a restarted sequence is forked', async moduleSystem => {
+  test.each(['cjs', 'esm'] as const)('%s: a true resume is unverified (standalone stream key) and a restarted sequence is forked', async moduleSystem => {
     const healthy = await runLabScenario('healthy', { moduleSystem, ...options });
     expect(healthy.sdkPatched).toBe(true);
     expect(healthy.lost).toEqual([]);
-    expect(sample(healthy.metrics, METRICS.clientResumes.prometheusName, { outcome: 'resumed' })).toBe(1);
+    expect(sample(healthy.metrics, METRICS.clientResumes.prometheusName, { outcome: 'unverified' })).toBe(1);
+    expect(sample(healthy.metrics, METRICS.clientResumes.prometheusName, { outcome: 'forked' })).toBe(0);
     const forked = await runLabScenario('live-fork-integer-ids', { moduleSystem, ...options });
     expect(sample(forked.metrics, METRICS.clientForks.prometheusName, { reason: 'id_regressed' })).toBe(1);
     expect(rest).toBeDefined();

@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { DEFAULT_LEDGER_LIMITS } from '../../src/core/ledger';
+import { DEFAULT_DELIVERY_WINDOW_MS } from '../../src/core/delivery-ledger';
 import { DEFAULT_PROMETHEUS_PORT, DEFAULT_VERDICT_TIMEOUT_MS, FORKWATCH_ENV } from '../../src/env-config';
 import { ROOT } from './support';
 
@@ -36,6 +37,7 @@ const CODE_DEFAULTS: Record<string, string> = {
   [FORKWATCH_ENV.ledgerMaxIdleMs]: String(DEFAULT_LEDGER_LIMITS.maxIdleMs),
   [FORKWATCH_ENV.ledgerRecentIds]: String(DEFAULT_LEDGER_LIMITS.recentIds),
   [FORKWATCH_ENV.propagateContext]: 'true',
+  [FORKWATCH_ENV.deliveryWindowMs]: String(DEFAULT_DELIVERY_WINDOW_MS),
   [FORKWATCH_ENV.startSdk]: 'true',
 };
 

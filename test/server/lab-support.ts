@@ -15,6 +15,7 @@ export interface ServerReport {
   sdkPatched: boolean;
   spans: LabSpanWithIds[];
   metrics: string;
+  delivery?: { sessionsWithPending: number; awaitingVerdict: number };
 }
 
 export interface ServerLabOptions extends LabOptions {
@@ -22,6 +23,10 @@ export interface ServerLabOptions extends LabOptions {
   serverResolveFrom?: string;
   serverTelemetry?: boolean;
   serverInstrumentation?: Record<string, unknown>;
+  /** Wait until no session stream awaits a delivery verdict on any server. */
+  deliveryVerdicts?: boolean;
+  /** Then the servers expire their sessions (transport.close(), no DELETE). */
+  closeSessions?: boolean;
 }
 
 export type ServerLabReport = Omit<LabReport, 'servers' | 'spans'> & {
