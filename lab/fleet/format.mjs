@@ -19,7 +19,7 @@ export function formatScore(s) {
       ? `server ledger: undelivered ${s.ledger.loss} loss events (stream_moved ${s.ledger.stream_moved}, no_listener ${s.ledger.no_listener}, dropped ${s.ledger.dropped}), abandoned ${s.ledger.abandoned}; ground truth lost ${s.ledger.lostEventsGroundTruth} (event recall ${pct(s.ledger.eventRecall)})`
       : 'server ledger: not in this build (forkwatch_server_undelivered_events_total absent)',
   );
-  lines.push(`client outcomes ${JSON.stringify(s.clientOutcomes)}; server outcomes ${JSON.stringify(s.serverOutcomes)}`);
+  lines.push(`client outcomes ${JSON.stringify(s.clientOutcomes)}, forks by reason ${JSON.stringify(s.clientForkReasons)}; server outcomes ${JSON.stringify(s.serverOutcomes)}`);
   const l = s.verdictLatencyMs;
   lines.push(`verdict latency ms: client p50 ${n(l.client.p50)} p95 ${n(l.client.p95)} max ${n(l.client.max)}; server p50 ${n(l.server.p50, 1)} p95 ${n(l.server.p95, 1)} max ${n(l.server.max, 1)}`);
   for (const side of ['clients', 'servers']) {

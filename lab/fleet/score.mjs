@@ -182,6 +182,11 @@ export function scoreFleet(run) {
     // Counters carry no session: the ledger is scored by events (its loss events against the events really lost).
     ledger: ledgerPresent ? { ...ledger, loss: ledgerLoss, lostEventsGroundTruth: lostEvents, eventRecall: ratio(Math.min(ledgerLoss, lostEvents), lostEvents) } : null,
     clientOutcomes: outcomeTotals(run.clients, 'forkwatch_client_resumes_total'),
+    clientForkReasons: Object.fromEntries(
+      ['id_missing', 'id_regressed', 'id_reused', 'stream_changed', 'cursor_dropped']
+        .map(reason => [reason, run.clients.reduce((n, c) => n + counterSum(c.metrics, 'forkwatch_client_forks_total', { reason }), 0)])
+        .filter(([, count]) => count > 0),
+    ),
     serverOutcomes: outcomeTotals(run.servers, 'forkwatch_server_resumes_total'),
     verdictLatencyMs: {
       client: latency(run.clients.flatMap(c => c.latencyMs)),
