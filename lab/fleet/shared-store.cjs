@@ -1,7 +1,8 @@
 // The fleet's event stores. SharedEventStore talks to the store service (store-service.mjs) that every server
 // process shares, as a Redis-backed store would; LocalEventStore keeps the log in this process only. Both number
 // events per session (1, 2, 3, ...), so a log that starts again on another process shows as a regressed id.
-// Unknown cursors return '' (the SDK then answers 200 with a stream that replays nothing), as the SDK's own store.
+// LocalEventStore answers unknown cursors with '' (the SDK then answers 200 with a stream that replays nothing), as
+// the SDK's own store; SharedEventStore also implements getStreamIdForEventId, as a production store should.
 
 class SharedEventStore {
   constructor(url, sessionId) {
@@ -15,6 +16,11 @@ class SharedEventStore {
   }
   async storeEvent(streamId, message) {
     return (await this.call('/store', { streamId, message })).id;
+  }
+  // A production store answers this: the SDK then rejects a second resume of a stream that has a connection (409)
+  // instead of letting it take the stream over (see docs/fleet.md, duplicate reconnects).
+  async getStreamIdForEventId(eventId) {
+    return (await this.call('/stream', { after: eventId })).streamId || undefined;
   }
   async replayEventsAfter(lastEventId, { send }) {
     const { streamId, events } = await this.call('/replay', { after: lastEventId });

@@ -25,6 +25,8 @@ export async function startStoreService({ maxIdleMs = 10 * 60_000 } = {}) {
       const id = String(l.events.length + 1);
       l.events.push({ id, streamId: body.streamId, message: body.message });
       answer = { id };
+    } else if (req.url === '/stream') {
+      answer = { streamId: l.events.find(e => e.id === body.after)?.streamId ?? '' };
     } else if (req.url === '/replay') {
       const index = l.events.findIndex(e => e.id === body.after);
       if (index === -1) answer = { streamId: '', events: [] };

@@ -54,15 +54,15 @@ describe('fleet lab, CI size', () => {
     }
   }, 600_000);
 
-  it('rolling restart with a store per replica: the loss is real and the server side catches it', async () => {
+  it('rolling restart with a store per replica: the loss is real and the servers alone flag most lossy sessions', async () => {
     const score = await fleet('rolling-restart', 40);
     expect(score.sessions - score.sessionErrors).toBeGreaterThanOrEqual(20);
     expect(score.lossySessions).toBeGreaterThan(0);
-    // The servers alone: the delivery ledger counts at least 80% of the events really lost, and resumes on the
-    // wrong replica flag at least a third of the lossy sessions by name.
-    expect(score.ledger!.eventRecall).toBeGreaterThanOrEqual(0.8);
-    expect(score.recall.server).toBeGreaterThanOrEqual(0.3);
-    expect(score.falseAlarms.server).toBe(0);
+    // The servers alone flag at least half of the lossy sessions: their resumes reach a replica whose store does not
+    // know the cursor (unknown_cursor). The stopped replica's delivery ledger goes with its process, so the ledger
+    // is not what catches this policy (docs/fleet.md).
+    expect(score.recall.server).toBeGreaterThanOrEqual(0.5);
+    expect(score.recall.either).toBeGreaterThanOrEqual(0.7);
     expect(raised(score, 'ForkwatchServerUnknownCursors')).toBe(true);
   }, 600_000);
 });
