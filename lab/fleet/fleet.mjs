@@ -102,7 +102,7 @@ async function startReplica(name, config) {
 export async function runFleet(options = {}) {
   // The delivery ledger's window: 10 s, three times the slowest reconnect of the workload (its default is 30 s, for
   // the SDK's default reconnect schedule; sessions here end sooner than that).
-  const o = { policy: 'sticky-shared', servers: 3, sessions: 200, clients: 4, rounds: 4, soakMs: 0, prometheus: true, verdictTimeoutMs: 10000, deliveryWindowMs: 10_000, ...options };
+  const o = { policy: 'sticky-shared', servers: 3, sessions: 200, clients: 4, rounds: 4, soakMs: 0, prometheus: true, crash: true, verdictTimeoutMs: 10000, deliveryWindowMs: 10_000, ...options };
   const policy = POLICIES[o.policy];
   if (!policy) throw new Error(`unknown policy ${o.policy}; known: ${Object.keys(POLICIES)}`);
   const progress = o.onProgress ?? (() => {});
@@ -203,7 +203,8 @@ export async function runFleet(options = {}) {
       publishTargets();
       note(`client process crashy killed (SIGKILL) with ${crashy.crashedSessions.length} sessions open`);
     };
-    schedule.push({ at: 0.4, run: crash });
+    if (o.crash) schedule.push({ at: 0.4, run: crash });
+    else crashy.proc.kill();
     if (o.policy === 'sticky-failover') {
       schedule.push({ at: 0.3, run: async () => (await retire('s1', 'crash'), note('replica s1 crashed (SIGKILL); its sessions fail over')) });
       schedule.push({ at: 0.6, run: async () => (await addReplica('s1b'), note('replica s1b started in its place')) });
@@ -270,7 +271,7 @@ export async function runFleet(options = {}) {
       controlServer,
       clients: clientReports.filter(c => c.telemetry),
       controlClient: clientReports.find(c => !c.telemetry),
-      crashedSessions: crashy.crashedSessions,
+      crashedSessions: o.crash ? crashy.crashedSessions : [],
       alerts,
     };
   } finally {

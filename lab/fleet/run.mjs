@@ -22,6 +22,7 @@ const options = {
   rounds: Number(value('--rounds', 4)),
   soakMs: Number(value('--soak-minutes', 0)) * 60_000,
   prometheus: !args.includes('--no-prometheus'),
+  crash: !args.includes('--no-crash'),
   onProgress: line => process.stderr.write(`  · ${line}\n`),
 };
 const out = value('--json');
