@@ -39,11 +39,14 @@ export class ServerDelivery {
     this.tickMs = Math.min(5_000, Math.max(20, Math.floor(this.ledger.options.windowMs / 4)));
   }
 
+  /** Once per event: no closure, no allocation. */
   stored(session: object, streamId: string, event: StoredEvent): void {
-    this.guard('recording a stored event', () => {
+    try {
       this.ledger.stored(session, streamId, event, this.host.now());
       if (!event.open) this.schedule();
-    });
+    } catch (error) {
+      this.host.onError('recording a stored event', error);
+    }
   }
 
   activity(session: object): void {

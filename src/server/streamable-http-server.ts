@@ -32,7 +32,7 @@ import type { ForkwatchRuntime } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { type RecordingHooks, ensureRecordingStore, runInReplayScope } from './recording-event-store';
 import { ServerResume } from './server-resume';
-import { isPrimingMessage, sendTarget, storedEvent, streamIsOpen } from './transport-delivery';
+import { isPrimingMessage, sendTarget, storedEvent, storedEventOf, streamIsOpen } from './transport-delivery';
 
 export const WEB_STANDARD_SERVER_METHODS = [
   'handleRequest',
@@ -48,6 +48,8 @@ type Fn = (...args: any[]) => any;
 type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
 
 const TRANSPORT: ServerTransportLabel = 'streamable_http';
+/** Metric attributes, shared: nothing is allocated per event. */
+const TRANSPORT_ATTRS = { transport: TRANSPORT };
 
 /** How each flavour reads its request and its answer. */
 interface Flavor {
@@ -132,7 +134,7 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       const priming = isPrimingMessage(message);
       const openAtCall = streamIsOpen(transport, streamId);
       return () => {
-        runtime.instruments.serverEvents.add(1, { transport: TRANSPORT });
+        runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
         if (!priming && typeof streamId === 'string') {
           runtime.serverDelivery.stored(transport, streamId, storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore));
         }
@@ -191,7 +193,7 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       if (runtime.enabled) {
         guard('counting an SSE event', () => {
           if (!this._eventStore && flavor.wrote(result) && protocolHasResumability(protocolVersions.get(this))) {
-            runtime.instruments.serverEvents.add(1, { transport: TRANSPORT });
+            runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
           }
         });
       }
@@ -238,8 +240,8 @@ function recordSendWithoutStore(transport: any, args: unknown[], runtime: Forkwa
   const target = sendTarget(transport, args[0], args[1]);
   if (!target) return;
   const open = streamIsOpen(transport, target.streamId);
-  if (!open) runtime.instruments.serverEvents.add(1, { transport: TRANSPORT });
-  runtime.serverDelivery.stored(transport, target.streamId, { open, replayable: false, standalone: target.standalone });
+  if (!open) runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+  runtime.serverDelivery.stored(transport, target.streamId, storedEventOf(open, false, target.standalone));
 }
 
 function beginResume(transport: any, req: unknown, flavor: Flavor, runtime: ForkwatchRuntime): ServerResume | undefined {

@@ -45,6 +45,17 @@ export function sendTarget(transport: any, message: unknown, options: any): { st
   return typeof streamId === 'string' ? { streamId, standalone: false } : undefined;
 }
 
+/** The eight possible StoredEvent values, shared: nothing is allocated per event. */
+const STORED_EVENTS: readonly StoredEvent[] = Array.from({ length: 8 }, (_, i) => ({
+  open: (i & 1) !== 0,
+  replayable: (i & 2) !== 0,
+  standalone: (i & 4) !== 0,
+}));
+
+export function storedEventOf(open: boolean, replayable: boolean, standalone: boolean): StoredEvent {
+  return STORED_EVENTS[(open ? 1 : 0) | (replayable ? 2 : 0) | (standalone ? 4 : 0)]!;
+}
+
 /** How a storeEvent call's event is delivered, decided the way the SDK decides it. */
 export function storedEvent(
   transport: any,
@@ -54,5 +65,5 @@ export function storedEvent(
 ): StoredEvent {
   const standalone = streamId === standaloneStreamId(transport);
   const open = lookupBeforeStore && !standalone ? openAtCall : streamIsOpen(transport, streamId);
-  return { open, replayable: true, standalone };
+  return storedEventOf(open, true, standalone);
 }

@@ -65,7 +65,19 @@ async function serve(eventStore: unknown) {
     clearTimeout(stop);
     return { status: res.status, frames: parseFrames(text) };
   };
-  return { transport, get };
+  /** A POST the session needs no answer to: activity on this process. */
+  const ping = () =>
+    fetch(url, {
+      method: 'POST',
+      headers: {
+        accept: 'application/json, text/event-stream',
+        'content-type': 'application/json',
+        'mcp-session-id': 'session-1',
+        'mcp-protocol-version': '2025-11-25',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' }),
+    }).then(r => r.status);
+  return { transport, get, ping };
 }
 
 describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport (Node, before 1.25)`, () => {
@@ -158,5 +170,33 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
       [ATTR.errorType]: 'RangeError',
       [ATTR.httpStatusCode]: 200,
     });
+  });
+
+  test('delivery ledger: standalone events stored after the GET stream dropped, session still active: stream_moved; a resume here: nothing', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: 150 }, legacy);
+    const { transport, get, ping } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    const delivery = fw.instrumentation.serverDelivery;
+    const first = get({}, 300);
+    await waitUntil(() => transport._streamMapping.size > 0, { intervalMs: 5, what: 'the standalone stream' });
+    await transport.send(notification(1));
+    expect((await first).frames.map(f => f.id)).toEqual(['1']);
+    await waitUntil(() => transport._streamMapping.size === 0, { intervalMs: 5, what: 'the drop' });
+    await transport.send(notification(2));
+    expect(await ping()).toBe(202);
+    expect(delivery.ledger.pendingEvents(transport)).toBe(1);
+    // A resume here replays it: settled.
+    expect((await get({ 'last-event-id': '1' })).frames.map(f => f.id)).toEqual(['2']);
+    await fw.settle();
+    expect(delivery.ledger.pendingEvents(transport)).toBe(0);
+    // Dropped again; this time the client never comes back here.
+    await waitUntil(() => transport._streamMapping.size === 0, { intervalMs: 5, what: 'the second drop' });
+    await transport.send(notification(3));
+    await transport.send(notification(4));
+    expect(await ping()).toBe(202);
+    await waitUntil(() => delivery.ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    const m = await fw.metrics();
+    const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
+    expect(sample(m, undelivered, { ...t, reason: 'stream_moved' })).toBe(2);
+    for (const reason of ['no_listener', 'dropped', 'abandoned']) expect(sample(m, undelivered, { ...t, reason })).toBe(0);
   });
 });
