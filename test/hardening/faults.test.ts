@@ -35,7 +35,7 @@ function forkwatch(config = {}): Forkwatch {
   return fw;
 }
 
-async function app(url: string, reconnect?: Parameters<typeof connectApp>[1]['reconnect']): Promise<App> {
+async function app(url: string, reconnect?: NonNullable<Parameters<typeof connectApp>[1]>['reconnect']): Promise<App> {
   const a = await connectApp(url, { reconnect });
   cleanups.push(() => a.close());
   return a;
@@ -65,7 +65,7 @@ async function lab(config: Record<string, unknown>): Promise<Lab> {
   const proxy = await startProxy({ A: server.url, B: server.url }, { post: 'A', get: 'A', resume: 'A' });
   cleanups.push(() => proxy.close());
   const control = async (path: string, body?: unknown) =>
-    (await fetch(`${proxy.url}/__lab/${path}`, { method: body ? 'POST' : 'GET', body: body && JSON.stringify(body) })).json();
+    (await fetch(`${proxy.url}/__lab/${path}`, { method: body ? 'POST' : 'GET', body: body ? JSON.stringify(body) : undefined })).json();
   return { server, proxy, control };
 }
 

@@ -12,7 +12,6 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import * as webStandard from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-// @ts-expect-error: plain ESM module without types
 import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
 // @ts-expect-error: plain ESM module without types
 import { LabEventStore } from '../../lab/event-store.mjs';
@@ -55,7 +54,9 @@ async function startSdkServer(kind: StoreKind) {
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           eventStore: store,
-          onsessioninitialized: id => sessions.set(id, created),
+          onsessioninitialized: id => {
+            sessions.set(id, created);
+          },
         });
         const mcp = new McpServer({ name: 'injection-target', version: '1.0.0' }, { capabilities: { logging: {} } });
         const created: Session = { id: '', transport, mcp, store };
