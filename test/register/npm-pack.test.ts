@@ -46,6 +46,8 @@ beforeAll(async () => {
     await install();
   }
   installSeconds = (performance.now() - t0) / 1000;
+  // A figure, not a bound: a shared machine and the npm cache decide it.
+  process.stderr.write(`npm install of the tarball and the MCP SDK: ${installSeconds.toFixed(1)} s\n`);
   lab = await startLab();
 }, 240_000);
 
@@ -103,12 +105,6 @@ describe('the tarball', () => {
 });
 
 describe('installed into a fresh app with only the MCP SDK', () => {
-  test('npm install takes well under a minute (with a warm npm cache)', () => {
-    // A cold npm cache depends on the network; CI installs the same packages for the repository first.
-    process.stderr.write(`npm install of the tarball and the MCP SDK: ${installSeconds.toFixed(1)} s\n`);
-    expect(installSeconds).toBeLessThan(120);
-  });
-
   test.each([
     { flag: '--require', file: 'client-app.cjs' },
     { flag: '--import', file: 'client-app.mjs' },
