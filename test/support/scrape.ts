@@ -110,11 +110,21 @@ function parseLabels(block: string): [string, string][] {
   return out;
 }
 
-/** Value of the first sample of `name` whose labels include `labels`; undefined if there is none. */
+/**
+ * Value of the sample of `name` whose labels include `labels`; undefined if there is none. When several series match
+ * with different values it throws: the answer never depends on the order of series.
+ */
 export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  let found: { line: string; value: number } | undefined;
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    // Labels that match several series must not make the answer depend on their order: name one series.
+    if (found && found.value !== value) {
+      throw new Error(`sample(${name}, ${JSON.stringify(labels)}) is ambiguous: ${found.line} / ${line}`);
+    }
+    found ??= { line, value };
   }
-  return undefined;
+  return found?.value;
 }
