@@ -215,8 +215,7 @@ describe.each(['sdk-in-memory', 'validating'] as const)('Last-Event-ID injection
     expect(answer.toString('latin1')).toMatch(/^HTTP\/1\.1 200 /);
     // The validating store replays the second notification after the cursor (the SDK's own store loses it: #943).
     if (kind === 'validating') expect(answer.toString('latin1')).toMatch(/id: _GET_stream_\d+_[0-9a-z]+\ndata: .*"n":2/);
-    await sleep(50);
-    const spans = fw.spans('forkwatch.server.resume');
+    const spans = await fw.waitForSpans('forkwatch.server.resume', 1);
     expect(spans).toHaveLength(1);
     expect(spans[0]!.events[0]!.attributes!['forkwatch.resume.cursor']).toBe(session.cursor);
   });
