@@ -2,6 +2,8 @@
  * ForkwatchInstrumentation in-process, with the real SDK client, the real OpenTelemetry SDK (in-memory spans,
  * the Prometheus exporter's own serialisation) and a scripted SSE server on 127.0.0.1.
  */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import * as streamableHttp from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
@@ -12,7 +14,7 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { ForkwatchInstrumentation, type ForkwatchInstrumentationConfig } from '../../src';
+import { ForkwatchInstrumentation, type ForkwatchInstrumentationConfig, type ResumeVerdictInfo, StreamForkDetected } from '../../src';
 import { METRICS, labelCombinations } from '../../src/names';
 import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
@@ -194,6 +196,47 @@ describe('verdicts in-process', () => {
     expect(cursor.length).toBeLessThan(400);
     expect(app.received).toEqual([1]);
     await app.client.close();
+  });
+});
+
+describe('fail-loud mode (onFork: abort), as the README shows it', () => {
+  test("the README's onerror sample gets a StreamForkDetected with the verdict; the forked stream is cancelled", async () => {
+    instrument({ onFork: 'abort' });
+    let resumeClosed!: () => void;
+    const closed = new Promise<void>(resolve => (resumeClosed = resolve));
+    dropThenResume(frame('4820', 1) + frame('4821', 2), res => {
+      openSse(res);
+      res.on('close', () => resumeClosed()); // the client went away: the stream was cancelled
+      res.write(frame('1', 3) + frame('2', 4));
+    });
+    const app = await connect();
+    const verdicts: ResumeVerdictInfo[] = [];
+    const reconnectWithNewSession = (verdict: ResumeVerdictInfo) => verdicts.push(verdict);
+    // The README's sample, as written there:
+    app.client.onerror = error => {
+      if (error instanceof StreamForkDetected) reconnectWithNewSession(error.verdict);
+    };
+    await waitFor('the verdict in onerror', () => verdicts.length === 1);
+    expect(verdicts[0]).toMatchObject({ side: 'client', transport: 'streamable_http', outcome: 'forked', reason: 'id_regressed' });
+    expect(verdicts[0]).toMatchObject({ cursor: '4821', firstEventId: '1', sessionId: 'session-under-test' });
+    await closed;
+    expect(server.gets[1]!['last-event-id']).toBe('4821');
+    expect(app.received).toEqual([1, 2]); // the forked frames never reached the SDK's handlers
+    await app.client.close();
+  });
+
+  test('StreamForkDetected is one class for CommonJS and ESM users of the package (plain Node, the built entries)', () => {
+    // In plain Node, not through vitest's module loader: the check is about how Node links the two entries.
+    require('../../lab/fresh-build.cjs').assertFreshBuild(); // never an old build/ by accident
+    const script = [
+      `import { createRequire } from 'node:module';`,
+      `import * as esm from ${JSON.stringify(join(__dirname, '../../build/esm/index.mjs'))};`,
+      `const cjs = createRequire(import.meta.url)(${JSON.stringify(join(__dirname, '../../build/src/index.js'))});`,
+      `const error = new cjs.StreamForkDetected({ side: 'client', transport: 'streamable_http', outcome: 'forked' });`,
+      `process.stdout.write(JSON.stringify([typeof esm.StreamForkDetected, esm.StreamForkDetected === cjs.StreamForkDetected, error instanceof esm.StreamForkDetected]));`,
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual(['function', true, true]);
   });
 });
 
