@@ -29,7 +29,7 @@ describe('the label contract', () => {
     expect(scrapes.map(([where]) => where)).toEqual(['client app', 'server A', 'server B']);
     const seen = new Set(scrapes.flatMap(([, text]) => [...parseMetricFamilies(text).keys()]));
     // Observed only on a resume that continues a dense sequence; this run forks instead (its labels are none: {}).
-    const notObserved = new Set([METRICS.clientResumeSkippedEvents.prometheusName]);
+    const notObserved = new Set<string>([METRICS.clientResumeSkippedEvents.prometheusName]);
     for (const spec of METRIC_SPECS) {
       if (!notObserved.has(spec.prometheusName)) expect(seen.has(spec.prometheusName), spec.prometheusName).toBe(true);
     }

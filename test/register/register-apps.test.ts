@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GAP_SECONDS_BUCKETS, METRICS } from '../../src/names';
 import {
   type AppDir,
+  FIXTURES,
   type Lab,
   freePort,
   labEnv,
