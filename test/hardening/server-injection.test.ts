@@ -109,18 +109,26 @@ async function startSdkServer(kind: StoreKind) {
   };
 }
 
-/** Sends raw bytes and returns everything the server wrote within `ms` (or until it closed). */
-function rawExchange(port: number, request: Buffer, ms = 250): Promise<Buffer> {
+/**
+ * Sends raw bytes and returns everything the server wrote until it closed, or `quietMs` after its last byte (an SSE
+ * answer stays open; the SDK writes its head and replay back to back). The wait for the first byte is not timed: a
+ * slow machine delays the answer, it does not cut it short.
+ */
+function rawExchange(port: number, request: Buffer, quietMs = 250): Promise<Buffer> {
   return new Promise(resolve => {
     const chunks: Buffer[] = [];
     const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    let timer: NodeJS.Timeout | undefined;
     const done = () => {
       clearTimeout(timer);
       socket.destroy();
       resolve(Buffer.concat(chunks));
     };
-    const timer = setTimeout(done, ms);
-    socket.on('data', chunk => chunks.push(chunk));
+    socket.on('data', chunk => {
+      chunks.push(chunk);
+      clearTimeout(timer);
+      timer = setTimeout(done, quietMs);
+    });
     socket.on('close', done);
     socket.on('error', done);
   });
