@@ -21,14 +21,17 @@ export const DEBIAN_BINARIES = {
 const log = line => console.error(`provision: ${line}`);
 
 /** Installs the Debian packages whose binaries are missing. Returns an error message, or undefined when all is there. */
-export function provisionDebianPackages({ run = spawnSync } = {}) {
-  const missing = Object.entries(DEBIAN_BINARIES).filter(([, bins]) => bins.some(bin => !existsSync(bin)));
+export function provisionDebianPackages({
+  run = spawnSync,
+  binaries = DEBIAN_BINARIES,
+  isRoot = process.getuid?.() === 0,
+  hasApt = spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0,
+} = {}) {
+  const missing = Object.entries(binaries).filter(([, bins]) => bins.some(bin => !existsSync(bin)));
   if (missing.length === 0) return undefined;
   const packages = missing.map(([pkg]) => pkg);
   const bins = missing.flatMap(([, b]) => b.filter(bin => !existsSync(bin)));
   const command = `apt-get install -y --no-install-recommends ${packages.join(' ')}`;
-  const isRoot = process.getuid?.() === 0;
-  const hasApt = spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
   if (!isRoot || !hasApt) {
     return (
       `${bins.join(', ')} missing; the rule, alert and dashboard tests need them. ` +
@@ -48,8 +51,7 @@ export function provisionDebianPackages({ run = spawnSync } = {}) {
 }
 
 /** `npm ci` in every test/sdk-versions/ folder whose install is missing or older than its lockfile. */
-export function provisionVersionFolders({ run = spawnSync } = {}) {
-  const versionsDir = join(root, 'test/sdk-versions');
+export function provisionVersionFolders({ run = spawnSync, versionsDir = join(root, 'test/sdk-versions') } = {}) {
   const errors = [];
   for (const name of existsSync(versionsDir) ? readdirSync(versionsDir).sort() : []) {
     const app = join(versionsDir, name);
