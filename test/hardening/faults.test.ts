@@ -105,7 +105,7 @@ describe('a server process killed mid-replay', () => {
     expectContiguous(a.seqs, 3);
     expect(a.seqs.length).toBeLessThanOrEqual(20_003);
     expect(await forks(fw)).toBe(0);
-  }, 30_000);
+  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 });
 
 describe('connections cut in the middle of a frame', () => {
@@ -180,7 +180,7 @@ describe('connections cut in the middle of a frame', () => {
     await waitFor('4 verdicts', () => fw.spans('forkwatch.client.resume').length >= 4);
     expect(a.seqs).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
     expect(clientOutcomes(fw)).toEqual(['resumed', 'resumed', 'resumed', 'resumed']);
-  }, 30_000);
+  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 });
 
 /**
@@ -308,7 +308,7 @@ describe('retry storms', () => {
     for (const a of apps) expectContiguous(a.seqs, 30);
     expect(await forks(fw)).toBe(0);
     expect(diagnostics).toEqual([]);
-  }, 30_000);
+  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 
   test('streams that die before their first frame: the SDK drops its cursor and events repeat; forkwatch says so', async () => {
     const fw = forkwatch({ verdictTimeoutMs: 1000 });
@@ -336,7 +336,7 @@ describe('retry storms', () => {
     expect(repeated).toBeGreaterThan(0);
     const m = await fw.metrics();
     expect(sample(m, METRICS.clientDuplicateEvents.prometheusName, { transport: 'streamable_http' })).toBe(repeated);
-  }, 30_000);
+  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 });
 
 describe('the wall clock jumping', () => {

@@ -61,7 +61,7 @@ describe('load', () => {
     for (const outcome of ['forked', 'inconclusive', 'failed']) expect(sample(m, resumes, { ...t, outcome })).toBe(0);
     expect(sample(m, METRICS.clientDuplicateEvents.prometheusName, t)).toBe(0);
     expect(diagnostics).toEqual([]);
-  }, 60_000);
+  }, 240_000); // loose: what is checked is the work done, not how fast a shared machine does it
 
   test('a ledger far smaller than the live sessions evicts them mid-life: their resumes are still never forked', async () => {
     fw = setupForkwatch({ ledger: { maxSessions: 25 } });
@@ -109,5 +109,5 @@ describe('soak', () => {
     const resumes = METRICS.clientResumes.prometheusName;
     expect(sample(m, resumes, { transport: 'streamable_http', outcome: 'resumed' })).toBe(2 * 5_500);
     expect(sample(m, resumes, { transport: 'streamable_http', outcome: 'forked' })).toBe(0);
-  }, 60_000);
+  }, 240_000); // loose: what is checked is the work done, not how fast a shared machine does it
 });

@@ -51,7 +51,7 @@ test('missing as root: apt-get update, then install of exactly the missing packa
   const apt = recorder(
     () => 0,
     args => {
-      if (args[0] === 'install') for (const bin of map['prometheus-alertmanager']) writeFileSync(bin, '');
+      if (args[0] === 'install') for (const bin of map['prometheus-alertmanager'] ?? []) writeFileSync(bin, '');
     },
   );
   expect(provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true })).toBeUndefined();
