@@ -349,8 +349,8 @@ describe('standard variables', () => {
       env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.2', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
     });
     expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
-    const res = await fetch(`http://127.0.0.2:${port}/metrics`);
-    expect(sampleValue(await res.text(), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    const text = await scrapeText(port, '/metrics', { host: '127.0.0.2' });
+    expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     expect(await refusesConnections(port)).toBe(true); // 127.0.0.1
   });
 
