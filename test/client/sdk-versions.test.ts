@@ -29,10 +29,10 @@ describe.each(lines)('$label', ({ options, expectVersion }) => {
     const healthy = await runLabScenario('healthy', { moduleSystem, ...options });
     expect(healthy.sdkPatched).toBe(true);
     expect(healthy.lost).toEqual([]);
-    expect(sample(healthy.metrics, METRICS.clientResumes.prometheusName, { outcome: 'resumed' })).toBe(1);
+    expect(sample(healthy.metrics, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'resumed' })).toBe(1);
     const forked = await runLabScenario('live-fork-integer-ids', { moduleSystem, ...options });
     expect(forked.sdkPatched).toBe(true);
     expect(forked.lost.length).toBeGreaterThan(0); // the fork really lost events, and forkwatch saw it:
-    expect(sample(forked.metrics, METRICS.clientForks.prometheusName, { reason: 'id_regressed' })).toBe(1);
+    expect(sample(forked.metrics, METRICS.clientForks.prometheusName, { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
   });
 });
