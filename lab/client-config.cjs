@@ -3,9 +3,11 @@ const { writeFileSync } = require('node:fs');
 const { createRequire } = require('node:module');
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
+const { assertFreshBuild } = require('./fresh-build.cjs');
 
 function readConfig() {
   const config = JSON.parse(process.env.LAB_CLIENT ?? '{}');
+  assertFreshBuild(config.forkwatchEntry);
   return {
     proxyUrl: config.proxyUrl,
     scenario: config.scenario ?? 'healthy',

@@ -7,8 +7,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startProxy } from './proxy.mjs';
+import freshBuild from './fresh-build.cjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
+const { assertFreshBuild } = freshBuild;
 
 /**
  * A store that falls through to a fresh stream (Cloudflare agents' McpAgent does) returns a stream id for a cursor it
@@ -136,6 +138,8 @@ export const SCENARIOS = {
  * telemetry is on) or 'cjs' (mcp-server.cjs).
  */
 export async function startServer(config, options = {}) {
+  // Here too (the server process checks as well), so a stale build fails the test with its own message.
+  if (config.telemetry !== false) assertFreshBuild();
   const cjs = options.moduleSystem === 'cjs';
   const telemetry = config.telemetry !== false;
   const args = cjs
@@ -147,7 +151,8 @@ export async function startServer(config, options = {}) {
   });
   const port = await new Promise((resolve, reject) => {
     let out = '';
-    const timer = setTimeout(() => reject(new Error('lab server did not start')), 15000);
+    // Generous: on a loaded 2-core machine a Node start with the SDK and loader hooks can take many seconds.
+    const timer = setTimeout(() => reject(new Error('lab server did not start within 60 s')), 60_000);
     child.stdout.on('data', chunk => {
       out += chunk;
       const m = /LISTENING (\d+)/.exec(out);

@@ -34,8 +34,10 @@ function readServerConfig() {
   };
 }
 
-const forkwatchEntry = moduleSystem =>
-  path.join(__dirname, '..', moduleSystem === 'esm' ? 'build/esm/index.mjs' : 'build/src/index.js');
+const forkwatchEntry = moduleSystem => {
+  require('./fresh-build.cjs').assertFreshBuild();
+  return path.join(__dirname, '..', moduleSystem === 'esm' ? 'build/esm/index.mjs' : 'build/src/index.js');
+};
 
 /** The lab's OpenTelemetry set-up (telemetry.cjs), with forkwatch registered: call before loading the SDK. */
 function setupServerTelemetry(forkwatch, config) {

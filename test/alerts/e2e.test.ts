@@ -133,7 +133,8 @@ async function expectRulesHealthy(prom: PrometheusInstance) {
   expect(rules.filter(r => r.health !== 'ok').map(r => `${r.name}: ${r.health} ${r.lastError ?? ''}`)).toEqual([]);
 }
 
-describe.concurrent('alerting end to end (Prometheus + Alertmanager from Debian, on loopback)', () => {
+// One stack at a time: two Prometheus + Alertmanager + lab stacks at once overload a 2-core machine.
+describe.sequential('alerting end to end (Prometheus + Alertmanager from Debian, on loopback)', () => {
   test('forked: the fork ticket and the loss-budget page reach the webhook', { timeout: 90_000 }, async () => {
     const stack = await startStack('forked');
     try {

@@ -59,8 +59,14 @@ test('a resume whose first id restarts the sequence is forked; the caller reads 
 
 test('a contiguous resume is resumed; a later resume that replays a consumed id is forked (id_reused)', async () => {
   server = await startScriptedServer();
-  server.scripts.push(res => (openSse(res), res.end(frame('42', 1) + frame('43', 2))));
-  server.scripts.push(res => (openSse(res), res.end(frame('43', 2))));
+  server.scripts.push(res => {
+    openSse(res);
+    res.end(frame('42', 1) + frame('43', 2));
+  });
+  server.scripts.push(res => {
+    openSse(res);
+    res.end(frame('43', 2));
+  });
   fw = setupForkwatch({}, []);
   await readAll(await sessionGet(server.url, { 'last-event-id': '41' }));
   await readAll(await sessionGet(server.url, { 'last-event-id': 'opaque-cursor' }));
@@ -72,7 +78,10 @@ test('a contiguous resume is resumed; a later resume that replays a consumed id 
 
 test('fail-loud: the forked frame never reaches the caller, whose read fails with StreamForkDetected', async () => {
   server = await startScriptedServer();
-  server.scripts.push(res => (openSse(res), res.write(frame('1', 1))));
+  server.scripts.push(res => {
+    openSse(res);
+    res.write(frame('1', 1));
+  });
   fw = setupForkwatch({ onFork: 'abort' }, []);
   const res = await sessionGet(server.url, { 'last-event-id': '41' });
   const reader = res.body!.getReader();
@@ -81,8 +90,13 @@ test('fail-loud: the forked frame never reaches the caller, whose read fails wit
 
 test('GETs without a session id, POSTs and rejected resumes keep their own Response body', async () => {
   server = await startScriptedServer();
-  server.scripts.push(res => (openSse(res), res.end(frame('1', 1))));
-  server.scripts.push(res => res.writeHead(404).end());
+  server.scripts.push(res => {
+    openSse(res);
+    res.end(frame('1', 1));
+  });
+  server.scripts.push(res => {
+    res.writeHead(404).end();
+  });
   fw = setupForkwatch({}, []);
   const plain = await fetch(server.url, { headers: { accept: 'text/event-stream' } });
   expect(Object.getOwnPropertyDescriptor(plain, 'body')).toBeUndefined();
@@ -99,7 +113,10 @@ test('GETs without a session id, POSTs and rejected resumes keep their own Respo
 test('a caller that looks at body and then reads text() gets the text: the source is locked only when read', async () => {
   server = await startScriptedServer();
   const sent = frame('42', 1);
-  server.scripts.push(res => (openSse(res), res.end(sent)));
+  server.scripts.push(res => {
+    openSse(res);
+    res.end(sent);
+  });
   fw = setupForkwatch({}, []);
   const res = await sessionGet(server.url, { 'last-event-id': '41' });
   expect(res.body).not.toBeNull();

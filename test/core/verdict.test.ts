@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import {
   type EventIdCodec,
   FORK_REASONS,
@@ -270,9 +270,23 @@ describe('verdict shape', () => {
     for (const reason of produced) expect(FORK_REASONS).toContain(reason);
   });
 
-  test('pure: the same input gives the same verdict', () => {
-    const input = { cursor: '4821', firstId: '4822', wasConsumed: never };
-    expect(decideFirstFrame(input)).toEqual(decideFirstFrame(input));
+  test('pure: the verdict depends on the input alone: not on the clock, earlier calls, or a change to the input', () => {
+    // SDK ids embed wall-clock ms: a verdict that read the clock, or kept state, would change between these calls.
+    const input = Object.freeze({ cursor: 's_1700000000000_aaaa', firstId: 's_1700000000005_bbbb', wasConsumed: never });
+    vi.useFakeTimers({ now: 1_700_000_000_010 });
+    try {
+      const first = decideFirstFrame(input);
+      expect(first).toMatchObject({ verdict: 'resumed' });
+      for (const [cursor, firstId] of [['4821', '1'], ['s_1700000000000_aaaa', 't_1700000000001_cccc'], ['7', undefined]] as const) {
+        decideFirstFrame({ cursor, firstId, wasConsumed: () => true });
+      }
+      vi.setSystemTime(1_900_000_000_000); // years later
+      expect(decideFirstFrame(input)).toEqual(first);
+      vi.setSystemTime(1_000_000_000_000); // before the ids were written
+      expect(decideFirstFrame(input)).toEqual(first);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 

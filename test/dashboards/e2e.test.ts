@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+// @ts-expect-error: plain ESM module without types
 import { plotDashboardData } from '../../scripts/plot-dashboard-data.mjs';
 import { type Dashboard, loadDashboard, panelsOf } from './dashboard-model';
 import { LAB_JOBS, type E2eRun, startE2eRun } from './e2e-run';

@@ -35,7 +35,7 @@ function forkwatch(config = {}): Forkwatch {
   return fw;
 }
 
-async function app(url: string, reconnect?: Parameters<typeof connectApp>[1]['reconnect']): Promise<App> {
+async function app(url: string, reconnect?: NonNullable<Parameters<typeof connectApp>[1]>['reconnect']): Promise<App> {
   const a = await connectApp(url, { reconnect });
   cleanups.push(() => a.close());
   return a;
@@ -65,7 +65,7 @@ async function lab(config: Record<string, unknown>): Promise<Lab> {
   const proxy = await startProxy({ A: server.url, B: server.url }, { post: 'A', get: 'A', resume: 'A' });
   cleanups.push(() => proxy.close());
   const control = async (path: string, body?: unknown) =>
-    (await fetch(`${proxy.url}/__lab/${path}`, { method: body ? 'POST' : 'GET', body: body && JSON.stringify(body) })).json();
+    (await fetch(`${proxy.url}/__lab/${path}`, { method: body ? 'POST' : 'GET', body: body ? JSON.stringify(body) : undefined })).json();
   return { server, proxy, control };
 }
 
@@ -105,7 +105,7 @@ describe('a server process killed mid-replay', () => {
     expectContiguous(a.seqs, 3);
     expect(a.seqs.length).toBeLessThanOrEqual(20_003);
     expect(await forks(fw)).toBe(0);
-  }, 30_000);
+  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 });
 
 describe('connections cut in the middle of a frame', () => {
@@ -181,7 +181,7 @@ describe('connections cut in the middle of a frame', () => {
     expect(a.seqs).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
     // The SDK's standalone stream key proves nothing: accepted as unverified, never forked.
     expect(clientOutcomes(fw)).toEqual(['unverified', 'unverified', 'unverified', 'unverified']);
-  }, 30_000);
+  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 });
 
 /**
@@ -309,7 +309,7 @@ describe('retry storms', () => {
     for (const a of apps) expectContiguous(a.seqs, 30);
     expect(await forks(fw)).toBe(0);
     expect(diagnostics).toEqual([]);
-  }, 30_000);
+  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 
   test('streams that die before their first frame: the SDK drops its cursor and events repeat; forkwatch says so', async () => {
     const fw = forkwatch({ verdictTimeoutMs: 1000 });
@@ -337,7 +337,7 @@ describe('retry storms', () => {
     expect(repeated).toBeGreaterThan(0);
     const m = await fw.metrics();
     expect(sample(m, METRICS.clientDuplicateEvents.prometheusName, { transport: 'streamable_http' })).toBe(repeated);
-  }, 30_000);
+  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 });
 
 describe('the wall clock jumping', () => {

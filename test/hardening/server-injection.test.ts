@@ -12,7 +12,6 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import * as webStandard from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-// @ts-expect-error: plain ESM module without types
 import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
 // @ts-expect-error: plain ESM module without types
 import { LabEventStore } from '../../lab/event-store.mjs';
@@ -55,7 +54,9 @@ async function startSdkServer(kind: StoreKind) {
         const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
           sessionIdGenerator: () => randomUUID(),
           eventStore: store,
-          onsessioninitialized: id => sessions.set(id, created),
+          onsessioninitialized: id => {
+            sessions.set(id, created);
+          },
         });
         const mcp = new McpServer({ name: 'injection-target', version: '1.0.0' }, { capabilities: { logging: {} } });
         const created: Session = { id: '', transport, mcp, store };
@@ -108,18 +109,26 @@ async function startSdkServer(kind: StoreKind) {
   };
 }
 
-/** Sends raw bytes and returns everything the server wrote within `ms` (or until it closed). */
-function rawExchange(port: number, request: Buffer, ms = 250): Promise<Buffer> {
+/**
+ * Sends raw bytes and returns everything the server wrote until it closed, or `quietMs` after its last byte (an SSE
+ * answer stays open; the SDK writes its head and replay back to back). The wait for the first byte is not timed: a
+ * slow machine delays the answer, it does not cut it short.
+ */
+function rawExchange(port: number, request: Buffer, quietMs = 250): Promise<Buffer> {
   return new Promise(resolve => {
     const chunks: Buffer[] = [];
     const socket = connect(port, '127.0.0.1', () => socket.write(request));
+    let timer: NodeJS.Timeout | undefined;
     const done = () => {
       clearTimeout(timer);
       socket.destroy();
       resolve(Buffer.concat(chunks));
     };
-    const timer = setTimeout(done, ms);
-    socket.on('data', chunk => chunks.push(chunk));
+    socket.on('data', chunk => {
+      chunks.push(chunk);
+      clearTimeout(timer);
+      timer = setTimeout(done, quietMs);
+    });
     socket.on('close', done);
     socket.on('error', done);
   });
@@ -214,8 +223,7 @@ describe.each(['sdk-in-memory', 'validating'] as const)('Last-Event-ID injection
     expect(answer.toString('latin1')).toMatch(/^HTTP\/1\.1 200 /);
     // The validating store replays the second notification after the cursor (the SDK's own store loses it: #943).
     if (kind === 'validating') expect(answer.toString('latin1')).toMatch(/id: _GET_stream_\d+_[0-9a-z]+\ndata: .*"n":2/);
-    await sleep(50);
-    const spans = fw.spans('forkwatch.server.resume');
+    const spans = await fw.waitForSpans('forkwatch.server.resume', 1);
     expect(spans).toHaveLength(1);
     expect(spans[0]!.events[0]!.attributes!['forkwatch.resume.cursor']).toBe(session.cursor);
   });

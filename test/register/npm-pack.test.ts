@@ -46,6 +46,8 @@ beforeAll(async () => {
     await install();
   }
   installSeconds = (performance.now() - t0) / 1000;
+  // A figure, not a bound: a shared machine and the npm cache decide it.
+  process.stderr.write(`npm install of the tarball and the MCP SDK: ${installSeconds.toFixed(1)} s\n`);
   lab = await startLab();
 }, 240_000);
 
@@ -128,12 +130,6 @@ describe('installed into a fresh app with only the MCP SDK', () => {
     expect(usage).toMatchObject({ code: 64 });
     const pkg = JSON.parse(readFileSync(join(appDir, 'node_modules', 'forkwatch', 'package.json'), 'utf8'));
     expect(Object.keys(pkg.bin)).toEqual(['forkwatch']);
-  });
-
-  test('npm install takes well under a minute (with a warm npm cache)', () => {
-    // A cold npm cache depends on the network; CI installs the same packages for the repository first.
-    process.stderr.write(`npm install of the tarball and the MCP SDK: ${installSeconds.toFixed(1)} s\n`);
-    expect(installSeconds).toBeLessThan(120);
   });
 
   test.each([

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GAP_SECONDS_BUCKETS, METRICS } from '../../src/names';
 import {
   type AppDir,
+  FIXTURES,
   type Lab,
   freePort,
   labEnv,
@@ -64,7 +65,7 @@ describe.each([
     const families = parseMetricFamilies(text);
     for (const name of COUNTER_FAMILIES) expect(families.get(name)?.type, name).toBe('counter');
     expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-    expect(sampleValue(text, 'forkwatch_client_forks_total', { reason: 'id_regressed' })).toBe(0);
+    expect(sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' })).toBe(0);
     const gap = families.get('forkwatch_client_resume_gap_seconds');
     expect(gap?.type).toBe('histogram');
     expect([...(gap?.labels.get('le') ?? [])]).toEqual([...GAP_SECONDS_BUCKETS.map(String), '+Inf']);
@@ -74,9 +75,10 @@ describe.each([
 
     const t0 = performance.now();
     const exit = await proc.stop(signal);
-    // No listener of the app's own: after the flush, the signal takes its default course.
+    // No listener of the app's own: after the flush, the signal takes its default course (the time is a figure: the
+    // 5 s cap and the app listener's case are tested in signals.test.ts).
+    process.stderr.write(`${file} ${flag}: ended by ${signal} ${(performance.now() - t0) | 0} ms after it was sent\n`);
     expect(exit).toEqual({ code: null, signal });
-    expect(performance.now() - t0).toBeLessThan(3000);
     expect(proc.stdout()).toBe('');
     // Nothing on stderr but the app's own report: no diagnostics, no loader warning.
     expect(proc.stderr()).toMatch(/^FIXTURE DONE \{.*\}\n$/);
@@ -324,9 +326,17 @@ describe('configuration problems: one clear stderr line each, and the app keeps 
 
 describe('standard variables', () => {
   test('nothing set: Prometheus metrics on port 9464 (all interfaces)', async () => {
-    const proc = startApp({ cwd: app.dir, args: ['--require', 'forkwatch/register', 'client-app.cjs'], env: await labEnv(lab) });
+    // The preload hands the listen() on 9464 a port from the OS and reports both: the test never needs 9464 free.
+    const proc = startApp({
+      cwd: app.dir,
+      args: ['--require', join(FIXTURES, 'default-port-to-os.cjs'), '--require', 'forkwatch/register', 'client-app.cjs'],
+      env: await labEnv(lab),
+    });
+    const listen = JSON.parse((await proc.waitForStderr(/FIXTURE LISTEN (.*)\n/))[1]!) as { requested: number; host: string | null; port: number };
+    expect(listen.requested).toBe(9464);
+    expect([null, '', '0.0.0.0', '::']).toContain(listen.host); // all interfaces
     expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
-    expect(sampleValue(await scrapeText(9464), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    expect(sampleValue(await scrapeText(listen.port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     expect(proc.forkwatchLines()).toEqual([]);
     expect(proc.stdout()).toBe('');
   });
@@ -339,8 +349,8 @@ describe('standard variables', () => {
       env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.2', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
     });
     expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
-    const res = await fetch(`http://127.0.0.2:${port}/metrics`);
-    expect(sampleValue(await res.text(), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    const text = await scrapeText(port, '/metrics', { host: '127.0.0.2' });
+    expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     expect(await refusesConnections(port)).toBe(true); // 127.0.0.1
   });
 

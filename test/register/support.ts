@@ -346,10 +346,26 @@ export async function labEnv(lab: Lab): Promise<Record<string, string>> {
   return { FIXTURE_LAB_DIR: LAB_DIR, FIXTURE_PROXY_URL: await lab.proxy() };
 }
 
-export async function scrapeText(port: number, path = '/metrics'): Promise<string> {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`);
-  if (!res.ok) throw new Error(`GET :${port}${path}: HTTP ${res.status}`);
-  return res.text();
+/**
+ * The metrics text on the port. register opens its port once resource detection settled (up to 2 s after its SDK
+ * started, later on a busy machine), so a refused connection is retried for up to `timeoutMs`: the scrape waits for
+ * the port rather than racing it. (Tests that expect a closed port use refusesConnections.)
+ */
+export async function scrapeText(port: number, path = '/metrics', { host = '127.0.0.1', timeoutMs = 30_000 } = {}): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let res: Response;
+    try {
+      res = await fetch(`http://${host}:${port}${path}`);
+    } catch (error) {
+      const code = (error as { cause?: { code?: string } }).cause?.code;
+      if (code !== 'ECONNREFUSED' || Date.now() > deadline) throw error;
+      await new Promise(r => setTimeout(r, 100));
+      continue;
+    }
+    if (!res.ok) throw new Error(`GET ${host}:${port}${path}: HTTP ${res.status}`);
+    return res.text();
+  }
 }
 
 /** True when nothing accepts connections on the port. */

@@ -11,9 +11,9 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { ForkwatchInstrumentation } from '../../src/instrumentation';
-import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
+import { ATTR, METRICS, SERVER_RESUME_OUTCOMES, SPAN, SPAN_EVENT } from '../../src/names';
 import { newReplayRecord } from '../../src/server/recording-event-store';
 import { classifyServerResume } from '../../src/server/server-resume';
 import { WEB_STANDARD_SERVER_METHODS } from '../../src/server/streamable-http-server';
@@ -89,9 +89,9 @@ describe('targets', () => {
         headers: { accept: 'text/event-stream', 'mcp-session-id': 'session-1', 'last-event-id': '1' },
         signal: abort.signal,
       });
-      const frames = await readFrames(res.body, 150);
+      const frames = await readFrames(res.body, { count: 2 });
       abort.abort();
-      await fw.settle();
+      await fw.waitForSpans(SPAN.serverResume, 1);
       expect(frames.map(f => f.id)).toEqual(['2', '3']);
       expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'replayed' })).toBe(1);
       expect(fw.spans(SPAN.serverResume)).toHaveLength(1);
@@ -117,20 +117,19 @@ describe('unpatch', () => {
     await transport.send(notification(4));
     expect(transport._eventStore).toBe(store); // the wrapper stepped aside on its first call
     const res = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
-    expect((await readFrames(res.body)).map(f => f.id)).toEqual(['2', '3', '4']);
-    await fw.settle();
-    let m = await fw.metrics();
-    expect(sample(m, events, t)).toBe(3);
-    expect(sample(m, resumes, { ...t, outcome: 'replayed' })).toBe(0);
-    expect(fw.spans(SPAN.serverResume)).toHaveLength(0);
+    expect((await readFrames(res.body, { count: 3 })).map(f => f.id)).toEqual(['2', '3', '4']); // the SDK works
     expect(transportWith(store)._eventStore).toBe(store);
 
+    // Enabled again, a second resume is recorded: by then anything the disabled one recorded would show too.
     fw.instrumentation.enable();
     fw.instrumentation.manuallyInstrument(web);
     const again = await transport.handleRequest(getRequest({ 'last-event-id': '3' }));
-    expect((await readFrames(again.body)).map(f => f.id)).toEqual(['4']);
-    await fw.settle();
-    m = await fw.metrics();
+    expect((await readFrames(again.body, { count: 1 })).map(f => f.id)).toEqual(['4']);
+    const [span] = await fw.waitForSpans(SPAN.serverResume, 1);
+    expect(fw.spans(SPAN.serverResume)).toHaveLength(1);
+    expect(eventAttributes(span!, SPAN_EVENT.resumeCursor)[ATTR.cursor]).toBe('3');
+    const m = await fw.metrics();
+    expect(sample(m, events, t)).toBe(3); // notification 4 went by while disabled
     expect(sample(m, resumes, { ...t, outcome: 'replayed' })).toBe(1);
   });
 });
@@ -138,10 +137,12 @@ describe('unpatch', () => {
 describe('never in the way', () => {
   test('a tracer and counters that throw: the SDK answers exactly as without forkwatch, and nothing escapes', async () => {
     fw = setupForkwatch({}, web);
+    const thrown = { span: 0, events: 0, resumes: 0 };
     const broken = {
       getTracer: () =>
         ({
           startSpan() {
+            thrown.span++;
             throw new Error('tracer down');
           },
         }) as unknown as Tracer,
@@ -149,9 +150,11 @@ describe('never in the way', () => {
     fw.instrumentation.setTracerProvider(broken as any);
     const counters = fw.instrumentation.instruments;
     counters.serverEvents.add = () => {
+      thrown.events++;
       throw new Error('meter down');
     };
     counters.serverResumes.add = () => {
+      thrown.resumes++;
       throw new Error('meter down');
     };
     const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
@@ -163,8 +166,16 @@ describe('never in the way', () => {
     const noStore = transportWith(undefined);
     const fresh = await noStore.handleRequest(getRequest({ 'last-event-id': '1' }));
     await noStore.send(notification(1));
-    expect((await readFrames(fresh.body)).length).toBe(1);
-    await fw.settle();
+    expect((await readFrames(fresh.body, { count: 1 })).length).toBe(1);
+    // A tracer that throws stops the resume before it is counted: with a working tracer, the counter throws next.
+    fw.instrumentation.setTracerProvider(new BasicTracerProvider());
+    const again = await transport.handleRequest(getRequest({ 'last-event-id': '2' }));
+    expect(again.status).toBe(200);
+    expect((await readFrames(again.body, { count: 1 })).map(f => f.id)).toEqual(['3']);
+    // The broken parts were really called (and threw): the SDK's answers above are with them in place.
+    expect(thrown.span).toBeGreaterThanOrEqual(1);
+    expect(thrown.events).toBeGreaterThanOrEqual(3);
+    await vi.waitFor(() => expect(thrown.resumes).toBe(1));
   });
 
   test('protocol 2026-07-28 has no resumability: no span, no resume, no events counted', async () => {
@@ -172,12 +183,18 @@ describe('never in the way', () => {
     const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
     const res = await transport.handleRequest(getRequest({ 'last-event-id': '1', 'mcp-protocol-version': '2026-07-28' }));
     await transport.send(notification(1));
-    await fw.settle();
     expect(res.status).toBe(400); // 1.32.2 does not speak 2026-07-28: its own answer, untouched
+    // A control transport at 2025-11-25, after it, is recorded: the instrumentation was live all along.
+    const control = hydrate(new Transport({ sessionIdGenerator: () => 'session-2', eventStore: new LabEventStore({ idFormat: 'integer' }) }), 'session-2');
+    await control.send(notification(1));
+    const answer = await control.handleRequest(getRequest({ 'last-event-id': '1' }, 'session-2'));
+    await answer.body?.cancel();
+    await fw.waitForSpans(SPAN.serverResume, 1);
     const m = await fw.metrics();
-    expect(fw.spans(SPAN.serverResume)).toHaveLength(0);
-    for (const outcome of ['replayed', 'unknown_cursor', 'ignored', 'rejected', 'failed']) expect(sample(m, resumes, { ...t, outcome })).toBe(0);
-    expect(sample(m, events, t)).toBe(0);
+    expect(fw.spans(SPAN.serverResume)).toHaveLength(1);
+    const counts = SERVER_RESUME_OUTCOMES.map(outcome => [outcome, sample(m, resumes, { ...t, outcome })]);
+    expect(Object.fromEntries(counts)).toEqual({ replayed: 1, unknown_cursor: 0, ignored: 0, rejected: 0, failed: 0 });
+    expect(sample(m, events, t)).toBe(1); // the control's notification only
   });
 
   test('captureEventIds: false keeps cursors off spans; captureRawSessionId: true adds mcp.session.id', async () => {
@@ -186,8 +203,7 @@ describe('never in the way', () => {
     await transport.send(notification(1));
     const res = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
     await res.body?.cancel();
-    await fw.settle();
-    const [span] = fw.spans(SPAN.serverResume);
+    const [span] = await fw.waitForSpans(SPAN.serverResume, 1);
     const cursorEvent = eventAttributes(span!, SPAN_EVENT.resumeCursor);
     expect(cursorEvent[ATTR.cursor]).toBeUndefined();
     expect(cursorEvent[ATTR.mcpSessionId]).toBe('session-1');
@@ -199,7 +215,7 @@ describe('never in the way', () => {
     const transport = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'empty' }));
     const res = await transport.handleRequest(getRequest({ 'last-event-id': `x\u007f${'y'.repeat(600)}` }));
     await res.body?.cancel();
-    await fw.settle();
+    await fw.waitForSpans(SPAN.serverResume, 1);
     const cursor = String(eventAttributes(fw.spans(SPAN.serverResume)[0]!, SPAN_EVENT.resumeCursor)[ATTR.cursor]);
     expect(cursor.startsWith('x\uFFFDyyy')).toBe(true);
     expect(cursor).toMatch(/…\(602 chars\)$/);
@@ -224,8 +240,7 @@ describe('trace', () => {
     const traceId = '0af7651916cd43dd8448eb211c80319c';
     const res = await transport.handleRequest(getRequest({ 'last-event-id': '1', traceparent: `00-${traceId}-b7ad6b7169203331-01` }));
     await res.body?.cancel();
-    await fw.settle();
-    const [span] = fw.spans(SPAN.serverResume);
+    const [span] = await fw.waitForSpans(SPAN.serverResume, 1);
     expect(span!.spanContext().traceId).toBe(traceId);
     expect(span!.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
   });
@@ -241,8 +256,7 @@ describe('trace', () => {
     );
     await res.body?.cancel();
     httpSpan.end();
-    await fw.settle();
-    const [span] = fw.spans(SPAN.serverResume);
+    const [span] = await fw.waitForSpans(SPAN.serverResume, 1);
     expect(span!.spanContext().traceId).toBe(httpSpan.spanContext().traceId);
     expect(span!.parentSpanContext?.spanId).toBe(httpSpan.spanContext().spanId);
   });

@@ -11,7 +11,7 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
 import { sample } from '../support/lab';
 import { waitUntil } from '../support/prometheus';
-import { type Forkwatch, LabEventStore, eventAttributes, hydrate, notification, parseFrames, requireFrom, setupForkwatch, versionsDir } from './support';
+import { type Forkwatch, LabEventStore, eventAttributes, hydrate, notification, readFrames, requireFrom, setupForkwatch, versionsDir } from './support';
 
 const req = requireFrom(join(versionsDir, 'v1.24'));
 // The SDK's exports map `./*` into dist/, so its package.json is read from beside dist/.
@@ -43,27 +43,16 @@ async function serve(eventStore: unknown) {
   server = createServer((request, response) => void transport.handleRequest(request, response));
   await new Promise<void>(r => server!.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
-  /** GET with these headers; the body read for `ms`, then the connection dropped. */
-  const get = async (headers: Record<string, string>, ms = 150, sessionId = 'session-1') => {
-    const abort = new AbortController();
+  /** Opens a GET with these headers: its status once the head arrived, then its frames as the test expects them. */
+  const open = async (headers: Record<string, string>, sessionId = 'session-1') => {
     const res = await fetch(url, {
       headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25', ...headers },
-      signal: abort.signal,
     });
-    let text = '';
-    const reader = res.body!.getReader();
-    const stop = setTimeout(() => abort.abort(), ms);
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += Buffer.from(value).toString('utf8');
-      }
-    } catch {
-      // aborted: the client went away, as after a drop
-    }
-    clearTimeout(stop);
-    return { status: res.status, frames: parseFrames(text) };
+    return {
+      status: res.status,
+      /** Reads until `count` frames arrived (0: none awaited), then drops the connection, as a client drop does. */
+      frames: (count: number) => readFrames(res.body, { count }),
+    };
   };
   /** A POST the session needs no answer to: activity on this process. */
   const ping = () =>
@@ -77,7 +66,12 @@ async function serve(eventStore: unknown) {
       },
       body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' }),
     }).then(r => r.status);
-  return { transport, get, ping };
+  /** GET with these headers; its first `count` frames read, then the connection dropped. */
+  const get = async (headers: Record<string, string>, count = 0, sessionId = 'session-1') => {
+    const stream = await open(headers, sessionId);
+    return { status: stream.status, frames: await stream.frames(count) };
+  };
+  return { transport, get, open, ping };
 }
 
 describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport (Node, before 1.25)`, () => {
@@ -89,8 +83,8 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     fw = setupForkwatch({}, legacy);
     const { transport, get } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
     for (let n = 1; n <= 6; n++) await transport.send(notification(n));
-    const { status, frames } = await get({ 'last-event-id': '2' });
-    await fw.settle();
+    const { status, frames } = await get({ 'last-event-id': '2' }, 4);
+    await fw.waitForSpans(SPAN.serverResume, 1);
     expect(status).toBe(200);
     expect(frames.map(f => f.id)).toEqual(['3', '4', '5', '6']);
     const m = await fw.metrics();
@@ -111,22 +105,23 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     const { transport, get } = await serve(store);
     for (let n = 1; n <= 3; n++) await transport.send(notification(n));
     const cursor = [...store.events.keys()][0] as string;
-    const { status, frames } = await get({ 'last-event-id': cursor });
-    await fw.settle();
+    const { status } = await get({ 'last-event-id': cursor });
+    // The span ends once the transport finished its answer: what it replayed is on it (the store found no stream for
+    // its own cursor, so live events do not reach this stream either: keep-alives only).
+    const [span] = await fw.waitForSpans(SPAN.serverResume, 1);
     expect(status).toBe(200);
-    expect(frames).toEqual([]);
+    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toMatchObject({ [ATTR.serverOutcome]: 'unknown_cursor', [ATTR.replayedEvents]: 0 });
     expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'unknown_cursor' })).toBe(1);
   });
 
   test('no event store: ignored', async () => {
     fw = setupForkwatch({}, legacy);
-    const { transport, get } = await serve(undefined);
-    const pending = get({ 'last-event-id': '7' }, 200);
-    await waitUntil(() => transport._streamMapping.size > 0, { intervalMs: 5, what: 'the standalone stream' });
+    const { transport, open } = await serve(undefined);
+    const resume = await open({ 'last-event-id': '7' });
+    await fw.waitForSpans(SPAN.serverResume, 1); // the transport has taken the stream
     await transport.send(notification(1));
-    const { status, frames } = await pending;
-    await fw.settle();
-    expect(status).toBe(200);
+    const frames = await resume.frames(1);
+    expect(resume.status).toBe(200);
     expect(frames.map(f => f.id)).toEqual([undefined]);
     const m = await fw.metrics();
     expect(sample(m, resumes, { ...t, outcome: 'ignored' })).toBe(1);
@@ -135,17 +130,17 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
 
   test('4xx written by the transport: rejected (400, 404, 409)', async () => {
     fw = setupForkwatch({}, legacy);
-    const { transport, get } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    const { transport, get, open } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
     await transport.send(notification(1));
-    const open = get({}, 300); // the standalone stream stays connected meanwhile
-    await waitUntil(() => transport._streamMapping.size > 0, { intervalMs: 5, what: 'the standalone stream' });
+    const standalone = await open({}); // connected (its head arrived) and kept open meanwhile
     const statuses = [
       (await get({ 'last-event-id': '999' })).status,
-      (await get({ 'last-event-id': '1' }, 150, 'another-session')).status,
+      (await get({ 'last-event-id': '1' }, 0, 'another-session')).status,
       (await get({ 'last-event-id': '1' })).status,
     ];
-    await open;
-    await fw.settle();
+    await fw.waitForSpans(SPAN.serverResume, 3);
+    await standalone.frames(0);
+    expect(standalone.status).toBe(200);
     expect(statuses).toEqual([400, 404, 409]);
     expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'rejected' })).toBe(3);
     expect(fw.spans(SPAN.serverResume).map(s => s.attributes[ATTR.httpStatusCode])).toEqual([400, 404, 409]);
@@ -161,7 +156,7 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     const { transport, get } = await serve(store);
     transport.onerror = (e: unknown) => errors.push(e);
     const { status } = await get({ 'last-event-id': '1' });
-    await fw.settle();
+    await fw.waitForSpans(SPAN.serverResume, 1);
     expect(status).toBe(200);
     expect(errors).toHaveLength(1); // the SDK swallowed it after writing the head
     expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'failed' })).toBe(1);
@@ -174,18 +169,18 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
 
   test('delivery ledger: standalone events stored after the GET stream dropped, session still active: stream_moved; a resume here: nothing', async () => {
     fw = setupForkwatch({ deliveryWindowMs: 150 }, legacy);
-    const { transport, get, ping } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    const { transport, get, open, ping } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
     const delivery = fw.instrumentation.serverDelivery;
-    const first = get({}, 300);
+    const first = await open({});
     await waitUntil(() => transport._streamMapping.size > 0, { intervalMs: 5, what: 'the standalone stream' });
     await transport.send(notification(1));
-    expect((await first).frames.map(f => f.id)).toEqual(['1']);
+    expect((await first.frames(1)).map(f => f.id)).toEqual(['1']);
     await waitUntil(() => transport._streamMapping.size === 0, { intervalMs: 5, what: 'the drop' });
     await transport.send(notification(2));
     expect(await ping()).toBe(202);
     expect(delivery.ledger.pendingEvents(transport)).toBe(1);
     // A resume here replays it: settled.
-    expect((await get({ 'last-event-id': '1' })).frames.map(f => f.id)).toEqual(['2']);
+    expect((await get({ 'last-event-id': '1' }, 1)).frames.map(f => f.id)).toEqual(['2']);
     await fw.settle();
     expect(delivery.ledger.pendingEvents(transport)).toBe(0);
     // Dropped again; this time the client never comes back here.
@@ -193,7 +188,10 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     await transport.send(notification(3));
     await transport.send(notification(4));
     expect(await ping()).toBe(202);
-    await waitUntil(() => delivery.ledger.sessionsWithPending === 0, { intervalMs: 20, what: 'the window to end' });
+    await waitUntil(() => delivery.streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
+    expect(delivery.ledger.sessionsWithPending).toBe(1); // overdue: no proof yet that the client is alive
+    expect(await ping()).toBe(202); // it is, and it did not come back here
+    expect(delivery.ledger.sessionsWithPending).toBe(0);
     const m = await fw.metrics();
     const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
     expect(sample(m, undelivered, { ...t, reason: 'stream_moved' })).toBe(2);

@@ -49,22 +49,46 @@ export function getRequest(headers: Record<string, string>, sessionId = 'session
   });
 }
 
-/** SSE frames (id and data) readable from a body within `ms`, then the body is cancelled. */
-export async function readFrames(body: ReadableStream<Uint8Array> | null, ms = 100): Promise<{ id?: string; data: string }[]> {
-  if (!body) return [];
+/**
+ * SSE frames (id and data) of a body, then the body is cancelled. With `{ count }`: read until `count` frames arrived
+ * (the way to read: it waits for what the test expects, however slow the machine); throws when the body ends or
+ * `timeoutMs` passes first. With a number (kept for older tests): whatever arrives within that many ms.
+ */
+export async function readFrames(
+  body: ReadableStream<Uint8Array> | null,
+  until: number | { count: number; timeoutMs?: number } = 100,
+): Promise<{ id?: string; data: string }[]> {
+  if (!body) {
+    if (typeof until === 'object' && until.count > 0) throw new Error(`no body; expected ${until.count} frames`);
+    return [];
+  }
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let text = '';
+  const ms = typeof until === 'number' ? until : (until.timeoutMs ?? 10_000);
+  const enough = () => typeof until === 'object' && parseFrames(text).length >= until.count;
   const deadline = Date.now() + ms;
-  for (;;) {
+  let ended = false;
+  while (!enough()) {
     const left = deadline - Date.now();
     if (left <= 0) break;
-    const next = await Promise.race([reader.read(), new Promise<'timeout'>(r => setTimeout(() => r('timeout'), left))]);
-    if (next === 'timeout' || next.done) break;
+    let timer: NodeJS.Timeout | undefined;
+    const next = await Promise.race([reader.read(), new Promise<'timeout'>(r => (timer = setTimeout(() => r('timeout'), left)))]);
+    clearTimeout(timer);
+    if (next === 'timeout') break;
+    if (next.done) {
+      ended = true;
+      break;
+    }
     text += decoder.decode(next.value, { stream: true });
   }
   await reader.cancel().catch(() => {});
-  return parseFrames(text);
+  const frames = parseFrames(text);
+  if (typeof until === 'object' && frames.length < until.count) {
+    const why = ended ? 'the body ended' : `${ms} ms passed`;
+    throw new Error(`${why} after ${frames.length} of ${until.count} frames: ${JSON.stringify(frames)}`);
+  }
+  return frames;
 }
 
 export function parseFrames(text: string): { id?: string; data: string }[] {

@@ -51,8 +51,8 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     const transport = transportWith(store);
     for (let n = 1; n <= 7; n++) await transport.send(notification(n));
     const res = await transport.handleRequest(getRequest({ 'last-event-id': '2' }));
-    const frames = await readFrames(res.body);
-    await fw.settle();
+    const frames = await readFrames(res.body, { count: 5 });
+    await fw.waitForSpans(SPAN.serverResume, 1);
     expect(res.status).toBe(200);
     expect(frames.map(f => f.id)).toEqual(['3', '4', '5', '6', '7']);
     const m = await fw.metrics();
@@ -86,10 +86,10 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     expect(cursor).toMatch(/^_GET_stream_/);
     expect(store.events.has(cursor)).toBe(true); // the store holds it...
     const res = await transport.handleRequest(getRequest({ 'last-event-id': cursor! }));
-    const frames = await readFrames(res.body);
-    await fw.settle();
-    expect(res.status).toBe(200); // ...and the client gets a healthy-looking, empty stream
-    expect(frames).toEqual([]);
+    await res.body?.cancel();
+    // ...and the client gets a healthy-looking, empty stream: 200, and the span says nothing was replayed (below).
+    await fw.waitForSpans(SPAN.serverResume, 1);
+    expect(res.status).toBe(200);
     const m = await fw.metrics();
     expect(sample(m, resumes, { ...t, outcome: 'unknown_cursor' })).toBe(1);
     expect(sample(m, `${gap}_count`) ?? 0).toBe(0); // an unknown cursor measures no gap (no series yet)
@@ -114,8 +114,8 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     }
     // 2.x closes a replayed request stream whose request is over, after the replay: the events still went out.
     const res = await transport.handleRequest(getRequest({ 'last-event-id': ids[0]! }));
-    const frames = await readFrames(res.body);
-    await fw.settle();
+    const frames = await readFrames(res.body, { count: 3 });
+    await fw.waitForSpans(SPAN.serverResume, 1);
     expect(frames.map(f => f.id)).toEqual(ids.slice(1));
     expect(eventAttributes(fw.spans(SPAN.serverResume)[0]!, SPAN_EVENT.replayDone)).toMatchObject({
       [ATTR.serverOutcome]: 'replayed',
@@ -129,8 +129,8 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     const transport = transportWith(undefined);
     const res = await transport.handleRequest(getRequest({ 'last-event-id': '41' }));
     await transport.send(notification(1));
-    const frames = await readFrames(res.body);
-    await fw.settle();
+    const frames = await readFrames(res.body, { count: 1 });
+    await fw.waitForSpans(SPAN.serverResume, 1);
     expect(res.status).toBe(200);
     expect(frames).toHaveLength(1);
     expect(frames[0]!.id).toBeUndefined();
@@ -159,7 +159,7 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
       await res.body?.cancel();
     }
     await open.body?.cancel();
-    await fw.settle();
+    await fw.waitForSpans(SPAN.serverResume, 3);
     expect(statuses).toEqual([400, 404, 409]);
     expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'rejected' })).toBe(3);
     expect(fw.spans(SPAN.serverResume).map(s => s.attributes[ATTR.httpStatusCode])).toEqual([400, 404, 409]);
@@ -174,7 +174,7 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     };
     const transport = transportWith(store);
     const res = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
-    await fw.settle();
+    await fw.waitForSpans(SPAN.serverResume, 1);
     expect(res.status).toBe(500);
     expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'failed' })).toBe(1);
     const [span] = fw.spans(SPAN.serverResume);
@@ -191,9 +191,10 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     await withoutStore.send(notification(1)); // no stream, no store: dropped, counted once as an event produced
     const fresh = await withoutStore.handleRequest(getRequest({}));
     for (let n = 2; n <= 3; n++) await withoutStore.send(notification(n));
-    expect((await readFrames(stream.body)).length).toBe(4);
-    expect((await readFrames(fresh.body)).length).toBe(2);
-    await fw.settle();
+    expect((await readFrames(stream.body, { count: 4 })).length).toBe(4);
+    expect((await readFrames(fresh.body, { count: 2 })).length).toBe(2);
+    // Counted as each send wrote or stored (synchronously), so the 7 are final: 4 with the store, the dropped one,
+    // and the 2 written on the fresh stream.
     expect(sample(await fw.metrics(), events, t)).toBe(7);
   });
 });
@@ -232,7 +233,7 @@ describe('recording wrapper', () => {
     expect(wrapper.storeEvent('x', {})).toBe(store.last); // the very promise the store returned
     expect(store.size()).toBe(2); // both calls ran on the store itself (its #private field)
     const res = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
-    expect((await readFrames(res.body)).map(f => f.id)).toEqual(['2']);
+    expect((await readFrames(res.body, { count: 1 })).map(f => f.id)).toEqual(['2']);
 
     const validating = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
     const other = hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore: validating }));
@@ -258,7 +259,7 @@ describe('recording wrapper', () => {
     ]);
     await a.body?.cancel();
     await b.body?.cancel();
-    await fw.settle();
+    await fw.waitForSpans(SPAN.serverResume, 2);
     const byCursor = Object.fromEntries(
       fw.spans(SPAN.serverResume).map(s => [
         eventAttributes(s, SPAN_EVENT.resumeCursor)[ATTR.cursor],

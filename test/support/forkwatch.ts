@@ -11,8 +11,14 @@ export interface Forkwatch {
   resetSpans(): void;
   /** Prometheus text of forkwatch's metrics, as scraped. */
   metrics(): Promise<string>;
-  /** Lets the instrumentation's asynchronous recording (after the SDK's promise settled) finish. */
+  /**
+   * Lets the instrumentation's asynchronous recording (after the SDK's promise settled) finish. A short pause: use it
+   * before positive checks only. Before a negative check ("nothing was recorded"), make a control request that does
+   * record and wait for it (`waitForSpans`), so the check proves the code under test ran.
+   */
   settle(): Promise<void>;
+  /** Waits until `count` finished spans named `name` were exported (then returns them); throws after `timeoutMs`. */
+  waitForSpans(name: string, count: number, timeoutMs?: number): Promise<ReadableSpan[]>;
   teardown(): Promise<void>;
 }
 
@@ -36,6 +42,15 @@ export function setupForkwatch(config: ForkwatchInstrumentationConfig, modules: 
       return new PrometheusSerializer().serialize(resourceMetrics);
     },
     settle: () => new Promise(resolve => setTimeout(resolve, 20)),
+    async waitForSpans(name, count, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = exporter.getFinishedSpans().filter(s => s.name === name);
+        if (found.length >= count) return found;
+        if (Date.now() > deadline) throw new Error(`${found.length} of ${count} ${name} spans after ${timeoutMs} ms`);
+        await new Promise(resolve => setTimeout(resolve, 5));
+      }
+    },
     async teardown() {
       instrumentation.disable();
       await tracerProvider.shutdown();

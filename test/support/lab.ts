@@ -2,7 +2,7 @@
 // @ts-expect-error: plain ESM module without types
 import * as harness from '../../lab/harness.mjs';
 
-export { sample } from './scrape';
+export { sample, sampleOne } from './scrape';
 
 export interface LabSpan {
   name: string;

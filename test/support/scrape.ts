@@ -112,9 +112,27 @@ function parseLabels(block: string): [string, string][] {
 
 /** Value of the first sample of `name` whose labels include `labels`; undefined if there is none. */
 export function sample(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  return matchingSamples(text, name, labels)[0]?.value;
+}
+
+/**
+ * Like `sample`, but throws when several series match with different values, so the answer never depends on the
+ * order of series (name every label that tells them apart). Prefer it in new tests.
+ */
+export function sampleOne(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  const found = matchingSamples(text, name, labels);
+  if (new Set(found.map(f => f.value)).size > 1) {
+    throw new Error(`sampleOne(${name}, ${JSON.stringify(labels)}) is ambiguous:\n${found.map(f => f.line).join('\n')}`);
+  }
+  return found[0]?.value;
+}
+
+function matchingSamples(text: string, name: string, labels: Record<string, string>): { line: string; value: number }[] {
+  const found: { line: string; value: number }[] = [];
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
-    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue;
+    found.push({ line, value: Number(line.slice(line.lastIndexOf(' ') + 1)) });
   }
-  return undefined;
+  return found;
 }

@@ -1,0 +1,101 @@
+/**
+ * scripts/provision.mjs, which `npm test` runs first. apt-get and npm are the system's: here they are replaced by a
+ * recorder that does what they would (creates the binaries, writes the install marker) or fails, so every branch runs
+ * without touching the machine's packages.
+ */
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, test } from 'vitest';
+// @ts-expect-error: plain ESM module without types
+import { DEBIAN_BINARIES, provisionDebianPackages, provisionVersionFolders } from '../../scripts/provision.mjs';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+const tempDir = () => {
+  const d = mkdtempSync(join(tmpdir(), 'forkwatch-provision-'));
+  dirs.push(d);
+  return d;
+};
+
+/** The Debian layout under a temporary folder, with `present` of the binaries already there. */
+function binaries(present: string[] = []) {
+  const dir = tempDir();
+  const map = Object.fromEntries(Object.entries(DEBIAN_BINARIES as Record<string, string[]>).map(([pkg, bins]) => [pkg, bins.map(b => join(dir, b.split('/').pop()!))]));
+  for (const bin of Object.values(map).flat()) if (present.some(p => bin.endsWith(`/${p}`))) writeFileSync(bin, '');
+  return map;
+}
+
+function recorder(outcome: (args: string[]) => number, effect?: (args: string[]) => void) {
+  const calls: string[][] = [];
+  const run = (cmd: string, args: string[]) => {
+    calls.push([cmd, ...args]);
+    const status = outcome(args);
+    if (status === 0) effect?.(args);
+    return { status, signal: null };
+  };
+  return { calls, run };
+}
+
+test('everything present: nothing runs', () => {
+  const map = binaries(['prometheus', 'promtool', 'prometheus-alertmanager', 'amtool']);
+  const apt = recorder(() => 0);
+  expect(provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true })).toBeUndefined();
+  expect(apt.calls).toEqual([]);
+});
+
+test('missing as root: apt-get update, then install of exactly the missing packages, without recommends', () => {
+  const map = binaries(['prometheus', 'promtool']);
+  const apt = recorder(
+    () => 0,
+    args => {
+      if (args[0] === 'install') for (const bin of map['prometheus-alertmanager'] ?? []) writeFileSync(bin, '');
+    },
+  );
+  expect(provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true })).toBeUndefined();
+  expect(apt.calls).toEqual([
+    ['apt-get', 'update', '-qq'],
+    ['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'prometheus-alertmanager'],
+  ]);
+});
+
+test('missing and not root: a failure that names the command, and nothing runs', () => {
+  const map = binaries([]);
+  const apt = recorder(() => 0);
+  const error = provisionDebianPackages({ run: apt.run, binaries: map, isRoot: false, hasApt: true });
+  expect(error).toMatch(/missing; .*Run as root: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager$/);
+  expect(apt.calls).toEqual([]);
+});
+
+test('apt-get fails, or installs without the binaries: a failure each time', () => {
+  const failing = recorder(args => (args[0] === 'install' ? 100 : 0));
+  expect(provisionDebianPackages({ run: failing.run, binaries: binaries([]), isRoot: true, hasApt: true })).toMatch(/failed \(exit 100\)$/);
+  const empty = recorder(() => 0);
+  expect(provisionDebianPackages({ run: empty.run, binaries: binaries([]), isRoot: true, hasApt: true })).toMatch(/succeeded but .* is still missing$/);
+});
+
+test('version folders: npm ci where the install is missing or older than the lockfile; a failed npm ci is an error', () => {
+  const versionsDir = tempDir();
+  const folder = (name: string, installed: 'none' | 'old' | 'current') => {
+    const dir = join(versionsDir, name);
+    mkdirSync(join(dir, 'node_modules'), { recursive: true });
+    writeFileSync(join(dir, 'package-lock.json'), '{}');
+    if (installed !== 'none') {
+      writeFileSync(join(dir, 'node_modules/.package-lock.json'), '{}');
+      const t = installed === 'old' ? Date.now() / 1000 - 3600 : Date.now() / 1000 + 60;
+      utimesSync(join(dir, 'node_modules/.package-lock.json'), t, t);
+    }
+  };
+  folder('a-missing', 'none');
+  folder('b-old', 'old');
+  folder('c-current', 'current');
+  mkdirSync(join(versionsDir, 'd-no-lockfile'));
+  const npm = recorder(args => (args.at(-1)!.endsWith('b-old') ? 1 : 0));
+  const errors = provisionVersionFolders({ run: npm.run, versionsDir });
+  expect(npm.calls.map(c => c.at(-1)!.split('/').pop())).toEqual(['a-missing', 'b-old']);
+  expect(npm.calls[0]!.slice(0, 4)).toEqual(['npm', 'ci', '--no-audit', '--no-fund']);
+  expect(errors).toHaveLength(1);
+  expect(errors[0]).toMatch(/npm ci in .*b-old failed \(exit 1\); the SDK version tests cannot run/);
+});
