@@ -17,10 +17,17 @@ if (config.variant === 'forkwatch' || config.variant === 'providers') {
   const { metrics } = require('@opentelemetry/api');
   const { NodeTracerProvider } = require('@opentelemetry/sdk-trace-node');
   const { InMemorySpanExporter, SimpleSpanProcessor } = require('@opentelemetry/sdk-trace-base');
-  const { MeterProvider, PeriodicExportingMetricReader, InMemoryMetricExporter, AggregationTemporality } = require('@opentelemetry/sdk-metrics');
+  const {
+    MeterProvider,
+    PeriodicExportingMetricReader,
+    InMemoryMetricExporter,
+    AggregationTemporality,
+  } = require('@opentelemetry/sdk-metrics');
   const { registerInstrumentations } = require('@opentelemetry/instrumentation');
   const { ForkwatchInstrumentation } = require(config.forkwatchEntry);
-  const tracerProvider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())] });
+  const tracerProvider = new NodeTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())],
+  });
   tracerProvider.register();
   const reader = new PeriodicExportingMetricReader({
     exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
@@ -33,7 +40,8 @@ if (config.variant === 'forkwatch' || config.variant === 'providers') {
   registerInstrumentations({ instrumentations: [instrumentation], tracerProvider, meterProvider });
 }
 const observed = globalThis.fetch[Symbol.for('forkwatch.fetch-observer')] === true;
-if (observed !== (config.variant === 'forkwatch')) throw new Error(`variant ${config.variant}: fetch observed = ${observed}`);
+if (observed !== (config.variant === 'forkwatch'))
+  throw new Error(`variant ${config.variant}: fetch observed = ${observed}`);
 
 const app = createRequire(join(config.appFolder, 'resolve-from.js'));
 const { createMCPClient } = await import(pathToFileURL(app.resolve('@ai-sdk/mcp')).href);

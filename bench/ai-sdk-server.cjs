@@ -22,13 +22,20 @@ async function createSession() {
     if (transport.sessionId) sessions.delete(transport.sessionId);
   };
   const server = new McpServer({ name: 'forkwatch-bench', version: '1.0.0' }, { capabilities: { logging: {} } });
-  server.registerTool('stream', { inputSchema: { count: z.number().int(), bytes: z.number().int() } }, async ({ count, bytes }) => {
-    const text = 'x'.repeat(bytes);
-    for (let seq = 1; seq <= count; seq++) {
-      await server.server.notification({ method: 'notifications/message', params: { level: 'info', data: { seq, text } } });
-    }
-    return { content: [{ type: 'text', text: `streamed ${count}` }] };
-  });
+  server.registerTool(
+    'stream',
+    { inputSchema: { count: z.number().int(), bytes: z.number().int() } },
+    async ({ count, bytes }) => {
+      const text = 'x'.repeat(bytes);
+      for (let seq = 1; seq <= count; seq++) {
+        await server.server.notification({
+          method: 'notifications/message',
+          params: { level: 'info', data: { seq, text } },
+        });
+      }
+      return { content: [{ type: 'text', text: `streamed ${count}` }] };
+    },
+  );
   await server.connect(transport);
   return transport;
 }

@@ -62,7 +62,9 @@ function runClient(variant) {
   return new Promise((resolve, reject) => {
     let text = '';
     child.stdout.on('data', chunk => (text += chunk));
-    child.once('exit', code => (code === 0 ? resolve(JSON.parse(text.trim().split('\n').pop())) : reject(new Error(`${variant} exited ${code}`))));
+    child.once('exit', code =>
+      code === 0 ? resolve(JSON.parse(text.trim().split('\n').pop())) : reject(new Error(`${variant} exited ${code}`)),
+    );
   });
 }
 
@@ -82,9 +84,12 @@ try {
 }
 
 // CPU time of the client process is the figure to rely on when the machine is shared; wall time is also reported.
-const perFrame = key => Object.fromEntries(config.variants.map(v => [v, summarize(rounds.map(r => (r[v][key] * 1000) / config.count))]));
+const perFrame = key =>
+  Object.fromEntries(config.variants.map(v => [v, summarize(rounds.map(r => (r[v][key] * 1000) / config.count))]));
 const ratios = (key, base = 'bare') =>
-  Object.fromEntries(config.variants.filter(v => v !== base).map(v => [v, summarize(rounds.map(r => r[v][key] / r[base][key]))]));
+  Object.fromEntries(
+    config.variants.filter(v => v !== base).map(v => [v, summarize(rounds.map(r => r[v][key] / r[base][key]))]),
+  );
 const result = {
   config,
   machine: { cpus: os.cpus().length, node: process.version, loadavg: os.loadavg() },
@@ -100,13 +105,19 @@ const result = {
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 const fmt = s => `${s.median.toFixed(3)} [${s.p25.toFixed(3)}–${s.p75.toFixed(3)}]`;
-console.log(`@ai-sdk/mcp standalone GET stream, ${config.count} notifications of ${config.bytes} bytes, ${config.rounds} rounds`);
+console.log(
+  `@ai-sdk/mcp standalone GET stream, ${config.count} notifications of ${config.bytes} bytes, ${config.rounds} rounds`,
+);
 console.log(`load average ${result.machine.loadavg.map(l => l.toFixed(1)).join(' ')}`);
 for (const v of config.variants) {
-  console.log(`  ${v.padEnd(11)} CPU ${result.cpuUsPerFrame[v].median.toFixed(1)} µs/frame, wall ${result.wallUsPerFrame[v].median.toFixed(1)} µs/frame`);
+  console.log(
+    `  ${v.padEnd(11)} CPU ${result.cpuUsPerFrame[v].median.toFixed(1)} µs/frame, wall ${result.wallUsPerFrame[v].median.toFixed(1)} µs/frame`,
+  );
 }
 for (const v of Object.keys(result.cpuRatioToBare)) {
   console.log(`  ${v.padEnd(11)} / bare: CPU ${fmt(result.cpuRatioToBare[v])}, wall ${fmt(result.wallRatioToBare[v])}`);
 }
-console.log(`  forkwatch   / providers (the observer alone): CPU ${fmt(result.observerCpuRatio)}, wall ${fmt(result.observerWallRatio)}`);
+console.log(
+  `  forkwatch   / providers (the observer alone): CPU ${fmt(result.observerCpuRatio)}, wall ${fmt(result.observerWallRatio)}`,
+);
 console.log(`wrote ${out}`);

@@ -40,7 +40,8 @@ async function main() {
     });
     // Handlers run in microtasks after their frame: let the last ones finish.
     while (received < count) await new Promise(r => setImmediate(r));
-    if (received !== count || lastSeq !== count || result.isError) throw new Error(`got ${received}/${count} notifications`);
+    if (received !== count || lastSeq !== count || result.isError)
+      throw new Error(`got ${received}/${count} notifications`);
   };
 
   // The warm-up call is measured too, as the cold phase: it includes the JIT warm-up of the SDK and of forkwatch.
@@ -74,7 +75,7 @@ async function main() {
   await client.close();
   await telemetry.shutdown();
   process.stdout.write(
-    JSON.stringify({
+    `${JSON.stringify({
       variant: config.variant,
       count: config.count,
       wallMs: wallNs / 1e6,
@@ -87,7 +88,7 @@ async function main() {
       timedWindowUs: [Number(t0 / 1000n), Number(t1 / 1000n)],
       heapUsedBytes: memory.heapUsed,
       ...extra,
-    }) + '\n',
+    })}\n`,
   );
 }
 
@@ -104,7 +105,8 @@ async function abPairs(stream, transport, client) {
   const set = on => {
     if (on) instrumentation.enable();
     else instrumentation.disable();
-    if (proto._handleSseStream.__wrapped !== (on ? true : undefined)) throw new Error(`forkwatch is not ${on ? 'on' : 'off'}`);
+    if (proto._handleSseStream.__wrapped !== (on ? true : undefined))
+      throw new Error(`forkwatch is not ${on ? 'on' : 'off'}`);
   };
   const timed = async on => {
     set(on);
@@ -130,7 +132,7 @@ async function abPairs(stream, transport, client) {
   await transport.terminateSession().catch(() => {});
   await client.close();
   await telemetry.shutdown();
-  process.stdout.write(JSON.stringify({ variant: config.variant, count: config.ab.count, pairs }) + '\n');
+  process.stdout.write(`${JSON.stringify({ variant: config.variant, count: config.ab.count, pairs })}\n`);
 }
 
 main().catch(error => {

@@ -206,7 +206,7 @@ async function main() {
   const memory = { session: memoryPerSession(), observer: memoryPerObserver() };
   const cost = detectorCost();
   const wrapper = await wrapperCost();
-  process.stdout.write(JSON.stringify({ node: process.version, cost, wrapper, memory }) + '\n');
+  process.stdout.write(`${JSON.stringify({ node: process.version, cost, wrapper, memory })}\n`);
 }
 
 main().catch(error => {

@@ -24,16 +24,20 @@ function command(c) {
   if (c.ab) args.push(`--ab-processes ${c.ab.processes}`, `--ab-pairs ${c.ab.pairs}`, `--ab-count ${c.ab.count}`);
   return `npm run bench -- ${args.join(' ')}`;
 }
-out(`Measured with \`${command(r.config)}\` on ${r.startedAt.slice(0, 10)}: Node ${r.machine.node}, ${r.machine.cpus} × ${r.machine.cpuModel}, ` +
-  `${r.machine.totalMemoryGiB} GiB; load average ${r.machine.loadAverageBefore[0].toFixed(2)} before and ` +
-  `${r.machine.loadAverageAfter[0].toFixed(2)} after (a shared machine: other work ran during the run). ` +
-  `${r.config.rounds} alternating rounds, ${r.durationSeconds} s in all.`);
+out(
+  `Measured with \`${command(r.config)}\` on ${r.startedAt.slice(0, 10)}: Node ${r.machine.node}, ${r.machine.cpus} × ${r.machine.cpuModel}, ` +
+    `${r.machine.totalMemoryGiB} GiB; load average ${r.machine.loadAverageBefore[0].toFixed(2)} before and ` +
+    `${r.machine.loadAverageAfter[0].toFixed(2)} after (a shared machine: other work ran during the run). ` +
+    `${r.config.rounds} alternating rounds, ${r.durationSeconds} s in all.`,
+);
 out('');
 out('| variant | warm CPU µs/frame | cold CPU µs/frame | events/s | RSS MiB |');
 out('| --- | ---: | ---: | ---: | ---: |');
 for (const [name, v] of Object.entries(r.variants)) {
   const a = v.absolute;
-  out(`| ${name}: ${v.label} | ${f(a.cpuUsPerFrame.median, 2)} | ${f(a.coldCpuUsPerFrame.median, 2)} | ${Math.round(a.eventsPerSecond.median)} | ${f(a.rssBytes.median / 2 ** 20, 1)} |`);
+  out(
+    `| ${name}: ${v.label} | ${f(a.cpuUsPerFrame.median, 2)} | ${f(a.coldCpuUsPerFrame.median, 2)} | ${Math.round(a.eventsPerSecond.median)} | ${f(a.rssBytes.median / 2 ** 20, 1)} |`,
+  );
 }
 out('');
 out('Per-round ratios to the baseline of the same round: median [interquartile range] (min–max).');
@@ -42,15 +46,19 @@ out('| variant / baseline | warm CPU per frame | cold CPU per frame | events/s |
 out('| --- | --- | --- | --- | --- |');
 for (const c of r.comparisons) {
   const x = c.ratios;
-  out(`| ${c.variant} / ${c.baseline} | ${ratio(x.cpuUsPerFrame)} | ${ratio(x.coldCpuUsPerFrame)} | ${ratio(x.eventsPerSecond)} | ${ratio(x.rssBytes)} |`);
+  out(
+    `| ${c.variant} / ${c.baseline} | ${ratio(x.cpuUsPerFrame)} | ${ratio(x.coldCpuUsPerFrame)} | ${ratio(x.eventsPerSecond)} | ${ratio(x.rssBytes)} |`,
+  );
 }
 if (r.inProcess) {
   const p = r.inProcess;
   out('');
-  out(`In-process A/B (${p.processes} warm NodeSDK + forkwatch processes, ${p.pairs} pairs of ${p.countPerCall}-notification calls with ` +
-    `forkwatch on and off): CPU per frame on/off ${ratio(p.ratio)}, a difference of ${f(p.deltaUsPerFrame.median, 2)} µs/frame ` +
-    `(IQR ${f(p.deltaUsPerFrame.p25, 2)} to ${f(p.deltaUsPerFrame.p75, 2)}); ratio of the lower quartiles, median over the ` +
-    `processes: ${f(p.lowerQuartileRatio.median)} (${f(p.lowerQuartileRatio.min)}–${f(p.lowerQuartileRatio.max)}).`);
+  out(
+    `In-process A/B (${p.processes} warm NodeSDK + forkwatch processes, ${p.pairs} pairs of ${p.countPerCall}-notification calls with ` +
+      `forkwatch on and off): CPU per frame on/off ${ratio(p.ratio)}, a difference of ${f(p.deltaUsPerFrame.median, 2)} µs/frame ` +
+      `(IQR ${f(p.deltaUsPerFrame.p25, 2)} to ${f(p.deltaUsPerFrame.p75, 2)}); ratio of the lower quartiles, median over the ` +
+      `processes: ${f(p.lowerQuartileRatio.median)} (${f(p.lowerQuartileRatio.min)}–${f(p.lowerQuartileRatio.max)}).`,
+  );
 }
 if (r.profile) {
   const p = r.profile;
@@ -59,10 +67,12 @@ if (r.profile) {
     .map(([k, v]) => `${k} ${f(v, 2)}`)
     .join(', ');
   out('');
-  out(`Sampling profiler (\`--cpu-prof\`, one NodeSDK + forkwatch process, ${p.frames} frames of ${p.window}): forkwatch's own ` +
-    `code took ${f(p.forkwatchSelfUsPerFrame, 2)} µs/frame (${files}), against ${f(p.cpuUsPerFrameMeasured, 1)} µs/frame of process ` +
-    `CPU in that call: ${pct(profiledOverhead(p))} over the rest. Garbage collection was ` +
-    `${pct(p.gcShareOfMainThread).replace('+', '')} of the main thread's busy time (${f(p.mainThreadBusyUsPerFrame, 1)} µs/frame).`);
+  out(
+    `Sampling profiler (\`--cpu-prof\`, one NodeSDK + forkwatch process, ${p.frames} frames of ${p.window}): forkwatch's own ` +
+      `code took ${f(p.forkwatchSelfUsPerFrame, 2)} µs/frame (${files}), against ${f(p.cpuUsPerFrameMeasured, 1)} µs/frame of process ` +
+      `CPU in that call: ${pct(profiledOverhead(p))} over the rest. Garbage collection was ` +
+      `${pct(p.gcShareOfMainThread).replace('+', '')} of the main thread's busy time (${f(p.mainThreadBusyUsPerFrame, 1)} µs/frame).`,
+  );
 }
 if (r.detector) {
   const c = r.detector.cost;
@@ -70,16 +80,24 @@ if (r.detector) {
   out('');
   out('| detector (micro-benchmark, warm) | value |');
   out('| --- | ---: |');
-  out(`| observer + ledger, 16 KiB chunks (${c.chunks16KiB.bytesPerFrame} B frames) | ${Math.round(c.chunks16KiB.detector.nsPerFrame)} ns/frame |`);
+  out(
+    `| observer + ledger, 16 KiB chunks (${c.chunks16KiB.bytesPerFrame} B frames) | ${Math.round(c.chunks16KiB.detector.nsPerFrame)} ns/frame |`,
+  );
   out(`| observer + ledger, one frame per chunk | ${Math.round(c.framePerChunk.detector.nsPerFrame)} ns/frame |`);
-  out(`| observer alone, 16 KiB chunks / one frame per chunk | ${Math.round(c.chunks16KiB.observerOnly.nsPerFrame)} / ${Math.round(c.framePerChunk.observerOnly.nsPerFrame)} ns/frame |`);
+  out(
+    `| observer alone, 16 KiB chunks / one frame per chunk | ${Math.round(c.chunks16KiB.observerOnly.nsPerFrame)} / ${Math.round(c.framePerChunk.observerOnly.nsPerFrame)} ns/frame |`,
+  );
   out(`| pass-through stream (observeStream) | ${Math.round(r.detector.wrapper.wrapperNsPerChunk)} ns/chunk |`);
-  out(`| tracked session (${m.session.sessions} sessions, ${m.session.recentIds} recent ids, ${m.session.lastConsumedIdLength}-char ids) | ${Math.round(m.session.bytesPerSession)} B |`);
+  out(
+    `| tracked session (${m.session.sessions} sessions, ${m.session.recentIds} recent ids, ${m.session.lastConsumedIdLength}-char ids) | ${Math.round(m.session.bytesPerSession)} B |`,
+  );
   out(`| observed stream (frame observer mid-stream) | ${Math.round(m.observer.bytesPerObserver)} B |`);
 }
 const t = r.targets;
 out('');
-out(`Targets: forkwatch's own CPU cost ≤ 3 % (aim 1 %): ${r.profile ? pct(profiledOverhead(r.profile)) : '—'} by the profiler, ` +
-  `${pct(t.forkwatchInProcessCpuOverhead)} by the in-process A/B, ${pct(t.forkwatchOwnCpuOverhead)} across ` +
-  `processes (NodeSDK + forkwatch / NodeSDK); ≤ 1 KiB per tracked session: ${Math.round(t.bytesPerSession)} B.`);
+out(
+  `Targets: forkwatch's own CPU cost ≤ 3 % (aim 1 %): ${r.profile ? pct(profiledOverhead(r.profile)) : '—'} by the profiler, ` +
+    `${pct(t.forkwatchInProcessCpuOverhead)} by the in-process A/B, ${pct(t.forkwatchOwnCpuOverhead)} across ` +
+    `processes (NodeSDK + forkwatch / NodeSDK); ≤ 1 KiB per tracked session: ${Math.round(t.bytesPerSession)} B.`,
+);
 console.log(lines.join('\n'));

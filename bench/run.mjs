@@ -54,7 +54,8 @@ const config = {
       },
 };
 const out = value('--out', join(here, 'results', 'latest.json'));
-for (const v of config.variants) if (!VARIANTS[v]) throw new Error(`unknown variant ${v}; known: ${Object.keys(VARIANTS)}`);
+for (const v of config.variants)
+  if (!VARIANTS[v]) throw new Error(`unknown variant ${v}; known: ${Object.keys(VARIANTS)}`);
 if (!config.variants.includes('bare')) config.variants.unshift('bare');
 
 // A private copy of the build: other work may rebuild build/ while this runs.
@@ -100,7 +101,7 @@ function runNode(argv, env, timeoutMs) {
       if (code !== 0) return reject(new Error(`${argv.join(' ')} exited ${code}:\n${stderr}`));
       try {
         resolve(JSON.parse(stdout.trim().split('\n').pop()));
-      } catch (error) {
+      } catch (_error) {
         reject(new Error(`unreadable output of ${argv.join(' ')}: ${stdout}\n${stderr}`));
       }
     });
@@ -110,7 +111,16 @@ function runNode(argv, env, timeoutMs) {
 const runClient = (variant, url) =>
   runNode(
     ['--expose-gc', join(here, 'client.cjs')],
-    { BENCH: JSON.stringify({ variant, url, count: config.count, warmup: config.warmup, bytes: config.bytes, forkwatchEntry }) },
+    {
+      BENCH: JSON.stringify({
+        variant,
+        url,
+        count: config.count,
+        warmup: config.warmup,
+        bytes: config.bytes,
+        forkwatchEntry,
+      }),
+    },
     300_000,
   );
 
@@ -153,7 +163,10 @@ async function profiledRun(url) {
     if (frame.functionName === '(garbage collector)') gcUs += us;
     if (frame.url.includes(snapshot)) {
       forkwatchUs += us;
-      const name = relative(forkwatchRoot, fileURLToPath(frame.url.startsWith('file:') ? frame.url : `file://${frame.url}`));
+      const name = relative(
+        forkwatchRoot,
+        fileURLToPath(frame.url.startsWith('file:') ? frame.url : `file://${frame.url}`),
+      );
       byFile[name] = (byFile[name] ?? 0) + us;
     }
   }
@@ -187,7 +200,10 @@ try {
     const results = {};
     for (const variant of order) results[variant] = await runClient(variant, server.url);
     rounds.push({ order, results });
-    const fw = results['sdk+forkwatch'] && results.sdk ? results['sdk+forkwatch'].cpuUsPerFrame / results.sdk.cpuUsPerFrame : undefined;
+    const fw =
+      results['sdk+forkwatch'] && results.sdk
+        ? results['sdk+forkwatch'].cpuUsPerFrame / results.sdk.cpuUsPerFrame
+        : undefined;
     process.stderr.write(
       `round ${r + 1}/${config.rounds}: bare ${results.bare.cpuUsPerFrame.toFixed(1)} µs/frame` +
         (fw !== undefined ? `, NodeSDK+forkwatch / NodeSDK ${fw.toFixed(3)}` : '') +
@@ -243,14 +259,17 @@ function compare(variant, baseline) {
   const ratios = Object.fromEntries(
     METRICS.map(m => [m, summarize(rounds.map(r => r.results[variant][m] / r.results[baseline][m]))]),
   );
-  const cpuDeltaUsPerFrame = summarize(rounds.map(r => r.results[variant].cpuUsPerFrame - r.results[baseline].cpuUsPerFrame));
+  const cpuDeltaUsPerFrame = summarize(
+    rounds.map(r => r.results[variant].cpuUsPerFrame - r.results[baseline].cpuUsPerFrame),
+  );
   return { variant, baseline, ratios, cpuDeltaUsPerFrame };
 }
 const comparisons = [];
 for (const variant of config.variants) {
   if (variant === 'bare') continue;
   comparisons.push(compare(variant, 'bare'));
-  if (VARIANTS[variant].baseline === 'sdk' && config.variants.includes('sdk')) comparisons.push(compare(variant, 'sdk'));
+  if (VARIANTS[variant].baseline === 'sdk' && config.variants.includes('sdk'))
+    comparisons.push(compare(variant, 'sdk'));
 }
 const own = comparisons.find(c => c.variant === 'sdk+forkwatch' && c.baseline === 'sdk');
 const abPairsAll = abProcesses.flatMap(p => p.pairs);
@@ -267,7 +286,17 @@ const inProcess = abPairsAll.length
       // Interference from other processes only ever adds CPU time: the lower quartiles of each state, per process,
       // are the least disturbed estimate. Median over processes of p25(on) / p25(off).
       lowerQuartileRatio: summarize(
-        abProcesses.map(p => quantile(p.pairs.map(x => x.on), 0.25) / quantile(p.pairs.map(x => x.off), 0.25)),
+        abProcesses.map(
+          p =>
+            quantile(
+              p.pairs.map(x => x.on),
+              0.25,
+            ) /
+            quantile(
+              p.pairs.map(x => x.off),
+              0.25,
+            ),
+        ),
       ),
       raw: abProcesses.map(p => p.pairs),
     }
@@ -294,9 +323,9 @@ const cpuOverhead =
 targets.cpuWithinMax = cpuOverhead !== undefined ? cpuOverhead <= targets.cpuOverheadMax : undefined;
 targets.memoryWithinMax = session !== undefined ? session <= targets.bytesPerSessionMax : undefined;
 
-const command = `node bench/run.mjs${args.length ? ' ' + args.join(' ') : ''}`;
+const command = `node bench/run.mjs${args.length ? ` ${args.join(' ')}` : ''}`;
 const result = {
-  command: `npm run bench${args.length ? ' -- ' + args.join(' ') : ''}`,
+  command: `npm run bench${args.length ? ` -- ${args.join(' ')}` : ''}`,
   runner: command,
   startedAt: startedAt.toISOString(),
   durationSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
@@ -324,7 +353,7 @@ const result = {
   rounds,
 };
 mkdirSync(dirname(out), { recursive: true });
-writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 
 // --- print ---
 
@@ -337,7 +366,9 @@ console.log(
     `${config.warmup} (cold) then ${config.count} (warm) notifications. Node ${process.version}, ${os.cpus().length} × ` +
     `${os.cpus()[0]?.model ?? 'cpu'}, load average ${loadBefore[0].toFixed(2)} before, ${os.loadavg()[0].toFixed(2)} after.\n`,
 );
-console.log(`${pad('variant (medians)', 20)}${lpad('warm CPU µs/frame', 18)}${lpad('cold CPU µs/frame', 18)}${lpad('events/s', 10)}${lpad('RSS MiB', 9)}  set-up`);
+console.log(
+  `${pad('variant (medians)', 20)}${lpad('warm CPU µs/frame', 18)}${lpad('cold CPU µs/frame', 18)}${lpad('events/s', 10)}${lpad('RSS MiB', 9)}  set-up`,
+);
 for (const [variant, v] of Object.entries(perVariant)) {
   const a = v.absolute;
   console.log(
@@ -346,7 +377,9 @@ for (const [variant, v] of Object.entries(perVariant)) {
   );
 }
 console.log(`\nper-round ratios to the same round's baseline: median [interquartile range]`);
-console.log(`${pad('variant / baseline', 32)}${pad('warm CPU per frame', 24)}${pad('cold CPU per frame', 24)}${pad('events/s', 24)}${pad('RSS', 24)}`);
+console.log(
+  `${pad('variant / baseline', 32)}${pad('warm CPU per frame', 24)}${pad('cold CPU per frame', 24)}${pad('events/s', 24)}${pad('RSS', 24)}`,
+);
 const cell = s => `${f(s.median)} [${f(s.p25)}–${f(s.p75)}]`;
 for (const c of comparisons) {
   const r = c.ratios;
@@ -404,10 +437,16 @@ if (detector) {
   );
 }
 const verdict = ok =>
-  quick ? 'indicative only (quick mode: too short for warm JIT)' : ok === undefined ? 'n/a' : ok ? 'within target' : 'OVER TARGET';
+  quick
+    ? 'indicative only (quick mode: too short for warm JIT)'
+    : ok === undefined
+      ? 'n/a'
+      : ok
+        ? 'within target'
+        : 'OVER TARGET';
 console.log(
   `targets: CPU ≤ 3% (aim 1%): ${pct(cpuOverhead)}` +
     `${profile ? ' (profiler)' : inProcess ? ' (in-process A/B)' : ''} → ${verdict(targets.cpuWithinMax)}; ` +
-    `≤ 1 KiB per session: ${session !== undefined ? Math.round(session) + ' B' : '—'} → ${verdict(targets.memoryWithinMax)}`,
+    `≤ 1 KiB per session: ${session !== undefined ? `${Math.round(session)} B` : '—'} → ${verdict(targets.memoryWithinMax)}`,
 );
 console.log(`\nwrote ${relative(root, out)} (${result.durationSeconds} s)`);

@@ -7,7 +7,9 @@
 const [variant, forkwatchEntry, countArg, sessionsArg, warmupArg] = process.argv.slice(2);
 const { setupVariant } = require('./variants.cjs');
 const telemetry = setupVariant(variant, { forkwatchEntry });
-const { WebStandardStreamableHTTPServerTransport: Transport } = require('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
+const {
+  WebStandardStreamableHTTPServerTransport: Transport,
+} = require('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
 const { InMemoryEventStore } = require('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
 
 if (variant.includes('forkwatch') && Transport.prototype.handleGetRequest.__wrapped !== true) {

@@ -29,9 +29,13 @@ const forkwatchEntry = join(snapshot, 'src', 'index.js');
 
 function run(variant) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(here, 'server-delivery-child.cjs'), variant, forkwatchEntry, count, sessions, warmup], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [join(here, 'server-delivery-child.cjs'), variant, forkwatchEntry, count, sessions, warmup],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     child.stdout.on('data', c => (out += c));
     child.on('exit', code => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${variant} exited ${code}`))));
@@ -45,7 +49,9 @@ for (let round = 0; round < rounds; round++) {
   const results = {};
   for (const v of order) results[v] = (await run(v)).cpuUsPerEvent;
   perRound.push(results);
-  process.stderr.write(`round ${round + 1}/${rounds}: ${variants.map(v => `${v} ${results[v].toFixed(2)} µs/event`).join(', ')}\n`);
+  process.stderr.write(
+    `round ${round + 1}/${rounds}: ${variants.map(v => `${v} ${results[v].toFixed(2)} µs/event`).join(', ')}\n`,
+  );
 }
 const ratio = summarize(perRound.map(r => r['sdk+forkwatch'] / r.sdk));
 const cost = summarize(perRound.map(r => r['sdk+forkwatch'] - r.sdk));
@@ -71,8 +77,12 @@ void DeliveryLedger;
 rmSync(snapshot, { recursive: true, force: true });
 
 const fmt = s => `${s.median.toFixed(3)} [${s.p25.toFixed(3)} … ${s.p75.toFixed(3)}]`;
-console.log(`server side, ${rounds} rounds × ${sessions} sessions × ${2 * count} stored events per process (median [IQR])`);
+console.log(
+  `server side, ${rounds} rounds × ${sessions} sessions × ${2 * count} stored events per process (median [IQR])`,
+);
 console.log(`  bare NodeSDK:                 ${fmt(base)} µs CPU per stored event`);
 console.log(`  forkwatch cost per event:     ${fmt(cost)} µs (target <= 1)`);
 console.log(`  overhead ratio vs NodeSDK:    ${fmt(ratio)} (target <= 1.02)`);
-console.log(`  ledger memory: ${Math.round(memory.bytesPerSession)} B per session with pending events (${memory.sessions} sessions, 2 streams each)`);
+console.log(
+  `  ledger memory: ${Math.round(memory.bytesPerSession)} B per session with pending events (${memory.sessions} sessions, 2 streams each)`,
+);

@@ -35,7 +35,8 @@ function exporters() {
  */
 function setupVariant(name, { forkwatchEntry }) {
   if (!VARIANTS[name]) throw new Error(`unknown variant ${name}`);
-  if (name === 'bare' || name === 'bare-again') return { spans: undefined, instrumentation: undefined, check() {}, async shutdown() {} };
+  if (name === 'bare' || name === 'bare-again')
+    return { spans: undefined, instrumentation: undefined, check() {}, async shutdown() {} };
 
   const { spans, spanProcessor, reader } = exporters();
   let instrumentation;
@@ -80,7 +81,8 @@ function setupVariant(name, { forkwatchEntry }) {
     check(sdk) {
       const proto = sdk.StreamableHTTPClientTransport.prototype;
       if (name === 'forkwatch' || name === 'sdk+forkwatch') {
-        if (proto._handleSseStream.__wrapped !== true) throw new Error(`${name}: the SDK client is not patched by forkwatch`);
+        if (proto._handleSseStream.__wrapped !== true)
+          throw new Error(`${name}: the SDK client is not patched by forkwatch`);
       }
       if (name === 'sdk+openinference') {
         // Its module hooks do not fire for the SDK (its own docs say so): the manual API does the patching.

@@ -10,7 +10,10 @@ const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 async function runAiSdkScenario({ createMCPClient, telemetry, proxyUrl, scenario }) {
   const control = async (path, body) => {
-    const res = await fetch(`${proxyUrl}/__lab/${path}`, { method: body ? 'POST' : 'GET', body: body && JSON.stringify(body) });
+    const res = await fetch(`${proxyUrl}/__lab/${path}`, {
+      method: body ? 'POST' : 'GET',
+      body: body && JSON.stringify(body),
+    });
     return res.json();
   };
   const proxyLog = async () => (await control('log')).log;
@@ -21,7 +24,8 @@ async function runAiSdkScenario({ createMCPClient, telemetry, proxyUrl, scenario
   const client = await createMCPClient({
     transport: { type: 'http', url: `${proxyUrl}/mcp` },
     onUncaughtError: error => {
-      if (error?.message !== 'Unsupported message type') errors.push({ name: error?.name, message: String(error?.message ?? error) });
+      if (error?.message !== 'Unsupported message type')
+        errors.push({ name: error?.name, message: String(error?.message ?? error) });
     },
   });
   const transport = client.transport;
@@ -36,9 +40,12 @@ async function runAiSdkScenario({ createMCPClient, telemetry, proxyUrl, scenario
     emittedByA += count;
   };
   const receivedFromA = () => received.filter(d => d.origin === 'A').length;
-  const resumeGets = async target => (await proxyLog()).filter(e => e.kind === 'resume' && (!target || e.target === target));
+  const resumeGets = async target =>
+    (await proxyLog()).filter(e => e.kind === 'resume' && (!target || e.target === target));
 
-  await waitFor('the standalone SSE stream', async () => (await proxyLog()).some(e => e.kind === 'get' && e.status === 200));
+  await waitFor('the standalone SSE stream', async () =>
+    (await proxyLog()).some(e => e.kind === 'get' && e.status === 200),
+  );
 
   const steps = {
     async healthy() {
@@ -82,7 +89,13 @@ async function runAiSdkScenario({ createMCPClient, telemetry, proxyUrl, scenario
     lost,
     duplicatesSeenByApp: [...seen.values()].filter(n => n > 1).length,
     errors,
-    httpLog: (await proxyLog()).map(({ method, kind, target, status, lastEventId }) => ({ method, kind, target, status, lastEventId })),
+    httpLog: (await proxyLog()).map(({ method, kind, target, status, lastEventId }) => ({
+      method,
+      kind,
+      target,
+      status,
+      lastEventId,
+    })),
   });
   await client.close().catch(() => {});
   await sleep(100);

@@ -17,7 +17,10 @@ async function waitFor(what, predicate, timeoutMs = 8000) {
 async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutMs, resumeTo, keepTalkingAfterMs }) {
   const { Client, StreamableHTTPClientTransport, LoggingMessageNotificationSchema } = sdk;
   const control = async (path, body) => {
-    const res = await fetch(`${proxyUrl}/__lab/${path}`, { method: body ? 'POST' : 'GET', body: body && JSON.stringify(body) });
+    const res = await fetch(`${proxyUrl}/__lab/${path}`, {
+      method: body ? 'POST' : 'GET',
+      body: body && JSON.stringify(body),
+    });
     return res.json();
   };
   const proxyLog = async () => (await control('log')).log;
@@ -26,7 +29,12 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
   let emittedByA = 0;
 
   const transport = new StreamableHTTPClientTransport(new URL(`${proxyUrl}/mcp`), {
-    reconnectionOptions: { initialReconnectionDelay: 300, maxReconnectionDelay: 600, reconnectionDelayGrowFactor: 1, maxRetries: 2 },
+    reconnectionOptions: {
+      initialReconnectionDelay: 300,
+      maxReconnectionDelay: 600,
+      reconnectionDelayGrowFactor: 1,
+      maxRetries: 2,
+    },
   });
   const client = new Client({ name: 'fork-lab-app', version: '1.0.0' });
   const onLog = n => received.push(n.params.data);
@@ -40,10 +48,13 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
     emittedByA += count;
   };
   const receivedFromA = () => received.filter(d => d.origin === 'A').length;
-  const resumeGets = async target => (await proxyLog()).filter(e => e.kind === 'resume' && (!target || e.target === target));
+  const resumeGets = async target =>
+    (await proxyLog()).filter(e => e.kind === 'resume' && (!target || e.target === target));
 
   await client.connect(transport);
-  await waitFor('the standalone SSE stream', async () => (await proxyLog()).some(e => e.kind === 'get' && e.status === 200));
+  await waitFor('the standalone SSE stream', async () =>
+    (await proxyLog()).some(e => e.kind === 'get' && e.status === 200),
+  );
 
   const steps = {
     async healthy() {
@@ -65,7 +76,10 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
       await sleep(verdictTimeoutMs + 300);
       await control('cut', { midFrame: false, kinds: ['resume'] });
       // The SDK reconnects without Last-Event-ID (SDK issue #2499).
-      await waitFor('the cursor-less reconnect', async () => (await proxyLog()).filter(e => e.kind === 'get').length >= 2);
+      await waitFor(
+        'the cursor-less reconnect',
+        async () => (await proxyLog()).filter(e => e.kind === 'get').length >= 2,
+      );
       await sleep(200);
     },
     async 'live-fork'() {
@@ -97,7 +111,10 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
     async 'post-stream-fork'() {
       const call = client
         .callTool({ name: 'slow_task', arguments: { count: 8, intervalMs: 150 } }, undefined, { timeout: 4000 })
-        .then(() => 'completed', e => `failed: ${e?.message ?? e}`);
+        .then(
+          () => 'completed',
+          e => `failed: ${e?.message ?? e}`,
+        );
       await waitFor('2 task events', () => received.filter(d => d.stream === 'task').length >= 2);
       await control('routes', { resume: 'B' });
       await control('cut', { midFrame: true, kinds: ['post'] });
@@ -158,7 +175,13 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
     lost,
     duplicatesSeenByApp: [...seen.values()].filter(n => n > 1).length,
     errors,
-    httpLog: (await proxyLog()).map(({ method, kind, target, status, lastEventId }) => ({ method, kind, target, status, lastEventId })),
+    httpLog: (await proxyLog()).map(({ method, kind, target, status, lastEventId }) => ({
+      method,
+      kind,
+      target,
+      status,
+      lastEventId,
+    })),
   });
   await transport.close().catch(() => {});
   await sleep(100);

@@ -21,7 +21,12 @@ async function main() {
           ...load('@modelcontextprotocol/sdk/types.js'),
         };
   const report = await runScenario({ sdk, telemetry, ...config });
-  writeReport({ ...report, moduleSystem: 'cjs', forkInfos, sdkPatched: sdk.StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true });
+  writeReport({
+    ...report,
+    moduleSystem: 'cjs',
+    forkInfos,
+    sdkPatched: sdk.StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true,
+  });
   await telemetry.shutdown();
 }
 main().catch(error => {

@@ -24,7 +24,12 @@ try {
           ...(await load('@modelcontextprotocol/sdk/types.js')),
         };
   const report = await runScenario({ sdk, telemetry, ...config });
-  writeReport({ ...report, moduleSystem: 'esm', forkInfos, sdkPatched: sdk.StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true });
+  writeReport({
+    ...report,
+    moduleSystem: 'esm',
+    forkInfos,
+    sdkPatched: sdk.StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true,
+  });
   await telemetry.shutdown();
 } catch (error) {
   process.stderr.write(`fork-lab client failed: ${error?.stack ?? error}\n`);

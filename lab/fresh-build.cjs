@@ -26,7 +26,9 @@ function assertFreshBuild(entry) {
     if (!existsSync(built)) throw new Error(`forkwatch lab: ${rel} is missing: ${fix}`);
     const source = newestSource(path.join(root, 'src'));
     if (source.mtimeMs > statSync(built).mtimeMs) {
-      throw new Error(`forkwatch lab: ${rel} is older than ${path.relative(root, source.file)}, so the lab would test old code: ${fix}`);
+      throw new Error(
+        `forkwatch lab: ${rel} is older than ${path.relative(root, source.file)}, so the lab would test old code: ${fix}`,
+      );
     }
   }
 }

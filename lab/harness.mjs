@@ -17,7 +17,8 @@ const { assertFreshBuild } = freshBuild;
  * never stored and replays nothing. The server has only the store's word, so this is `replayed` with 0 events; the
  * fork shows on the client (its first frame) and both are in one trace.
  */
-const FRESH_STORE_STORY = "B: replayed, 0 events (the store vouched for a cursor it never stored; the client's verdict catches it)";
+const FRESH_STORE_STORY =
+  "B: replayed, 0 events (the store vouched for a cursor it never stored; the client's verdict catches it)";
 
 /**
  * Server B configurations, by scenario. Server A has a correct event store, except in sdk-store-same-process.
@@ -54,7 +55,11 @@ export const SCENARIOS = {
   },
   'fork-then-return': {
     a: { store: { idFormat: 'hex-sequence' } },
-    b: { store: { idFormat: 'hex-sequence', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 150, count: 2 } },
+    b: {
+      store: { idFormat: 'hex-sequence', unknownCursor: 'fresh' },
+      hydrate: true,
+      ticker: { everyMs: 150, count: 2 },
+    },
     client: 'fork-then-return',
     story: 'after a fork, the next reconnect returns to the first process, which replays from the wrong cursor',
     serverStory: `${FRESH_STORE_STORY}; then A: replayed, from its own event that has the id of B's (the ids collide)`,
@@ -86,7 +91,8 @@ export const SCENARIOS = {
     b: { hydrate: false },
     client: 'rejected',
     story: 'the resume lands on a process without the session: 404',
-    serverStory: "nothing: the application's router answers 404 before any transport sees the request (client and HTTP metrics only)",
+    serverStory:
+      "nothing: the application's router answers 404 before any transport sees the request (client and HTTP metrics only)",
   },
   'rejected-409': {
     a: { store: { idFormat: 'sdk', unknownCursor: 'validate' } },
@@ -128,8 +134,10 @@ export const SCENARIOS = {
     a: { store: 'sdk-example', keepAliveMs: 200 },
     b: null, // the proxy's route B is process A: the resume lands on the process that holds the log
     client: 'silent-fork',
-    story: "one process with the SDK's own InMemoryEventStore: even a resume on the process that holds the log gets 200 and keep-alives only",
-    serverStory: "A: unknown_cursor, although A stored that cursor: the store's `_GET_stream` split bug (SDK issues #943, #2560)",
+    story:
+      "one process with the SDK's own InMemoryEventStore: even a resume on the process that holds the log gets 200 and keep-alives only",
+    serverStory:
+      "A: unknown_cursor, although A stored that cursor: the store's `_GET_stream` split bug (SDK issues #943, #2560)",
   },
 };
 
@@ -235,7 +243,8 @@ export async function runLabScenario(name, options = {}) {
   try {
     const serverOptions = { moduleSystem: options.moduleSystem ?? 'cjs' }; // the client's default too
     servers.A = await startServer({ name: 'A', ...scenario.a, ...serverOverrides(options) }, serverOptions);
-    if (scenario.b) servers.B = await startServer({ name: 'B', ...scenario.b, ...serverOverrides(options) }, serverOptions);
+    if (scenario.b)
+      servers.B = await startServer({ name: 'B', ...scenario.b, ...serverOverrides(options) }, serverOptions);
     proxy = await startProxy(
       { A: servers.A.url, B: (servers.B ?? servers.A).url },
       { post: 'A', get: 'A', resume: 'A' },
@@ -257,7 +266,9 @@ export async function runLabScenario(name, options = {}) {
         resumeTo: scenario.resumeTo ?? 'B',
         verdictTimeoutMs: options.verdictTimeoutMs ?? 1500,
         // A live client goes on talking: its servers' overdue events count only on a request after the window.
-        keepTalkingAfterMs: options.deliveryVerdicts ? (options.serverInstrumentation?.deliveryWindowMs ?? 30000) + 300 : 0,
+        keepTalkingAfterMs: options.deliveryVerdicts
+          ? (options.serverInstrumentation?.deliveryWindowMs ?? 30000) + 300
+          : 0,
         instrumentation: { ...scenario.instrumentation, ...options.instrumentation },
         metricsPort: options.metricsPort,
         resolveFrom: options.resolveFrom,
@@ -274,7 +285,8 @@ export async function runLabScenario(name, options = {}) {
         resolve({ code: c, stderr: err });
       });
     });
-    if (code !== 0) throw new Error(`lab client (${name}, ${options.moduleSystem ?? 'cjs'}) exited ${code}:\n${stderr}`);
+    if (code !== 0)
+      throw new Error(`lab client (${name}, ${options.moduleSystem ?? 'cjs'}) exited ${code}:\n${stderr}`);
     const serverReports = {};
     if (options.serverTelemetry !== false && options.deliveryVerdicts) {
       // Every delivery verdict that is coming has come: no session stream awaits its window any more.
@@ -290,7 +302,14 @@ export async function runLabScenario(name, options = {}) {
     if (options.serverTelemetry !== false) {
       for (const [key, server] of Object.entries(servers)) serverReports[key] = await server.telemetry();
     }
-    return { ...JSON.parse(readFileSync(reportFile, 'utf8')), name, story: scenario.story, serverStory: scenario.serverStory, stderr, servers: serverReports };
+    return {
+      ...JSON.parse(readFileSync(reportFile, 'utf8')),
+      name,
+      story: scenario.story,
+      serverStory: scenario.serverStory,
+      stderr,
+      servers: serverReports,
+    };
   } finally {
     await proxy?.close();
     for (const s of Object.values(servers)) s.stop();

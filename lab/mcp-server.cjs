@@ -1,6 +1,13 @@
 // Fork-lab MCP server, CommonJS entry (see server-app.cjs for the configuration): forkwatch is registered first,
 // then the SDK's CommonJS build is required and patched through require-in-the-middle, as in a CommonJS app.
-const { readServerConfig, forkwatchEntry, setupServerTelemetry, loadServerSdk, startLabServer, announce } = require('./server-app.cjs');
+const {
+  readServerConfig,
+  forkwatchEntry,
+  setupServerTelemetry,
+  loadServerSdk,
+  startLabServer,
+  announce,
+} = require('./server-app.cjs');
 
 async function main() {
   const config = readServerConfig();

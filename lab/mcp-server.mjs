@@ -4,7 +4,14 @@
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 const require = createRequire(import.meta.url);
-const { readServerConfig, forkwatchEntry, setupServerTelemetry, loadServerSdk, startLabServer, announce } = require('./server-app.cjs');
+const {
+  readServerConfig,
+  forkwatchEntry,
+  setupServerTelemetry,
+  loadServerSdk,
+  startLabServer,
+  announce,
+} = require('./server-app.cjs');
 
 const config = readServerConfig();
 try {

@@ -37,7 +37,8 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
     else if (req.url === '/__lab/cut') {
       const kinds = body.kinds ?? ['get', 'resume'];
       for (const s of [...streams]) {
-        if (kinds.includes(s.entry.kind) && (!body.sessionId || s.entry.sessionId === body.sessionId)) cutStream(s, body);
+        if (kinds.includes(s.entry.kind) && (!body.sessionId || s.entry.sessionId === body.sessionId))
+          cutStream(s, body);
       }
     } else if (req.url !== '/__lab/log') {
       res.writeHead(404).end();
@@ -57,31 +58,35 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
     // A long-running lab keeps only the recent past.
     if (log.length > 5000) log.splice(0, log.length - 5000);
     const upstream = new URL(req.url, upstreams[target]);
-    const upstreamReq = httpRequest(upstream, { method: req.method, headers: { ...req.headers, host: upstream.host } }, upRes => {
-      entry.status = upRes.statusCode;
-      res.writeHead(upRes.statusCode, upRes.headers);
-      if (!String(upRes.headers['content-type'] ?? '').includes('text/event-stream')) {
-        upRes.pipe(res);
-        return;
-      }
-      const stream = { res, upRes, upstreamReq, entry, cutNext: undefined, cutTimer: undefined };
-      streams.add(stream);
-      upRes.on('data', chunk => {
-        if (stream.cutNext) {
-          clearTimeout(stream.cutTimer);
-          res.write(chunk.subarray(0, Math.max(1, Math.floor(chunk.length / 2))));
-          stream.cutNext();
-          stream.cutNext = undefined;
+    const upstreamReq = httpRequest(
+      upstream,
+      { method: req.method, headers: { ...req.headers, host: upstream.host } },
+      upRes => {
+        entry.status = upRes.statusCode;
+        res.writeHead(upRes.statusCode, upRes.headers);
+        if (!String(upRes.headers['content-type'] ?? '').includes('text/event-stream')) {
+          upRes.pipe(res);
           return;
         }
-        res.write(chunk);
-      });
-      upRes.on('end', () => {
-        streams.delete(stream);
-        res.end();
-      });
-      upRes.on('error', () => res.socket?.destroy());
-    });
+        const stream = { res, upRes, upstreamReq, entry, cutNext: undefined, cutTimer: undefined };
+        streams.add(stream);
+        upRes.on('data', chunk => {
+          if (stream.cutNext) {
+            clearTimeout(stream.cutTimer);
+            res.write(chunk.subarray(0, Math.max(1, Math.floor(chunk.length / 2))));
+            stream.cutNext();
+            stream.cutNext = undefined;
+            return;
+          }
+          res.write(chunk);
+        });
+        upRes.on('end', () => {
+          streams.delete(stream);
+          res.end();
+        });
+        upRes.on('error', () => res.socket?.destroy());
+      },
+    );
     upstreamReq.on('error', () => {
       entry.status = entry.status ?? 502;
       if (!res.headersSent) res.writeHead(502).end();

@@ -13,15 +13,19 @@ import { SCENARIOS, runLabScenario } from './harness.mjs';
 
 const args = process.argv.slice(2);
 const flag = name => args.includes(name);
-const valueOf = name => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
-const aiSdk = valueOf('--client') === 'ai-sdk';
+const optionValue = name => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const aiSdk = optionValue('--client') === 'ai-sdk';
 /** @ai-sdk/mcp only resumes its GET stream after an error, never drops its cursor and never resumes POST streams. */
 const AI_SDK_SCENARIOS = ['healthy', 'live-fork-integer-ids', 'fail-loud'];
-const chosen = valueOf('--scenario')
-  ? [valueOf('--scenario')]
+const chosen = optionValue('--scenario')
+  ? [optionValue('--scenario')]
   : flag('--all')
-    ? aiSdk ? AI_SDK_SCENARIOS : Object.keys(SCENARIOS)
-    : aiSdk ? AI_SDK_SCENARIOS.slice(0, 2) : ['healthy', 'silent-fork', 'live-fork-integer-ids'];
+    ? aiSdk
+      ? AI_SDK_SCENARIOS
+      : Object.keys(SCENARIOS)
+    : aiSdk
+      ? AI_SDK_SCENARIOS.slice(0, 2)
+      : ['healthy', 'silent-fork', 'live-fork-integer-ids'];
 const clientOptions = aiSdk
   ? { client: 'ai-sdk', resolveFrom: new URL('../test/sdk-versions/ai-sdk-mcp', import.meta.url).pathname }
   : {};
@@ -34,7 +38,9 @@ const dim = t => paint('2', t);
 
 const require = createRequire(import.meta.url);
 // The SDK's exports map `./*` into dist/, so its package.json is found from a file inside it.
-const sdkPackageJson = require.resolve('@modelcontextprotocol/sdk/client/index.js').replace(/dist[\\/]cjs[\\/].*$/, 'package.json');
+const sdkPackageJson = require
+  .resolve('@modelcontextprotocol/sdk/client/index.js')
+  .replace(/dist[\\/]cjs[\\/].*$/, 'package.json');
 const sdkVersion = JSON.parse(readFileSync(sdkPackageJson, 'utf8')).version;
 
 function metric(text, name, labels = {}) {
@@ -54,7 +60,12 @@ function describeAttempt(span) {
   const firstId = first['forkwatch.resume.first_event_id'];
   const gap = first['forkwatch.resume.gap_seconds'];
   const status = span.attributes['http.response.status_code'];
-  const label = outcome === 'forked' ? red(`FORKED (${reason})`) : outcome === 'resumed' ? green('resumed') : `${outcome}${reason ? ` (${reason})` : ''}`;
+  const label =
+    outcome === 'forked'
+      ? red(`FORKED (${reason})`)
+      : outcome === 'resumed'
+        ? green('resumed')
+        : `${outcome}${reason ? ` (${reason})` : ''}`;
   const parts = [label];
   if (cursor !== undefined) parts.push(`cursor ${cursor}`);
   else parts.push('no cursor sent although one was held');
@@ -78,39 +89,62 @@ function describeServers(report) {
 
 let failures = 0;
 const reports = [];
-const parts = aiSdk ? `the @ai-sdk/mcp client and @modelcontextprotocol/sdk ${sdkVersion} servers` : `the real @modelcontextprotocol/sdk ${sdkVersion} client and servers`;
+const parts = aiSdk
+  ? `the @ai-sdk/mcp client and @modelcontextprotocol/sdk ${sdkVersion} servers`
+  : `the real @modelcontextprotocol/sdk ${sdkVersion} client and servers`;
 console.log(`forkwatch fork lab: ${parts} on 127.0.0.1, ${moduleSystem} client\n`);
 for (const name of chosen) {
   const report = await runLabScenario(name, { moduleSystem, ...clientOptions });
   reports.push(report);
   if (flag('--json')) continue;
-  const resumes = report.httpLog.filter(e => e.kind === 'resume' || (e.kind === 'get' && report.httpLog.indexOf(e) > 2));
-  const statuses = resumes.map(e => `${e.lastEventId ? `GET Last-Event-ID ${e.lastEventId.length > 24 ? e.lastEventId.slice(0, 21) + '…' : e.lastEventId}` : 'GET (no Last-Event-ID)'} → ${e.status}`);
+  const resumes = report.httpLog.filter(
+    e => e.kind === 'resume' || (e.kind === 'get' && report.httpLog.indexOf(e) > 2),
+  );
+  const statuses = resumes.map(
+    e =>
+      `${e.lastEventId ? `GET Last-Event-ID ${e.lastEventId.length > 24 ? `${e.lastEventId.slice(0, 21)}…` : e.lastEventId}` : 'GET (no Last-Event-ID)'} → ${e.status}`,
+  );
   const fromLog = report.received.filter(d => d.origin === 'A').length;
   const foreign = report.received.length - fromLog;
   const received = `${fromLog} received${foreign ? ` (${red(`+ ${foreign} from another process's log`)})` : ''}`;
-  const lostText = report.lost.length ? red(`${report.lost.length} LOST (#${report.lost.join(' #')})`) : green('none lost');
+  const lostText = report.lost.length
+    ? red(`${report.lost.length} LOST (#${report.lost.join(' #')})`)
+    : green('none lost');
   const forks = metric(report.metrics, 'forkwatch_client_forks_total');
   const duplicates = metric(report.metrics, 'forkwatch_client_duplicate_events_total');
   console.log(paint('1', `━━ ${name}`) + dim(`: ${report.story}`));
   console.log(`  what the app saw      ${report.emittedByA} sent by the session's server, ${received}, ${lostText}`);
-  if (report.duplicatesSeenByApp) console.log(`                        ${red(`${report.duplicatesSeenByApp} delivered twice`)}`);
-  if (report.errors.some(e => e.name === 'StreamForkDetected')) console.log(`                        onerror: ${red('StreamForkDetected')}`);
+  if (report.duplicatesSeenByApp)
+    console.log(`                        ${red(`${report.duplicatesSeenByApp} delivered twice`)}`);
+  if (report.errors.some(e => e.name === 'StreamForkDetected'))
+    console.log(`                        onerror: ${red('StreamForkDetected')}`);
   console.log(`                        after the drop: ${statuses.join(dim(', ')) || 'no reconnect'}`);
   const attempts = report.spans.filter(s => s.name === 'forkwatch.client.resume');
-  attempts.forEach((span, i) => console.log(`  ${i === 0 ? 'what forkwatch says ' : '                    '}  resume ${i + 1}: ${describeAttempt(span)}`));
+  attempts.forEach((span, i) =>
+    console.log(
+      `  ${i === 0 ? 'what forkwatch says ' : '                    '}  resume ${i + 1}: ${describeAttempt(span)}`,
+    ),
+  );
   if (duplicates) console.log(`                        duplicate events counted: ${duplicates}`);
-  describeServers(report).forEach((line, i) => console.log(`  ${i === 0 ? "the servers' view   " : '                    '}  ${line}`));
+  describeServers(report).forEach((line, i) =>
+    console.log(`  ${i === 0 ? "the servers' view   " : '                    '}  ${line}`),
+  );
   if (report.serverStory) console.log(`                        ${dim(report.serverStory)}`);
-  const silentLoss = report.lost.length > 0 && report.httpLog.filter(e => e.kind === 'resume').every(e => e.status === 200);
+  const silentLoss =
+    report.lost.length > 0 && report.httpLog.filter(e => e.kind === 'resume').every(e => e.status === 200);
   const caught = forks > 0;
   const ok = name === 'healthy' ? !caught && report.lost.length === 0 : !silentLoss || caught;
   if (!ok) failures++;
-  const verdict = name === 'healthy'
-    ? ok ? green('no fork, nothing lost, nothing reported') : red('unexpected report on a healthy resume')
-    : silentLoss
-      ? caught ? green('silent loss behind HTTP 200 — caught by forkwatch') : red('silent loss NOT caught')
-      : 'loss was visible (non-2xx): reported as rejected';
+  const verdict =
+    name === 'healthy'
+      ? ok
+        ? green('no fork, nothing lost, nothing reported')
+        : red('unexpected report on a healthy resume')
+      : silentLoss
+        ? caught
+          ? green('silent loss behind HTTP 200 — caught by forkwatch')
+          : red('silent loss NOT caught')
+        : 'loss was visible (non-2xx): reported as rejected';
   console.log(`  ${paint('1', '→')} ${verdict}\n`);
 }
 if (flag('--json')) console.log(JSON.stringify(reports, null, 2));

@@ -42,7 +42,11 @@ const forkwatchEntry = moduleSystem => {
 /** The lab's OpenTelemetry set-up (telemetry.cjs), with forkwatch registered: call before loading the SDK. */
 function setupServerTelemetry(forkwatch, config) {
   const { setupTelemetry } = require('./telemetry.cjs');
-  return setupTelemetry({ forkwatch, instrumentationConfig: config.instrumentation ?? {}, metricsPort: config.metricsPort });
+  return setupTelemetry({
+    forkwatch,
+    instrumentationConfig: config.instrumentation ?? {},
+    metricsPort: config.metricsPort,
+  });
 }
 
 /**
@@ -65,13 +69,19 @@ async function loadServerSdk(config, moduleSystem) {
     }
   };
   // The SDK's own example store is the same code in 1.x and 2.x (2.x does not ship it): always the 1.x file.
-  const exampleStore = async r => (await load('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js', r)).InMemoryEventStore;
+  const exampleStore = async r =>
+    (await load('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js', r)).InMemoryEventStore;
   if (config.sdk === 'v2') {
     // 2.x packages are imported by name, as an app does: the ESM hooks match the package, not a file inside it.
     const byName = async spec => (moduleSystem === 'cjs' ? rootReq(spec) : import(spec));
     const server = await byName('@modelcontextprotocol/server');
     const node = await byName('@modelcontextprotocol/node');
-    const pkg = JSON.parse(require('node:fs').readFileSync(path.join(path.dirname(rootReq.resolve('@modelcontextprotocol/server')), '../package.json'), 'utf8'));
+    const pkg = JSON.parse(
+      require('node:fs').readFileSync(
+        path.join(path.dirname(rootReq.resolve('@modelcontextprotocol/server')), '../package.json'),
+        'utf8',
+      ),
+    );
     return {
       version: `@modelcontextprotocol/server@${pkg.version}`,
       McpServer: server.McpServer,
@@ -84,7 +94,9 @@ async function loadServerSdk(config, moduleSystem) {
   const mcp = await load('@modelcontextprotocol/sdk/server/mcp.js');
   const http = await load('@modelcontextprotocol/sdk/server/streamableHttp.js');
   const web = await optional('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
-  const pkgFile = req.resolve('@modelcontextprotocol/sdk/server/mcp.js').replace(/([\\/])dist\1cjs\1.*$/, '$1package.json');
+  const pkgFile = req
+    .resolve('@modelcontextprotocol/sdk/server/mcp.js')
+    .replace(/([\\/])dist\1cjs\1.*$/, '$1package.json');
   const version = JSON.parse(require('node:fs').readFileSync(pkgFile, 'utf8')).version;
   return {
     version: `@modelcontextprotocol/sdk@${version}`,
@@ -117,7 +129,10 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
       keepAliveMs: config.keepAliveMs,
       onsessioninitialized: id => sessions.set(id, session),
     });
-    const server = new McpServer({ name: `fork-lab-${config.name}`, version: '1.0.0' }, { capabilities: { logging: {} } });
+    const server = new McpServer(
+      { name: `fork-lab-${config.name}`, version: '1.0.0' },
+      { capabilities: { logging: {} } },
+    );
     const notify = (extra, data) => {
       const notification = {
         method: 'notifications/message',
@@ -158,7 +173,7 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
     return session;
   }
 
-  function startTicker(session, notify) {
+  function startTicker(_session, notify) {
     let sent = 0;
     const timer = setInterval(() => {
       if (sent++ >= config.ticker.count) return clearInterval(timer);
@@ -178,8 +193,18 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
     const patched = sdk.CoreTransport?.prototype?.handleGetRequest?.__wrapped === true;
     if (!telemetry) return { moduleSystem, sdkVersion: sdk.version, sdkPatched: patched, spans: [], metrics: '' };
     const serverDelivery = telemetry.instrumentation.serverDelivery;
-    const delivery = { sessionsWithPending: serverDelivery.ledger.sessionsWithPending, awaitingVerdict: serverDelivery.streamsInWindow() };
-    return { moduleSystem, sdkVersion: sdk.version, sdkPatched: patched, spans: telemetry.finishedSpans(), metrics: await telemetry.scrape(), delivery };
+    const delivery = {
+      sessionsWithPending: serverDelivery.ledger.sessionsWithPending,
+      awaitingVerdict: serverDelivery.streamsInWindow(),
+    };
+    return {
+      moduleSystem,
+      sdkVersion: sdk.version,
+      sdkPatched: patched,
+      spans: telemetry.finishedSpans(),
+      metrics: await telemetry.scrape(),
+      delivery,
+    };
   }
 
   const httpServer = createServer(async (req, res) => {

@@ -5,7 +5,11 @@
 //   node scripts/build.mjs && node lab/server-recall.mjs
 import { SCENARIOS, runLabScenario } from './harness.mjs';
 
-const sum = (metrics, re) => metrics.split('\n').filter(l => re.test(l)).reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+const sum = (metrics, re) =>
+  metrics
+    .split('\n')
+    .filter(l => re.test(l))
+    .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
 let lossy = 0;
 let caught = 0;
 let falseAlarms = 0;
@@ -20,7 +24,10 @@ for (const name of Object.keys(SCENARIOS)) {
   const lost = r.emittedTotal !== undefined ? r.emittedTotal - r.receivedTotal : r.lost.length;
   let signals = 0;
   const per = Object.entries(r.servers).map(([key, s]) => {
-    const loss = sum(s.metrics, /^forkwatch_server_undelivered_events_total\{.*reason="(stream_moved|no_listener|dropped)"/);
+    const loss = sum(
+      s.metrics,
+      /^forkwatch_server_undelivered_events_total\{.*reason="(stream_moved|no_listener|dropped)"/,
+    );
     const abandoned = sum(s.metrics, /^forkwatch_server_undelivered_events_total\{.*reason="abandoned"/);
     const resumes = sum(s.metrics, /^forkwatch_server_resumes_total\{.*outcome="(unknown_cursor|ignored)"/);
     signals += loss + resumes;
@@ -32,4 +39,6 @@ for (const name of Object.keys(SCENARIOS)) {
   } else if (signals > 0) falseAlarms++;
   console.log(`${name.padEnd(26)} lost ${String(lost).padStart(2)}   ${per.join('   ')}`);
 }
-console.log(`\nserver-only recall: ${caught}/${lossy} lossy scenarios; false alarms: ${falseAlarms}/${Object.keys(SCENARIOS).length - lossy} healthy ones`);
+console.log(
+  `\nserver-only recall: ${caught}/${lossy} lossy scenarios; false alarms: ${falseAlarms}/${Object.keys(SCENARIOS).length - lossy} healthy ones`,
+);

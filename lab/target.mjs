@@ -19,20 +19,36 @@ const { setupTelemetry } = require('./telemetry.cjs');
 const { sdkLoader } = require('./client-config.cjs');
 const { waitFor } = require('./client-scenario.cjs');
 
-const { scenario = 'healthy', metricsPort, sessionsPerRun = 4, verdictTimeoutMs = 800 } = JSON.parse(process.env.LAB_TARGET ?? '{}');
-const telemetry = setupTelemetry({
+const {
+  scenario = 'healthy',
+  metricsPort,
+  sessionsPerRun = 4,
+  verdictTimeoutMs = 800,
+} = JSON.parse(process.env.LAB_TARGET ?? '{}');
+const _telemetry = setupTelemetry({
   forkwatch: await import(pathToFileURL(forkwatchEntry('esm')).href),
   instrumentationConfig: { verdictTimeoutMs },
   metricsPort,
 });
 const serverSdk = await loadServerSdk({ sdk: 'v1' }, 'esm');
-const start = config => startLabServer({ config: { telemetry: false, keepAliveMs: 200, ...config }, sdk: serverSdk, LabEventStore, moduleSystem: 'esm' });
+const start = config =>
+  startLabServer({
+    config: { telemetry: false, keepAliveMs: 200, ...config },
+    sdk: serverSdk,
+    LabEventStore,
+    moduleSystem: 'esm',
+  });
 const url = server => `http://127.0.0.1:${server.address().port}`;
 
 const servers = { A: await start({ name: 'A', store: { idFormat: 'integer' } }) };
 if (scenario === 'forked') {
   servers.B = await start({ name: 'B', store: 'sdk-example', hydrate: true });
-  servers.C = await start({ name: 'C', store: { idFormat: 'integer', unknownCursor: 'fresh' }, hydrate: true, ticker: { everyMs: 50, count: 2 } });
+  servers.C = await start({
+    name: 'C',
+    store: { idFormat: 'integer', unknownCursor: 'fresh' },
+    hydrate: true,
+    ticker: { everyMs: 50, count: 2 },
+  });
 }
 const proxy = await startProxy(Object.fromEntries(Object.entries(servers).map(([k, s]) => [k, url(s)])), {
   post: 'A',
@@ -49,7 +65,12 @@ const cut = body => fetch(`${proxy.url}/__lab/cut`, { method: 'POST', body: JSON
 
 async function session() {
   const transport = new StreamableHTTPClientTransport(new URL(`${proxy.url}/mcp`), {
-    reconnectionOptions: { initialReconnectionDelay: 100, maxReconnectionDelay: 200, reconnectionDelayGrowFactor: 1, maxRetries: 1 },
+    reconnectionOptions: {
+      initialReconnectionDelay: 100,
+      maxReconnectionDelay: 200,
+      reconnectionDelayGrowFactor: 1,
+      maxRetries: 1,
+    },
   });
   const client = new Client({ name: 'fork-lab-target', version: '1.0.0' });
   const received = [];
@@ -84,7 +105,9 @@ const control = createServer(async (req, res) => {
   if (req.method === 'POST' && req.url === '/run') {
     const results = await Promise.allSettled(Array.from({ length: sessionsPerRun }, () => session()));
     const failed = results.filter(r => r.status === 'rejected').map(r => String(r.reason?.message ?? r.reason));
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ sessions: results.length, failed }));
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ sessions: results.length, failed }));
     return;
   }
   res.writeHead(404).end();

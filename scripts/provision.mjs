@@ -35,15 +35,21 @@ export function provisionDebianPackages({
   if (!isRoot || !hasApt) {
     return (
       `${bins.join(', ')} missing; the rule, alert and dashboard tests need them. ` +
-      (hasApt ? `Run as root: ${command}` : `Install Debian's packages ${packages.join(', ')} (apt-get is not available here)`)
+      (hasApt
+        ? `Run as root: ${command}`
+        : `Install Debian's packages ${packages.join(', ')} (apt-get is not available here)`)
     );
   }
   log(`${bins.join(', ')} missing: ${command}`);
   // --no-install-recommends leaves out prometheus-node-exporter; no service is stopped or started by this script.
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
   const update = run('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-  if (update.status !== 0) return `apt-get update failed (exit ${update.status ?? update.signal}); cannot install ${packages.join(', ')}`;
-  const install = run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], { stdio: 'inherit', env });
+  if (update.status !== 0)
+    return `apt-get update failed (exit ${update.status ?? update.signal}); cannot install ${packages.join(', ')}`;
+  const install = run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
+    stdio: 'inherit',
+    env,
+  });
   if (install.status !== 0) return `${command} failed (exit ${install.status ?? install.signal})`;
   const still = bins.filter(bin => !existsSync(bin));
   if (still.length > 0) return `${command} succeeded but ${still.join(', ')} is still missing`;
@@ -63,7 +69,10 @@ export function provisionVersionFolders({ run = spawnSync, versionsDir = join(ro
     const where = relative(root, app);
     log(`npm ci in ${where}`);
     const res = run('npm', ['ci', '--no-audit', '--no-fund', '--prefix', app], { cwd: root, stdio: 'inherit' });
-    if (res.status !== 0) errors.push(`npm ci in ${where} failed (exit ${res.status ?? res.signal ?? res.error}); the SDK version tests cannot run`);
+    if (res.status !== 0)
+      errors.push(
+        `npm ci in ${where} failed (exit ${res.status ?? res.signal ?? res.error}); the SDK version tests cannot run`,
+      );
   }
   return errors;
 }

@@ -65,7 +65,9 @@ if (existsSync(report)) {
   passed += json.numPassedTests ?? 0;
   failed += json.numFailedTests ?? 0;
   // A file that fails to load has no failed test of its own: count it once.
-  failed += (json.testResults ?? []).filter(f => f.status === 'failed' && !f.assertionResults?.some(a => a.status === 'failed')).length;
+  failed += (json.testResults ?? []).filter(
+    f => f.status === 'failed' && !f.assertionResults?.some(a => a.status === 'failed'),
+  ).length;
   // Skipped and todo tests: none may exist, so each one is reported and counted as failed.
   const skipped = (json.testResults ?? []).flatMap(f =>
     (f.assertionResults ?? [])
@@ -78,6 +80,18 @@ if (existsSync(report)) {
   console.error('test: vitest wrote no report');
 }
 if (vitest.status !== 0 && failed === 0) failed++;
+
+// Biome: one linter and formatter for the whole tree (biome.json), with the whole suite only.
+if (args.length === 0) {
+  const lint = run(process.execPath, [
+    'node_modules/@biomejs/biome/bin/biome',
+    'check',
+    '--diagnostic-level=error',
+    '.',
+  ]);
+  if (lint.status !== 0) console.error('test: biome check failed: `npm run format` fixes the formatting');
+  lint.status === 0 ? passed++ : failed++;
+}
 
 if (args.length === 0 && ruleFiles.length > 0) {
   const check = run('promtool', ['check', 'rules', ...ruleFiles.map(f => join('alerts', f))]);

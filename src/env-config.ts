@@ -103,7 +103,12 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
   if (propagateContext !== undefined) instrumentation.propagateContext = propagateContext;
   const observeFetch = r.bool(FORKWATCH_ENV.observeFetch, true);
   if (observeFetch !== undefined) instrumentation.observeFetch = observeFetch;
-  const deliveryWindowMs = r.int(FORKWATCH_ENV.deliveryWindowMs, 0, Number.MAX_SAFE_INTEGER, DEFAULT_DELIVERY_WINDOW_MS);
+  const deliveryWindowMs = r.int(
+    FORKWATCH_ENV.deliveryWindowMs,
+    0,
+    Number.MAX_SAFE_INTEGER,
+    DEFAULT_DELIVERY_WINDOW_MS,
+  );
   if (deliveryWindowMs !== undefined) instrumentation.deliveryWindowMs = deliveryWindowMs;
 
   const otlpEndpoint = (signal: string) =>
@@ -200,7 +205,8 @@ class Reader {
     if (raw === undefined) return [...fallback];
     const names = [...new Set(this.list(raw))];
     if (names.includes('none')) {
-      if (names.length > 1) this.report(`${name}=${JSON.stringify(raw)} names "none" beside other exporters; using none`);
+      if (names.length > 1)
+        this.report(`${name}=${JSON.stringify(raw)} names "none" beside other exporters; using none`);
       return [];
     }
     const valid = names.filter((entry): entry is T => allowed.includes(entry as T));

@@ -37,7 +37,6 @@ import {
 import type { ForkwatchInstrumentationConfig, ResumeVerdictInfo } from './types';
 import { PACKAGE_NAME, PACKAGE_VERSION } from './version';
 
-
 export class ForkwatchInstrumentation
   extends InstrumentationBase<ForkwatchInstrumentationConfig>
   implements ForkwatchRuntime
@@ -274,12 +273,17 @@ export class ForkwatchInstrumentation
   ): any {
     if (!this.isEnabled() || !moduleExports) return moduleExports;
     if (supported && version !== undefined && !versionSatisfies(version, supported)) {
-      this.warnOnce(`${packageName}@${version}`, `${packageName}@${version} is outside the supported range ${supported}: not instrumented`);
+      this.warnOnce(
+        `${packageName}@${version}`,
+        `${packageName}@${version} is outside the supported range ${supported}: not instrumented`,
+      );
       return moduleExports;
     }
     if (fileVersions && version !== undefined && !versionSatisfies(version, fileVersions)) {
       // A file whose classes moved elsewhere in this version (e.g. the 1.x Node server transport from 1.25 on).
-      this._diag.debug(`${packageName}@${version}: ${targets.map(t => t.exportName).join(', ')} left alone here (${fileVersions})`);
+      this._diag.debug(
+        `${packageName}@${version}: ${targets.map(t => t.exportName).join(', ')} left alone here (${fileVersions})`,
+      );
       return moduleExports;
     }
     for (const target of targets) {
@@ -336,7 +340,8 @@ export class ForkwatchInstrumentation
     const config = this.getConfig();
     const window = config.deliveryWindowMs;
     const validWindow = typeof window === 'number' && Number.isFinite(window) && window >= 0;
-    if (window !== undefined && !validWindow) this._diag.warn(`invalid deliveryWindowMs ${window}; using ${DEFAULT_DELIVERY_WINDOW_MS}`);
+    if (window !== undefined && !validWindow)
+      this._diag.warn(`invalid deliveryWindowMs ${window}; using ${DEFAULT_DELIVERY_WINDOW_MS}`);
     return new ServerDelivery(
       {
         windowMs: validWindow ? window : DEFAULT_DELIVERY_WINDOW_MS,
@@ -357,7 +362,8 @@ export class ForkwatchInstrumentation
     if (!codec) this._diag.warn(`unknown codec ${JSON.stringify(config.codec)}; using auto`);
     const timeout = config.verdictTimeoutMs;
     const validTimeout = typeof timeout === 'number' && Number.isFinite(timeout) && timeout > 0;
-    if (timeout !== undefined && !validTimeout) this._diag.warn(`invalid verdictTimeoutMs ${timeout}; using ${DEFAULT_VERDICT_TIMEOUT_MS}`);
+    if (timeout !== undefined && !validTimeout)
+      this._diag.warn(`invalid verdictTimeoutMs ${timeout}; using ${DEFAULT_VERDICT_TIMEOUT_MS}`);
     if (config.onFork !== undefined && config.onFork !== 'record' && config.onFork !== 'abort') {
       this._diag.warn(`invalid onFork ${JSON.stringify(config.onFork)}; using 'record'`);
     }

@@ -24,7 +24,11 @@ export type ServerResumeOutcome = (typeof SERVER_RESUME_OUTCOMES)[number];
 export const SERVER_UNDELIVERED_REASONS = ['stream_moved', 'no_listener', 'dropped', 'abandoned'] as const;
 export type ServerUndeliveredReason = (typeof SERVER_UNDELIVERED_REASONS)[number];
 /** The undelivered reasons that are loss to a live client (the server delivery SLO's bad events). */
-export const SERVER_UNDELIVERED_LOSS_REASONS = ['stream_moved', 'no_listener', 'dropped'] as const satisfies readonly ServerUndeliveredReason[];
+export const SERVER_UNDELIVERED_LOSS_REASONS = [
+  'stream_moved',
+  'no_listener',
+  'dropped',
+] as const satisfies readonly ServerUndeliveredReason[];
 
 /** Metric attribute (Prometheus label) keys. Plain words, so the exporter keeps them as written. */
 export const LABEL = {

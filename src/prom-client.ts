@@ -176,7 +176,10 @@ interface PromValue {
 }
 
 /** One collection shared by all families of a scrape: prom-client calls get() on every metric at once. */
-const inflight = new WeakMap<ForkwatchMetricReader, Promise<Map<string, { scope: ScopeMetrics['scope']; data: MetricData }[]>>>();
+const inflight = new WeakMap<
+  ForkwatchMetricReader,
+  Promise<Map<string, { scope: ScopeMetrics['scope']; data: MetricData }[]>>
+>();
 
 function collect(reader: ForkwatchMetricReader) {
   let pending = inflight.get(reader);
@@ -231,7 +234,8 @@ class ForkwatchPromMetric {
       if (scope.schemaUrl) scopeLabels.otel_scope_schema_url = scope.schemaUrl;
       if (scope.version) scopeLabels.otel_scope_version = scope.version;
       if (data.dataPointType === DataPointType.HISTOGRAM) {
-        for (const point of data.dataPoints) values.push(...histogramValues(this.name, point.attributes, point.value, scopeLabels));
+        for (const point of data.dataPoints)
+          values.push(...histogramValues(this.name, point.attributes, point.value, scopeLabels));
       } else {
         for (const point of data.dataPoints) {
           values.push({ value: point.value as number, labels: { ...labelsOf(point.attributes), ...scopeLabels } });
@@ -245,7 +249,12 @@ class ForkwatchPromMetric {
   reset(): void {}
 }
 
-function histogramValues(name: string, attributes: Attributes, histogram: Histogram, scopeLabels: Record<string, string>): PromValue[] {
+function histogramValues(
+  name: string,
+  attributes: Attributes,
+  histogram: Histogram,
+  scopeLabels: Record<string, string>,
+): PromValue[] {
   const labels = { ...labelsOf(attributes), ...scopeLabels };
   const values: PromValue[] = [];
   if (histogram.count != null) values.push({ metricName: `${name}_count`, labels, value: histogram.count });
@@ -266,7 +275,8 @@ function histogramValues(name: string, attributes: Attributes, histogram: Histog
 function labelsOf(attributes: Attributes): Record<string, string> {
   const labels: Record<string, string> = {};
   for (const [key, value] of Object.entries(attributes)) {
-    labels[key.replace(/[^a-z0-9_]/gi, '_').replace(/_{2,}/g, '_')] = typeof value === 'string' ? value : JSON.stringify(value);
+    labels[key.replace(/[^a-z0-9_]/gi, '_').replace(/_{2,}/g, '_')] =
+      typeof value === 'string' ? value : JSON.stringify(value);
   }
   return labels;
 }
@@ -291,15 +301,19 @@ export function teeMeterProvider(providers: ApiMeterProvider[]): ApiMeterProvide
 function teeMeter(meters: Meter[]): Meter {
   const adders = (name: string, options: MetricOptions | undefined, kind: 'createCounter' | 'createUpDownCounter') => {
     const parts = meters.map(m => m[kind](name, options));
-    return { add: (value: number, attributes?: Attributes, ctx?: never) => {
-      for (const p of parts) p.add(value, attributes, ctx);
-    } };
+    return {
+      add: (value: number, attributes?: Attributes, ctx?: never) => {
+        for (const p of parts) p.add(value, attributes, ctx);
+      },
+    };
   };
   const recorders = (name: string, options: MetricOptions | undefined, kind: 'createHistogram' | 'createGauge') => {
     const parts = meters.map(m => m[kind](name, options));
-    return { record: (value: number, attributes?: Attributes, ctx?: never) => {
-      for (const p of parts) p.record(value, attributes, ctx);
-    } };
+    return {
+      record: (value: number, attributes?: Attributes, ctx?: never) => {
+        for (const p of parts) p.record(value, attributes, ctx);
+      },
+    };
   };
   const observable = (
     name: string,
@@ -331,7 +345,10 @@ function teeMeter(meters: Meter[]): Meter {
       const wrapped = meters.map((meter, i) => {
         const perMeter: BatchObservableCallback = (result: BatchObservableResult) =>
           callback({ observe: (o, value, attributes) => result.observe(partOf(o, i), value, attributes) });
-        meter.addBatchObservableCallback(perMeter, observables.map(o => partOf(o, i)));
+        meter.addBatchObservableCallback(
+          perMeter,
+          observables.map(o => partOf(o, i)),
+        );
         return perMeter;
       });
       batchCallbacks.set(callback, wrapped);
@@ -340,7 +357,11 @@ function teeMeter(meters: Meter[]): Meter {
       const wrapped = batchCallbacks.get(callback);
       if (!wrapped) return;
       batchCallbacks.delete(callback);
-      for (const [i, meter] of meters.entries()) meter.removeBatchObservableCallback(wrapped[i]!, observables.map(o => partOf(o, i)));
+      for (const [i, meter] of meters.entries())
+        meter.removeBatchObservableCallback(
+          wrapped[i]!,
+          observables.map(o => partOf(o, i)),
+        );
     },
   };
 }

@@ -77,7 +77,11 @@ export const SDK_V1_FILES: SdkFileTarget[] = [
   { file: 'client/streamableHttp.js', targets: [STREAMABLE_HTTP_CLIENT] },
   { file: 'client/sse.js', targets: [SSE_CLIENT] },
   { file: 'server/streamableHttp.js', targets: [NODE_STREAMABLE_HTTP_SERVER], versions: '>=1.17.0 <1.25.0' },
-  { file: 'server/webStandardStreamableHttp.js', targets: [WEB_STANDARD_STREAMABLE_HTTP_SERVER], versions: '>=1.25.0 <2' },
+  {
+    file: 'server/webStandardStreamableHttp.js',
+    targets: [WEB_STANDARD_STREAMABLE_HTTP_SERVER],
+    versions: '>=1.25.0 <2',
+  },
 ];
 
 /** @modelcontextprotocol/client and /server 2.x: bundled, classes exported from the package root. */
@@ -102,7 +106,12 @@ export const ALL_TARGETS: PatchTarget[] = [
 /** Minimal semver range check for the `>=a.b.c <d` ranges above; prerelease tags are compared as release. */
 export function versionSatisfies(version: string | undefined, range: string): boolean {
   if (!version) return false;
-  const parse = (v: string) => v.replace(/^[^\d]*/, '').split(/[.+-]/).slice(0, 3).map(n => Number(n) || 0);
+  const parse = (v: string) =>
+    v
+      .replace(/^[^\d]*/, '')
+      .split(/[.+-]/)
+      .slice(0, 3)
+      .map(n => Number(n) || 0);
   const cmp = (a: number[], b: number[]) => {
     for (let i = 0; i < 3; i++) if ((a[i] ?? 0) !== (b[i] ?? 0)) return (a[i] ?? 0) - (b[i] ?? 0);
     return 0;

@@ -15,14 +15,18 @@ const FORBIDDEN_NAME = /session|event_?id|cursor|url|uri|host|path|trace|span/i;
 let scrapes: [string, string][];
 beforeAll(async () => {
   const report: LabReport = await runLabScenario('live-fork-integer-ids');
-  scrapes = [['client app', report.metrics], ...Object.entries(report.servers ?? {}).map(([n, s]) => [`server ${n}`, s.metrics] as [string, string])];
+  scrapes = [
+    ['client app', report.metrics],
+    ...Object.entries(report.servers ?? {}).map(([n, s]) => [`server ${n}`, s.metrics] as [string, string]),
+  ];
 }, 120_000);
 
 const specFor = (family: string): MetricSpec | undefined => METRIC_SPECS.find(s => s.prometheusName === family);
 
 describe('the label contract', () => {
   test('the contract itself names no id, cursor, URL or trace label', () => {
-    for (const spec of METRIC_SPECS) for (const label of Object.keys(spec.labels)) expect(label, spec.prometheusName).not.toMatch(FORBIDDEN_NAME);
+    for (const spec of METRIC_SPECS)
+      for (const label of Object.keys(spec.labels)) expect(label, spec.prometheusName).not.toMatch(FORBIDDEN_NAME);
   });
 
   test('the scrapes hold the client and both servers, with every family of the contract among them', () => {
@@ -47,7 +51,8 @@ describe('the label contract', () => {
         expect(own, `${where}: ${name}`).toEqual(Object.keys(spec!.labels).sort());
         for (const [label, values] of family.labels) {
           if (EXPORTER_LABELS.has(label)) continue;
-          for (const value of values) expect(spec!.labels[label], `${where}: ${name}{${label}="${value}"}`).toContain(value);
+          for (const value of values)
+            expect(spec!.labels[label], `${where}: ${name}{${label}="${value}"}`).toContain(value);
         }
         checked++;
       }

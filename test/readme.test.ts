@@ -15,14 +15,23 @@ function tableRows(heading: string): string[][] {
   return section
     .split('\n')
     .filter(l => l.startsWith('| `'))
-    .map(l => l.split('|').slice(1, -1).map(c => c.trim()));
+    .map(l =>
+      l
+        .split('|')
+        .slice(1, -1)
+        .map(c => c.trim()),
+    );
 }
 
 describe('README', () => {
   test('the metrics table lists exactly the metrics of names.ts, with their types and labels', () => {
     const rows = tableRows('Metrics');
     const documented = new Map(rows.map(([name, type, labels]) => [name!.replace(/`/g, ''), { type, labels }]));
-    expect([...documented.keys()].sort()).toEqual(Object.values(METRICS).map(m => m.prometheusName).sort());
+    expect([...documented.keys()].sort()).toEqual(
+      Object.values(METRICS)
+        .map(m => m.prometheusName)
+        .sort(),
+    );
     for (const spec of Object.values(METRICS)) {
       const doc = documented.get(spec.prometheusName)!;
       expect(doc.type).toBe(spec.kind);
@@ -33,7 +42,8 @@ describe('README', () => {
 
   test('the span table names every span and span event', () => {
     const spansSection = readme.split(/^## /m).find(s => s.startsWith('Spans and span events'))!;
-    for (const name of [...Object.values(SPAN), ...Object.values(SPAN_EVENT)]) expect(spansSection).toContain(`\`${name}\``);
+    for (const name of [...Object.values(SPAN), ...Object.values(SPAN_EVENT)])
+      expect(spansSection).toContain(`\`${name}\``);
     for (const attr of [ATTR.cursor, ATTR.firstEventId, ATTR.sessionHash, ATTR.replayedEvents, ATTR.serverOutcome]) {
       expect(spansSection).toContain(`\`${attr}\``);
     }
@@ -52,7 +62,9 @@ describe('README', () => {
     const provision = readFileSync(join(root, 'scripts/provision.mjs'), 'utf8');
     expect(provision).toMatch(/'install', '-y', '-qq', '--no-install-recommends', \.\.\.packages/);
     expect(provision).toContain("'prometheus-alertmanager': ['/usr/bin/prometheus-alertmanager', '/usr/bin/amtool']");
-    expect(readFileSync(join(root, 'scripts/test.mjs'), 'utf8')).toContain("import { provision } from './provision.mjs';");
+    expect(readFileSync(join(root, 'scripts/test.mjs'), 'utf8')).toContain(
+      "import { provision } from './provision.mjs';",
+    );
   });
 
   test('src/version.ts follows package.json', () => {

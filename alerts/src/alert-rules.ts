@@ -58,7 +58,7 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
         expr: perInstanceShare('unknown_cursor'),
         for: '15m',
         comment:
-          'Server view, per process: resumes whose Last-Event-ID the event store does not know (the session\'s log is\n' +
+          "Server view, per process: resumes whose Last-Event-ID the event store does not know (the session's log is\n" +
           'on another process, or was lost in a restart).',
       },
       'MCP server receives resume cursors it has no events for.',

@@ -129,7 +129,8 @@ export function resolveConfig(user: UserConfig = {}): ForkwatchConfig {
   const unknown = Object.keys(user).filter(k => !known.has(k));
   if (unknown.length > 0) throw new Error(`unknown config keys: ${unknown.join(', ')}`);
   const config = { ...DEFAULT_CONFIG, ...user } as ForkwatchConfig;
-  for (const key of NESTED) (config as unknown as Record<string, unknown>)[key] = { ...DEFAULT_CONFIG[key], ...user[key] };
+  for (const key of NESTED)
+    (config as unknown as Record<string, unknown>)[key] = { ...DEFAULT_CONFIG[key], ...user[key] };
   if (config.aggregationLabels.length > 0 && !config.aggregationLabels.includes(config.clusterLabel)) {
     throw new Error(`clusterLabel ${config.clusterLabel} must be one of aggregationLabels`);
   }

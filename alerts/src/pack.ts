@@ -14,7 +14,10 @@ export function renderPack(config: ForkwatchConfig): Map<string, string> {
   const files = new Map<string, string>();
   for (const [name, content] of renderRuleFiles(config)) files.set(`prometheus/${name}`, content);
   const rule = prometheusRule(config);
-  files.set('kubernetes/prometheusrule.yaml', yaml('forkwatch rules for the prometheus-operator (kube-prometheus).', rule));
+  files.set(
+    'kubernetes/prometheusrule.yaml',
+    yaml('forkwatch rules for the prometheus-operator (kube-prometheus).', rule),
+  );
   files.set('kubernetes/podmonitor.yaml', yaml('Scrapes the MCP pods that run forkwatch.', podMonitor(config)));
   for (const [name, content] of renderDashboards(config)) files.set(`grafana/dashboards/${name}`, content);
   files.set(
@@ -26,7 +29,10 @@ export function renderPack(config: ForkwatchConfig): Map<string, string> {
   );
   files.set(
     'otel-collector/config.yaml',
-    yaml('OpenTelemetry Collector (contrib, for the transform processor): OTLP in, Prometheus out.', collectorConfig(config)),
+    yaml(
+      'OpenTelemetry Collector (contrib, for the transform processor): OTLP in, Prometheus out.',
+      collectorConfig(config),
+    ),
   );
   const scrape = scrapeConfig(config);
   files.set('otel-collector/prometheus-scrape.yaml', yaml('Prometheus scrape job for the Collector.', scrape));

@@ -10,8 +10,7 @@ export const SLO_GROUP = 'forkwatch-slo.rules';
 
 export function recordingGroups(config: ForkwatchConfig): GroupSpec[] {
   const s = scope(config);
-  const rate5m = (metric: string, ...extra: string[]) =>
-    `sum by (${s.by(...extra)}) (rate(${s.sel(metric)}[5m]))`;
+  const rate5m = (metric: string, ...extra: string[]) => `sum by (${s.by(...extra)}) (rate(${s.sel(metric)}[5m]))`;
   return [
     {
       name: RECORDING_GROUP,

@@ -47,7 +47,10 @@ function clientSli(config: ForkwatchConfig): Sli {
 
 function serverSli(config: ForkwatchConfig): Sli {
   const s = scope(config);
-  const lost = s.sel(METRICS.serverUndeliveredEvents.prometheusName, `reason=~"${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}"`);
+  const lost = s.sel(
+    METRICS.serverUndeliveredEvents.prometheusName,
+    `reason=~"${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}"`,
+  );
   const written = s.sel(METRICS.serverEvents.prometheusName);
   return {
     ratio: w => `sum by (${s.by()}) (rate(${lost}[${w}]))\n/\nsum by (${s.by()}) (rate(${written}[${w}]))\n`,
@@ -129,18 +132,32 @@ export function sloAlerts(config: ForkwatchConfig): { client: RuleSpec[]; server
   const floors = config.burnWindows.map(w => `${w.long} >= ${w.minEvents}`).join(', ');
   const pages = config.burnWindows.filter(w => w.severity === 'page').map(w => `${w.factor}x`);
   const tickets = config.burnWindows.filter(w => w.severity === 'ticket').map(w => `${w.factor}x`);
-  const client = burnAlerts(config, CLIENT_BURN_ALERT, config.clientResumeObjective, clientSli(config), CLIENT_LOSS_RATIO, {
-    summary: 'Successful MCP stream resumes are silently losing events.',
-    describe: w => `successful (2xx) resumes in the last ${windowWords(w.long)} forked or stayed inconclusive`,
-    sloName: 'SLO',
-  });
-  const server = burnAlerts(config, SERVER_BURN_ALERT, config.serverDeliveryObjective, serverSli(config), SERVER_LOSS_RATIO, {
-    summary: 'MCP servers are losing events before they reach live clients.',
-    describe: w =>
-      `the events servers wrote in the last ${windowWords(w.long)} never reached a live client (stream moved, no ` +
-      'listener or dropped)',
-    sloName: 'delivery SLO',
-  });
+  const client = burnAlerts(
+    config,
+    CLIENT_BURN_ALERT,
+    config.clientResumeObjective,
+    clientSli(config),
+    CLIENT_LOSS_RATIO,
+    {
+      summary: 'Successful MCP stream resumes are silently losing events.',
+      describe: w => `successful (2xx) resumes in the last ${windowWords(w.long)} forked or stayed inconclusive`,
+      sloName: 'SLO',
+    },
+  );
+  const server = burnAlerts(
+    config,
+    SERVER_BURN_ALERT,
+    config.serverDeliveryObjective,
+    serverSli(config),
+    SERVER_LOSS_RATIO,
+    {
+      summary: 'MCP servers are losing events before they reach live clients.',
+      describe: w =>
+        `the events servers wrote in the last ${windowWords(w.long)} never reached a live client (stream moved, no ` +
+        'listener or dropped)',
+      sloName: 'delivery SLO',
+    },
+  );
   (client[0] as RuleSpec).comment =
     `Loss hidden behind 200s. SLO: ${percent(config.clientResumeObjective)} of successful (2xx) resumes whose ids can ` +
     `prove continuity\ncontinue their event log. Multi-window, multi-burn-rate (SRE workbook ch. 5): ${pages.join(' and ')} ` +

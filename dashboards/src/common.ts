@@ -61,7 +61,9 @@ export function scopeMatchers(config: ForkwatchConfig): Matchers {
   };
 }
 
-export function variables(config: ForkwatchConfig): Array<dashboard.DatasourceVariableBuilder | dashboard.QueryVariableBuilder> {
+export function variables(
+  config: ForkwatchConfig,
+): Array<dashboard.DatasourceVariableBuilder | dashboard.QueryVariableBuilder> {
   const datasource = new dashboard.DatasourceVariableBuilder('datasource').label('Data source').type('prometheus');
   const labels = labelVariables(config).map(v => {
     const filter = [RESUME_SERIES, config.selector.trim(), matchers(v.filterBy)].filter(Boolean).join(', ');
@@ -105,6 +107,8 @@ export function panelLinks(
   const specific = alertNames.map(name =>
     new dashboard.DashboardLinkBuilder(`Runbook: ${name}`).url(runbookUrl(config, name)).targetBlank(true),
   );
-  const index = new dashboard.DashboardLinkBuilder('All forkwatch runbooks').url(config.runbooksIndexUrl).targetBlank(true);
+  const index = new dashboard.DashboardLinkBuilder('All forkwatch runbooks')
+    .url(config.runbooksIndexUrl)
+    .targetBlank(true);
   return [...traceLinks, ...specific, index];
 }

@@ -55,7 +55,8 @@ export function queries(config: ForkwatchConfig) {
       `sum by (${lossBy}) (${rate(resumes, 'outcome="unverified"')})\n/\n` +
       `sum by (${lossBy}) (${rate(resumes, twoXxOutcomes)})`,
     lossRatio: (window: string) => `${CLIENT_LOSS_RATIO(window)}{${perJob}}`,
-    lossLegend: (window: string) => (config.aggregationLabels.length > 0 ? `{{${cluster}}} {{job}} ${window}` : `{{job}} ${window}`),
+    lossLegend: (window: string) =>
+      config.aggregationLabels.length > 0 ? `{{${cluster}}} {{job}} ${window}` : `{{job}} ${window}`,
 
     gapSecondsHeatmap: `sum by (le) (increase(${gapSeconds}{${raw}}[$__rate_interval]))`,
     skippedHeatmap: `sum by (le) (increase(${skipped}{${raw}}[$__rate_interval]))`,

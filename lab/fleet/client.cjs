@@ -55,7 +55,10 @@ async function waitFor(predicate, timeoutMs) {
   return false;
 }
 const api = async (p, body) => {
-  const res = await fetch(`${config.routerUrl}/__fleet/${p}`, body ? { method: 'POST', body: JSON.stringify(body) } : undefined);
+  const res = await fetch(
+    `${config.routerUrl}/__fleet/${p}`,
+    body ? { method: 'POST', body: JSON.stringify(body) } : undefined,
+  );
   return res.json();
 };
 
@@ -69,7 +72,12 @@ async function runSession() {
   const slow = random() < 0.15;
   const delay = slow ? 1500 + Math.floor(random() * 1500) : 100 + Math.floor(random() * 100);
   const transport = new StreamableHTTPClientTransport(new URL(`${config.routerUrl}${config.prefix}/mcp`), {
-    reconnectionOptions: { initialReconnectionDelay: delay, maxReconnectionDelay: delay, reconnectionDelayGrowFactor: 1, maxRetries: 3 },
+    reconnectionOptions: {
+      initialReconnectionDelay: delay,
+      maxReconnectionDelay: delay,
+      reconnectionDelayGrowFactor: 1,
+      maxRetries: 3,
+    },
   });
   const client = new Client({ name: `fleet-${config.name}`, version: '1.0.0' });
   const received = new Map();
@@ -79,7 +87,19 @@ async function runSession() {
     received.set(seq, (received.get(seq) ?? 0) + 1);
   });
   client.onerror = () => {};
-  const result = { session: undefined, slow, emitted: 0, unconfirmed: 0, lost: 0, duplicates: 0, cuts: {}, duplicateResumes: 0, skippedCuts: 0, emitErrors: [], error: undefined };
+  const result = {
+    session: undefined,
+    slow,
+    emitted: 0,
+    unconfirmed: 0,
+    lost: 0,
+    duplicates: 0,
+    cuts: {},
+    duplicateResumes: 0,
+    skippedCuts: 0,
+    emitErrors: [],
+    error: undefined,
+  };
   const confirmed = [];
   let next = 1;
   open++;
@@ -141,7 +161,7 @@ async function runSession() {
 }
 
 async function main() {
-  const server = createServer(async (req, res) => {
+  const server = createServer(async (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(telemetry ? await telemetry.scrape() : '');
   });
   await new Promise(resolve => server.listen(0, '127.0.0.1', resolve));

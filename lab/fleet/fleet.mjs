@@ -18,10 +18,26 @@ const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 /** Routing policy -> router policy, store, and the replica events during the run. */
 export const POLICIES = {
-  'sticky-shared': { router: 'sticky', store: 'shared', story: 'sticky by session, one shared event store: the healthy baseline' },
-  'sticky-failover': { router: 'sticky', store: 'local', story: 'sticky by session, a store per replica; one replica crashes and its sessions fail over' },
-  'round-robin': { router: 'round-robin', store: 'local', story: 'every request to the next replica, a store per replica' },
-  'rolling-restart': { router: 'sticky', store: 'local', story: 'sticky by session, a store per replica; every replica restarted in turn' },
+  'sticky-shared': {
+    router: 'sticky',
+    store: 'shared',
+    story: 'sticky by session, one shared event store: the healthy baseline',
+  },
+  'sticky-failover': {
+    router: 'sticky',
+    store: 'local',
+    story: 'sticky by session, a store per replica; one replica crashes and its sessions fail over',
+  },
+  'round-robin': {
+    router: 'round-robin',
+    store: 'local',
+    story: 'every request to the next replica, a store per replica',
+  },
+  'rolling-restart': {
+    router: 'sticky',
+    store: 'local',
+    story: 'sticky by session, a store per replica; every replica restarted in turn',
+  },
 };
 
 const children = new Set();
@@ -78,7 +94,14 @@ function spawnProcess(file, envName, config, marker, onLine) {
       reject(new Error(`${file} exited with ${code} before it was ready:\n${stderr}`));
     });
   });
-  return { child, ready, exited, stderr: () => stderr, stop: () => child.kill('SIGTERM'), kill: () => child.kill('SIGKILL') };
+  return {
+    child,
+    ready,
+    exited,
+    stderr: () => stderr,
+    stop: () => child.kill('SIGTERM'),
+    kill: () => child.kill('SIGKILL'),
+  };
 }
 
 async function startReplica(name, config) {
@@ -102,7 +125,19 @@ async function startReplica(name, config) {
 export async function runFleet(options = {}) {
   // The delivery ledger's window: 10 s, three times the slowest reconnect of the workload (its default is 30 s, for
   // the SDK's default reconnect schedule; sessions here end sooner than that).
-  const o = { policy: 'sticky-shared', servers: 3, sessions: 200, clients: 4, rounds: 4, soakMs: 0, prometheus: true, crash: true, verdictTimeoutMs: 10000, deliveryWindowMs: 10_000, ...options };
+  const o = {
+    policy: 'sticky-shared',
+    servers: 3,
+    sessions: 200,
+    clients: 4,
+    rounds: 4,
+    soakMs: 0,
+    prometheus: true,
+    crash: true,
+    verdictTimeoutMs: 10000,
+    deliveryWindowMs: 10_000,
+    ...options,
+  };
   const policy = POLICIES[o.policy];
   if (!policy) throw new Error(`unknown policy ${o.policy}; known: ${Object.keys(POLICIES)}`);
   const progress = o.onProgress ?? (() => {});
@@ -127,12 +162,17 @@ export async function runFleet(options = {}) {
     if (o.prometheus) {
       prometheus = await startPrometheus({
         track: trackChild,
-        ruleFiles: [join(root, 'alerts', 'forkwatch-recording.rules.yml'), join(root, 'alerts', 'forkwatch-alerts.rules.yml')],
+        ruleFiles: [
+          join(root, 'alerts', 'forkwatch-recording.rules.yml'),
+          join(root, 'alerts', 'forkwatch-alerts.rules.yml'),
+        ],
       });
     }
     const targets = () => [
       ...[...replicas.values()].map(r => ({ address: new URL(r.url).host, job: 'fleet-server', instance: r.name })),
-      ...clients.filter(c => c.metricsPort && c.telemetry && !c.crashed).map(c => ({ address: `127.0.0.1:${c.metricsPort}`, job: 'fleet-client', instance: c.name })),
+      ...clients
+        .filter(c => c.metricsPort && c.telemetry && !c.crashed)
+        .map(c => ({ address: `127.0.0.1:${c.metricsPort}`, job: 'fleet-client', instance: c.name })),
     ];
     const publishTargets = () => prometheus?.setTargets(targets());
 
@@ -168,7 +208,18 @@ export async function runFleet(options = {}) {
     const startClient = (name, extra) => {
       const reportFile = join(work, `${name}.json`);
       const crashedSessions = [];
-      const config = { name, routerUrl: router.url, sessions: perClient, rounds: o.rounds, seed: clients.length + 1, verdictTimeoutMs: o.verdictTimeoutMs, soakMs: o.soakMs, goFile, reportFile, ...extra };
+      const config = {
+        name,
+        routerUrl: router.url,
+        sessions: perClient,
+        rounds: o.rounds,
+        seed: clients.length + 1,
+        verdictTimeoutMs: o.verdictTimeoutMs,
+        soakMs: o.soakMs,
+        goFile,
+        reportFile,
+        ...extra,
+      };
       const c = { name, telemetry: config.telemetry !== false, reportFile, crashedSessions, done: false };
       c.proc = spawnProcess('client.cjs', 'FLEET_CLIENT', config, 'METRICS', line => {
         if (line.startsWith('SESSION ')) crashedSessions.push(line.slice(8));
@@ -178,15 +229,21 @@ export async function runFleet(options = {}) {
       return c;
     };
     for (let i = 0; i < o.clients; i++) startClient(`c${i + 1}`, {});
-    const controlClient = startClient('control', { telemetry: false, prefix: '/control' });
-    const crashy = startClient('crashy', { sessions: Math.max(4, Math.round(perClient / 4)), announce: true, rounds: 50 });
+    const _controlClient = startClient('control', { telemetry: false, prefix: '/control' });
+    const crashy = startClient('crashy', {
+      sessions: Math.max(4, Math.round(perClient / 4)),
+      announce: true,
+      rounds: 50,
+    });
     const finishers = clients.filter(c => c !== crashy);
     for (const c of clients) c.metricsPort = await c.proc.ready;
     publishTargets();
     if (prometheus) await waitForScrapes(prometheus, targets().length);
     writeFileSync(goFile, '');
     const goAt = Date.now();
-    note(`${clients.length} client processes started, go (${perClient} sessions each; the crash victim ${Math.max(4, Math.round(perClient / 4))})`);
+    note(
+      `${clients.length} client processes started, go (${perClient} sessions each; the crash victim ${Math.max(4, Math.round(perClient / 4))})`,
+    );
 
     // Replica and client events happen at fractions of the run's progress: of the soak's time, or of the resumes
     // a pass of sessions is expected to make (about 0.6 per session and round), so a slow machine stretches them.
@@ -206,8 +263,20 @@ export async function runFleet(options = {}) {
     if (o.crash) schedule.push({ at: 0.4, run: crash });
     else crashy.proc.kill();
     if (o.policy === 'sticky-failover') {
-      schedule.push({ at: 0.3, run: async () => (await retire('s1', 'crash'), note('replica s1 crashed (SIGKILL); its sessions fail over')) });
-      schedule.push({ at: 0.6, run: async () => (await addReplica('s1b'), note('replica s1b started in its place')) });
+      schedule.push({
+        at: 0.3,
+        run: async () => {
+          await retire('s1', 'crash');
+          note('replica s1 crashed (SIGKILL); its sessions fail over');
+        },
+      });
+      schedule.push({
+        at: 0.6,
+        run: async () => {
+          await addReplica('s1b');
+          note('replica s1b started in its place');
+        },
+      });
     }
     if (o.policy === 'rolling-restart') {
       const names = [...replicas.keys()];
@@ -238,7 +307,10 @@ export async function runFleet(options = {}) {
       if (prometheus && o.soakMs && Date.now() > nextSeriesSample) {
         nextSeriesSample += 60_000;
         const series = await prometheus.query('count by (job) ({__name__=~"forkwatch_.*"})').catch(() => []);
-        seriesSamples.push({ atMs: Date.now() - goAt, ...Object.fromEntries(series.map(r => [r.metric.job, Number(r.value[1])])) });
+        seriesSamples.push({
+          atMs: Date.now() - goAt,
+          ...Object.fromEntries(series.map(r => [r.metric.job, Number(r.value[1])])),
+        });
       }
       if (Date.now() > deadline) throw new Error('fleet clients did not finish in time');
       const dead = finishers.find(c => !c.done && c.proc.child.exitCode !== null);
@@ -254,7 +326,11 @@ export async function runFleet(options = {}) {
     let alerts;
     if (prometheus) {
       // From 3 s after go: rules evaluated before the first scrapes (absent metrics) do not count.
-      alerts = await prometheusVerdicts(prometheus, Math.max(1, Math.floor((Date.now() - goAt) / 1000) - 3), seriesSamples);
+      alerts = await prometheusVerdicts(
+        prometheus,
+        Math.max(1, Math.floor((Date.now() - goAt) / 1000) - 3),
+        seriesSamples,
+      );
     }
     const servers = [...retired];
     for (const r of replicas.values()) servers.push(await r.report());
@@ -263,7 +339,15 @@ export async function runFleet(options = {}) {
     return {
       policy: o.policy,
       story: policy.story,
-      options: { servers: o.servers, sessions: o.sessions, clients: o.clients, rounds: o.rounds, soakMs: o.soakMs, verdictTimeoutMs: o.verdictTimeoutMs, deliveryWindowMs: o.deliveryWindowMs },
+      options: {
+        servers: o.servers,
+        sessions: o.sessions,
+        clients: o.clients,
+        rounds: o.rounds,
+        soakMs: o.soakMs,
+        verdictTimeoutMs: o.verdictTimeoutMs,
+        deliveryWindowMs: o.deliveryWindowMs,
+      },
       durationMs: Date.now() - startedAt,
       events,
       router: { totals: router.totals, counts: Object.fromEntries(router.counts) },
@@ -305,5 +389,10 @@ async function prometheusVerdicts(prometheus, rangeSeconds, seriesSamples) {
   }
   const up = await prometheus.query('count by (job) (up == 1)');
   const series = await prometheus.query('count by (job) ({__name__=~"forkwatch_.*"})');
-  return { alerts, seriesSamples, up: Object.fromEntries(up.map(r => [r.metric.job, Number(r.value[1])])), series: Object.fromEntries(series.map(r => [r.metric.job, Number(r.value[1])])) };
+  return {
+    alerts,
+    seriesSamples,
+    up: Object.fromEntries(up.map(r => [r.metric.job, Number(r.value[1])])),
+    series: Object.fromEntries(series.map(r => [r.metric.job, Number(r.value[1])])),
+  };
 }

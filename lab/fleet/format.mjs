@@ -9,19 +9,27 @@ export function formatScore(s) {
   lines.push(
     `${s.sessions} sessions (+${s.crashedSessions} in the crashed client, ${s.crashedSessionsScored} scored), ${s.resumes} resumes, ${s.duplicateResumes} duplicate resumes, ${s.cursorlessReconnects} cursor-less reconnects, ${s.failovers} failovers, ${(s.durationMs / 1000).toFixed(0)} s`,
   );
-  lines.push(`ground truth: ${s.eventsEmitted} events confirmed, ${s.lostEvents} lost in ${s.lossySessions} sessions (${s.eventsUnconfirmed} unconfirmed emits, ${s.sessionErrors} session errors)`);
+  lines.push(
+    `ground truth: ${s.eventsEmitted} events confirmed, ${s.lostEvents} lost in ${s.lossySessions} sessions (${s.eventsUnconfirmed} unconfirmed emits, ${s.sessionErrors} session errors)`,
+  );
   lines.push(
     `false alarms: client ${s.falseAlarms.client} forked (${n(s.falseAlarms.clientPer10kResumes, 1)} per 10k resumes), server ${s.falseAlarms.server} (${n(s.falseAlarms.serverPer10kResumes, 1)} per 10k), on ${s.falseAlarms.sessions} sessions; client rejected/inconclusive on lossless sessions ${s.falseAlarms.clientRejectedOrInconclusive}; signals on ${s.falseAlarms.losslessMovedSessions} lossless sessions that moved between replicas ${s.falseAlarms.signalsOnLosslessMovedSessions}`,
   );
-  lines.push(`recall: client ${pct(s.recall.client)} (any of forked/rejected/inconclusive ${pct(s.recall.clientAnyBad)}), server ${pct(s.recall.server)}, either ${pct(s.recall.either)}`);
+  lines.push(
+    `recall: client ${pct(s.recall.client)} (any of forked/rejected/inconclusive ${pct(s.recall.clientAnyBad)}), server ${pct(s.recall.server)}, either ${pct(s.recall.either)}`,
+  );
   lines.push(
     s.ledger
       ? `server ledger: undelivered ${s.ledger.loss} loss events (stream_moved ${s.ledger.stream_moved}, no_listener ${s.ledger.no_listener}, dropped ${s.ledger.dropped}), abandoned ${s.ledger.abandoned}; ground truth lost ${s.ledger.lostEventsGroundTruth} (event recall ${pct(s.ledger.eventRecall)})`
       : 'server ledger: not in this build (forkwatch_server_undelivered_events_total absent)',
   );
-  lines.push(`client outcomes ${JSON.stringify(s.clientOutcomes)}, forks by reason ${JSON.stringify(s.clientForkReasons)}; server outcomes ${JSON.stringify(s.serverOutcomes)}`);
+  lines.push(
+    `client outcomes ${JSON.stringify(s.clientOutcomes)}, forks by reason ${JSON.stringify(s.clientForkReasons)}; server outcomes ${JSON.stringify(s.serverOutcomes)}`,
+  );
   const l = s.verdictLatencyMs;
-  lines.push(`verdict latency ms: client p50 ${n(l.client.p50)} p95 ${n(l.client.p95)} max ${n(l.client.max)}; server p50 ${n(l.server.p50, 1)} p95 ${n(l.server.p95, 1)} max ${n(l.server.max, 1)}`);
+  lines.push(
+    `verdict latency ms: client p50 ${n(l.client.p50)} p95 ${n(l.client.p95)} max ${n(l.client.max)}; server p50 ${n(l.server.p50, 1)} p95 ${n(l.server.p95, 1)} max ${n(l.server.max, 1)}`,
+  );
   for (const side of ['clients', 'servers']) {
     const c = s.costs[side];
     lines.push(
@@ -30,14 +38,20 @@ export function formatScore(s) {
   }
   if (s.alerts) {
     const entries = Object.entries(s.alerts.alerts);
-    lines.push(`alerts (Prometheus, shipped rules): ${entries.length ? entries.map(([a, st]) => `${a} ${st}`).join(', ') : 'none pending or firing'}; forkwatch series ${JSON.stringify(s.alerts.series)}`);
+    lines.push(
+      `alerts (Prometheus, shipped rules): ${entries.length ? entries.map(([a, st]) => `${a} ${st}`).join(', ') : 'none pending or firing'}; forkwatch series ${JSON.stringify(s.alerts.series)}`,
+    );
   }
   if (s.soak) {
     for (const p of s.soak.processes) {
-      lines.push(`soak ${p.name}${p.telemetry ? '' : ' (no forkwatch)'}: heap ${n(p.firstHeapMiB, 1)} → ${n(p.lastHeapMiB, 1)} MiB with ${n(p.firstOpenSessions)} → ${n(p.lastOpenSessions)} sessions open`);
+      lines.push(
+        `soak ${p.name}${p.telemetry ? '' : ' (no forkwatch)'}: heap ${n(p.firstHeapMiB, 1)} → ${n(p.lastHeapMiB, 1)} MiB with ${n(p.firstOpenSessions)} → ${n(p.lastOpenSessions)} sessions open`,
+      );
     }
-    lines.push(`soak forkwatch series: ${s.soak.series.map(x => `${n(x.atMs / 60000, 0)} min ${x['fleet-client'] ?? '–'}/${x['fleet-server'] ?? '–'}`).join(', ')} (clients/servers)`);
+    lines.push(
+      `soak forkwatch series: ${s.soak.series.map(x => `${n(x.atMs / 60000, 0)} min ${x['fleet-client'] ?? '–'}/${x['fleet-server'] ?? '–'}`).join(', ')} (clients/servers)`,
+    );
   }
   for (const e of s.events) lines.push(`  ${n(e.atMs / 1000, 1)} s  ${e.text}`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

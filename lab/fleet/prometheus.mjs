@@ -35,9 +35,17 @@ export async function startPrometheus({ ruleFiles, track = () => {} }) {
   writeFileSync(join(dir, 'prometheus.yml'), config);
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(BIN, [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    BIN,
+    [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   track(child);
   let logs = '';
   child.stderr.on('data', c => (logs = (logs + c).slice(-4000)));

@@ -23,7 +23,8 @@ export async function startRouter({ policy = 'sticky' } = {}) {
 
   const countsOf = session => {
     let c = counts.get(session);
-    if (!c) counts.set(session, (c = { resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, gets: 0, replicas: [] }));
+    if (!c)
+      counts.set(session, (c = { resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, gets: 0, replicas: [] }));
     return c;
   };
   const liveNames = () => [...replicas.keys()];
@@ -113,52 +114,57 @@ export async function startRouter({ policy = 'sticky' } = {}) {
       }
     }
     const upstream = new URL(req.url.replace(/^\/control\//, '/'), base);
-    const upstreamReq = httpRequest(upstream, { method: req.method, agent, headers: { ...req.headers, host: upstream.host } }, upRes => {
-      const newSession = upRes.headers['mcp-session-id'];
-      if (newSession && !isControl && policy !== 'round-robin' && !sticky.has(newSession)) sticky.set(newSession, name);
-      res.writeHead(upRes.statusCode, upRes.headers);
-      const sse = String(upRes.headers['content-type'] ?? '').includes('text/event-stream');
-      if (!sse || req.method !== 'GET' || !session) {
-        upRes.pipe(res);
-        return;
-      }
-      const stream = { res, upstreamReq, cutNext: undefined, cutTimer: undefined };
-      let set = streams.get(session);
-      if (!set) streams.set(session, (set = new Set()));
-      set.add(stream);
-      const forget = () => {
-        clearTimeout(stream.cutTimer);
-        set.delete(stream);
-        if (!set.size) streams.delete(session);
-      };
-      if (lastEventId && upRes.statusCode === 200 && duplicateNext.delete(session)) {
-        totals.duplicates++;
-        countsOf(session).duplicates++;
-        ghost(req, upstream);
-      }
-      upRes.on('data', chunk => {
-        if (stream.cutNext) {
-          res.write(chunk.subarray(0, Math.max(1, Math.floor(chunk.length / 2))));
-          stream.cutNext();
-          stream.cutNext = undefined;
-          forget();
+    const upstreamReq = httpRequest(
+      upstream,
+      { method: req.method, agent, headers: { ...req.headers, host: upstream.host } },
+      upRes => {
+        const newSession = upRes.headers['mcp-session-id'];
+        if (newSession && !isControl && policy !== 'round-robin' && !sticky.has(newSession))
+          sticky.set(newSession, name);
+        res.writeHead(upRes.statusCode, upRes.headers);
+        const sse = String(upRes.headers['content-type'] ?? '').includes('text/event-stream');
+        if (!sse || req.method !== 'GET' || !session) {
+          upRes.pipe(res);
           return;
         }
-        res.write(chunk);
-      });
-      upRes.on('end', () => {
-        forget();
-        res.end();
-      });
-      upRes.on('error', () => {
-        forget();
-        res.socket?.destroy();
-      });
-      res.on('close', () => {
-        forget();
-        upstreamReq.destroy();
-      });
-    });
+        const stream = { res, upstreamReq, cutNext: undefined, cutTimer: undefined };
+        let set = streams.get(session);
+        if (!set) streams.set(session, (set = new Set()));
+        set.add(stream);
+        const forget = () => {
+          clearTimeout(stream.cutTimer);
+          set.delete(stream);
+          if (!set.size) streams.delete(session);
+        };
+        if (lastEventId && upRes.statusCode === 200 && duplicateNext.delete(session)) {
+          totals.duplicates++;
+          countsOf(session).duplicates++;
+          ghost(req, upstream);
+        }
+        upRes.on('data', chunk => {
+          if (stream.cutNext) {
+            res.write(chunk.subarray(0, Math.max(1, Math.floor(chunk.length / 2))));
+            stream.cutNext();
+            stream.cutNext = undefined;
+            forget();
+            return;
+          }
+          res.write(chunk);
+        });
+        upRes.on('end', () => {
+          forget();
+          res.end();
+        });
+        upRes.on('error', () => {
+          forget();
+          res.socket?.destroy();
+        });
+        res.on('close', () => {
+          forget();
+          upstreamReq.destroy();
+        });
+      },
+    );
     upstreamReq.on('error', () => {
       totals.errors++;
       if (!res.headersSent) res.writeHead(502).end();

@@ -28,7 +28,12 @@ const options = {
 const out = value('--json');
 
 const scores = [];
-console.log(`forkwatch fleet lab — ${new Date().toISOString()} — ${os.cpus().length} × ${os.cpus()[0]?.model}, load ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`);
+console.log(
+  `forkwatch fleet lab — ${new Date().toISOString()} — ${os.cpus().length} × ${os.cpus()[0]?.model}, load ${os
+    .loadavg()
+    .map(l => l.toFixed(1))
+    .join(' ')}`,
+);
 console.log(`command: node lab/fleet/run.mjs ${args.join(' ')}\n`);
 for (const policy of policies) {
   process.stderr.write(`${policy}: ${POLICIES[policy]?.story ?? ''}\n`);
@@ -37,4 +42,17 @@ for (const policy of policies) {
   scores.push(score);
   console.log(formatScore(score));
 }
-if (out) writeFileSync(out, JSON.stringify({ at: new Date().toISOString(), host: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version }, args, scores }, null, 2));
+if (out)
+  writeFileSync(
+    out,
+    JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        host: { cpus: os.cpus().length, model: os.cpus()[0]?.model, node: process.version },
+        args,
+        scores,
+      },
+      null,
+      2,
+    ),
+  );

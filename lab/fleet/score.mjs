@@ -21,7 +21,11 @@ function counterSum(text, name, labels = {}) {
   let total = 0;
   for (const line of String(text ?? '').split('\n')) {
     if (!line.startsWith(`${name}{`)) continue;
-    if (Object.entries(labels).every(([k, v]) => (v instanceof RegExp ? new RegExp(`${k}="${v.source}"`).test(line) : line.includes(`${k}="${v}"`)))) {
+    if (
+      Object.entries(labels).every(([k, v]) =>
+        v instanceof RegExp ? new RegExp(`${k}="${v.source}"`).test(line) : line.includes(`${k}="${v}"`),
+      )
+    ) {
       total += Number(line.split(' ').pop());
     }
   }
@@ -41,14 +45,23 @@ function mergeSignals(reports) {
   return merged;
 }
 const countWhere = (outcomes = {}, pred) => Object.entries(outcomes).reduce((n, [o, c]) => n + (pred(o) ? c : 0), 0);
-const latency = values => ({ n: values.length, p50: quantile(values, 0.5), p95: quantile(values, 0.95), max: values.length ? Math.max(...values) : NaN });
+const latency = values => ({
+  n: values.length,
+  p50: quantile(values, 0.5),
+  p95: quantile(values, 0.95),
+  max: values.length ? Math.max(...values) : NaN,
+});
 const mean = values => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
 
 function costs(instrumented, control) {
   const per = p => ({
     name: p.name,
     cpuMsPerSession: p.process.cpuUs / 1000 / (p.sessionsCreated ?? p.sessions.length),
-    cpuUsPerEvent: p.process.cpuUsPerEvent, heapPerSessionBytes: p.process.heapPerSessionBytes, events: p.process.events, peakOpenSessions: p.process.peakOpenSessions });
+    cpuUsPerEvent: p.process.cpuUsPerEvent,
+    heapPerSessionBytes: p.process.heapPerSessionBytes,
+    events: p.process.events,
+    peakOpenSessions: p.process.peakOpenSessions,
+  });
   const with_ = instrumented.map(per);
   const without = control ? per(control) : undefined;
   const cpu = mean(with_.map(p => p.cpuUsPerEvent).filter(Number.isFinite));
@@ -57,9 +70,17 @@ function costs(instrumented, control) {
   return {
     processes: with_,
     control: without,
-    cpuMsPerSession: { with: perSession, without: without?.cpuMsPerSession, ratio: without ? perSession / without.cpuMsPerSession : NaN },
+    cpuMsPerSession: {
+      with: perSession,
+      without: without?.cpuMsPerSession,
+      ratio: without ? perSession / without.cpuMsPerSession : NaN,
+    },
     cpuUsPerEvent: { with: cpu, without: without?.cpuUsPerEvent, ratio: without ? cpu / without.cpuUsPerEvent : NaN },
-    heapPerSessionBytes: { with: heap, without: without?.heapPerSessionBytes, delta: without ? heap - without.heapPerSessionBytes : NaN },
+    heapPerSessionBytes: {
+      with: heap,
+      without: without?.heapPerSessionBytes,
+      delta: without ? heap - without.heapPerSessionBytes : NaN,
+    },
   };
 }
 
@@ -99,7 +120,10 @@ export function scoreFleet(run) {
   const routerCounts = run.router.counts;
   const movable = run.policy === 'round-robin';
   const crashedScored = [...crashed].filter(session => !movable && !(routerCounts[session]?.failovers > 0));
-  const scored = [...sessions.map(s => ({ ...s, crashed: false })), ...crashedScored.map(session => ({ session, lost: 0, emitted: 0, crashed: true }))];
+  const scored = [
+    ...sessions.map(s => ({ ...s, crashed: false })),
+    ...crashedScored.map(session => ({ session, lost: 0, emitted: 0, crashed: true })),
+  ];
   const resumesOf = s => routerCounts[s.session]?.resumes ?? 0;
   const resumes = scored.reduce((n, s) => n + resumesOf(s), 0);
   const lossy = sessions.filter(s => s.lost > 0);
@@ -108,18 +132,28 @@ export function scoreFleet(run) {
   // A session whose requests reached several replicas can fork without losing anything (nothing was sent in
   // the gap): such signals are counted apart. A session that never moved has no excuse.
   const moved = s => (routerCounts[s.session]?.replicas?.length ?? 0) > 1;
-  const movedSignals = lossless.filter(moved).reduce(
-    (n, s) => n + countWhere(clientSignals.get(s.session), CLIENT_LOSS) + countWhere(serverSignals.get(s.session), SERVER_LOSS),
-    0,
-  );
-  const clientFalse = stayed.filter(s => !s.crashed).reduce((n, s) => n + countWhere(clientSignals.get(s.session), CLIENT_LOSS), 0);
+  const movedSignals = lossless
+    .filter(moved)
+    .reduce(
+      (n, s) =>
+        n +
+        countWhere(clientSignals.get(s.session), CLIENT_LOSS) +
+        countWhere(serverSignals.get(s.session), SERVER_LOSS),
+      0,
+    );
+  const clientFalse = stayed
+    .filter(s => !s.crashed)
+    .reduce((n, s) => n + countWhere(clientSignals.get(s.session), CLIENT_LOSS), 0);
   const serverFalse = stayed.reduce((n, s) => n + countWhere(serverSignals.get(s.session), SERVER_LOSS), 0);
   const falseAlarmSessions = stayed.filter(
-    s => countWhere(clientSignals.get(s.session), CLIENT_LOSS) + countWhere(serverSignals.get(s.session), SERVER_LOSS) > 0,
+    s =>
+      countWhere(clientSignals.get(s.session), CLIENT_LOSS) + countWhere(serverSignals.get(s.session), SERVER_LOSS) > 0,
   );
   const caughtClient = lossy.filter(s => countWhere(clientSignals.get(s.session), CLIENT_LOSS) > 0);
   const caughtClientOrInconclusive = lossy.filter(s => countWhere(clientSignals.get(s.session), CLIENT_BAD) > 0);
-  const clientSoftFalse = stayed.filter(s => !s.crashed).reduce((n, s) => n + countWhere(clientSignals.get(s.session), o => CLIENT_BAD(o) && !CLIENT_LOSS(o)), 0);
+  const clientSoftFalse = stayed
+    .filter(s => !s.crashed)
+    .reduce((n, s) => n + countWhere(clientSignals.get(s.session), o => CLIENT_BAD(o) && !CLIENT_LOSS(o)), 0);
   const caughtServer = lossy.filter(s => countWhere(serverSignals.get(s.session), SERVER_LOSS) > 0);
   const caughtEither = lossy.filter(s => caughtClient.includes(s) || caughtServer.includes(s));
 
@@ -180,11 +214,21 @@ export function scoreFleet(run) {
       either: ratio(caughtEither.length, lossy.length),
     },
     // Counters carry no session: the ledger is scored by events (its loss events against the events really lost).
-    ledger: ledgerPresent ? { ...ledger, loss: ledgerLoss, lostEventsGroundTruth: lostEvents, eventRecall: ratio(Math.min(ledgerLoss, lostEvents), lostEvents) } : null,
+    ledger: ledgerPresent
+      ? {
+          ...ledger,
+          loss: ledgerLoss,
+          lostEventsGroundTruth: lostEvents,
+          eventRecall: ratio(Math.min(ledgerLoss, lostEvents), lostEvents),
+        }
+      : null,
     clientOutcomes: outcomeTotals(run.clients, 'forkwatch_client_resumes_total'),
     clientForkReasons: Object.fromEntries(
       ['id_missing', 'id_regressed', 'id_reused', 'stream_changed', 'cursor_dropped']
-        .map(reason => [reason, run.clients.reduce((n, c) => n + counterSum(c.metrics, 'forkwatch_client_forks_total', { reason }), 0)])
+        .map(reason => [
+          reason,
+          run.clients.reduce((n, c) => n + counterSum(c.metrics, 'forkwatch_client_forks_total', { reason }), 0),
+        ])
         .filter(([, count]) => count > 0),
     ),
     serverOutcomes: outcomeTotals(run.servers, 'forkwatch_server_resumes_total'),

@@ -13,7 +13,13 @@ const path = require('node:path');
 const { setupFleetTelemetry, ProcessMeter } = require('./telemetry.cjs');
 const { SharedEventStore, LocalEventStore } = require('./shared-store.cjs');
 
-const config = { name: 'S', telemetry: true, store: 'local', keepAliveMs: 5000, ...JSON.parse(process.env.FLEET_SERVER ?? '{}') };
+const config = {
+  name: 'S',
+  telemetry: true,
+  store: 'local',
+  keepAliveMs: 5000,
+  ...JSON.parse(process.env.FLEET_SERVER ?? '{}'),
+};
 const telemetry = config.telemetry
   ? setupFleetTelemetry({
       forkwatch: require(path.join(__dirname, '../../build/src/index.js')),
@@ -39,16 +45,20 @@ async function createSession(claimedId) {
     onsessioninitialized: sid => sessions.set(sid, session),
   });
   const server = new McpServer({ name: `fleet-${config.name}`, version: '1.0.0' }, { capabilities: { logging: {} } });
-  server.registerTool('emit', { inputSchema: { from: z.number().int(), count: z.number().int() } }, async ({ from, count }) => {
-    for (let i = 0; i < count; i++) {
-      eventsSent++;
-      await server.server.notification({
-        method: 'notifications/message',
-        params: { level: 'info', data: { origin: config.name, seq: from + i } },
-      });
-    }
-    return { content: [{ type: 'text', text: `emitted ${count}` }] };
-  });
+  server.registerTool(
+    'emit',
+    { inputSchema: { from: z.number().int(), count: z.number().int() } },
+    async ({ from, count }) => {
+      for (let i = 0; i < count; i++) {
+        eventsSent++;
+        await server.server.notification({
+          method: 'notifications/message',
+          params: { level: 'info', data: { origin: config.name, seq: from + i } },
+        });
+      }
+      return { content: [{ type: 'text', text: `emitted ${count}` }] };
+    },
+  );
   const session = { transport, server };
   transport.onclose = () => sessions.delete(id);
   await server.connect(transport);
@@ -85,7 +95,9 @@ async function report() {
 const httpServer = createServer(async (req, res) => {
   try {
     if (req.url === '/metrics') {
-      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(telemetry ? await telemetry.scrape() : '');
+      res
+        .writeHead(200, { 'content-type': 'text/plain; version=0.0.4' })
+        .end(telemetry ? await telemetry.scrape() : '');
       return;
     }
     if (req.url === '/__fleet/report') {

@@ -10,7 +10,10 @@ class SharedEventStore {
     this.sessionId = sessionId;
   }
   async call(path, body) {
-    const res = await fetch(`${this.url}${path}`, { method: 'POST', body: JSON.stringify({ session: this.sessionId, ...body }) });
+    const res = await fetch(`${this.url}${path}`, {
+      method: 'POST',
+      body: JSON.stringify({ session: this.sessionId, ...body }),
+    });
     if (!res.ok) throw new Error(`shared store ${path}: HTTP ${res.status}`);
     return res.json();
   }

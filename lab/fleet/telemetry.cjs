@@ -71,7 +71,10 @@ function setupFleetTelemetry({ forkwatch, instrumentationConfig }) {
   const exporter = new PrometheusExporter({ preventServerStart: true });
   const meterProvider = new MeterProvider({ readers: [exporter] });
   metrics.setGlobalMeterProvider(meterProvider);
-  const instrumentation = new forkwatch.ForkwatchInstrumentation({ captureRawSessionId: true, ...instrumentationConfig });
+  const instrumentation = new forkwatch.ForkwatchInstrumentation({
+    captureRawSessionId: true,
+    ...instrumentationConfig,
+  });
   registerInstrumentations({ instrumentations: [instrumentation], tracerProvider, meterProvider });
   return {
     signals,
@@ -98,12 +101,21 @@ class ProcessMeter {
   }
   sample(openSessions, extra = {}) {
     if (this.samples.length >= 2000) this.samples.splice(0, 1000);
-    this.samples.push({ at: Date.now(), openSessions, heap: this.heapAfterGc(), rss: process.memoryUsage().rss, ...extra });
+    this.samples.push({
+      at: Date.now(),
+      openSessions,
+      heap: this.heapAfterGc(),
+      rss: process.memoryUsage().rss,
+      ...extra,
+    });
   }
   report(events) {
     const cpu = process.cpuUsage(this.baseline.cpu);
     const cpuUs = cpu.user + cpu.system;
-    const busiest = this.samples.reduce((best, s) => (s.openSessions > (best?.openSessions ?? 0) ? s : best), undefined);
+    const busiest = this.samples.reduce(
+      (best, s) => (s.openSessions > (best?.openSessions ?? 0) ? s : best),
+      undefined,
+    );
     return {
       cpuUs,
       events,

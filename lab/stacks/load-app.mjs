@@ -19,7 +19,8 @@ export function appLoader(appFolder, moduleSystem = 'esm') {
         continue;
       }
       const root = manifest.exports?.['.'] ?? manifest.exports;
-      const target = (typeof root?.import === 'string' ? root.import : root?.import?.default) ?? manifest.module ?? manifest.main;
+      const target =
+        (typeof root?.import === 'string' ? root.import : root?.import?.default) ?? manifest.module ?? manifest.main;
       return import(pathToFileURL(join(base, target)).href);
     }
   };

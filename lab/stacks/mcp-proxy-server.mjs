@@ -23,7 +23,10 @@ const server = await startHTTPServer({
     mcp.registerTool('emit', { inputSchema: z.object({ count: z.number().int() }) }, async ({ count }) => {
       // Not related to the request: these go to the session's standalone GET stream.
       for (let i = 0; i < count; i++) {
-        await mcp.server.notification({ method: 'notifications/message', params: { level: 'info', data: { seq: ++seq } } });
+        await mcp.server.notification({
+          method: 'notifications/message',
+          params: { level: 'info', data: { seq: ++seq } },
+        });
       }
       return { content: [{ type: 'text', text: `emitted ${count}` }] };
     });

@@ -78,7 +78,9 @@ export function observeStream(
     finished = true;
     held = [];
     heldBytes = 0;
-    reader().cancel(reason).catch(() => {});
+    reader()
+      .cancel(reason)
+      .catch(() => {});
     const error = gate?.cutError?.();
     if (error !== undefined) controller.error(error);
     else controller.close();

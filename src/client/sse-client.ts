@@ -38,26 +38,29 @@ const baseFetches = new WeakMap<object, Fn>();
 let legacyCounter = 0;
 
 export function patchSseClient(proto: any, runtime: ForkwatchRuntime, wrap: Wrap): void {
-  wrap(proto, '_startOrAuth', original =>
-    function startOrAuth(this: any, ...args: unknown[]) {
-      let state: LegacyState | undefined;
-      if (runtime.enabled) {
-        try {
-          state = observeConnections(this, runtime);
-        } catch (error) {
-          runtime.diag.error('observing a legacy SSE connection failed', error);
+  wrap(
+    proto,
+    '_startOrAuth',
+    original =>
+      function startOrAuth(this: any, ...args: unknown[]) {
+        let state: LegacyState | undefined;
+        if (runtime.enabled) {
+          try {
+            state = observeConnections(this, runtime);
+          } catch (error) {
+            runtime.diag.error('observing a legacy SSE connection failed', error);
+          }
         }
-      }
-      const result = original.apply(this, args);
-      if (state) {
-        try {
-          attachEventSource(this._eventSource, state, runtime);
-        } catch (error) {
-          runtime.diag.error('observing a legacy SSE stream failed', error);
+        const result = original.apply(this, args);
+        if (state) {
+          try {
+            attachEventSource(this._eventSource, state, runtime);
+          } catch (error) {
+            runtime.diag.error('observing a legacy SSE stream failed', error);
+          }
         }
-      }
-      return result;
-    },
+        return result;
+      },
   );
 }
 
@@ -179,7 +182,8 @@ function attachEventSource(es: any, state: LegacyState, runtime: ForkwatchRuntim
     }
     if (id !== undefined && id !== state.heldCursor && session) {
       state.heldCursor = id;
-      if (session.consume(eventIdKey(id), nowMs())) runtime.instruments.clientDuplicateEvents.add(1, { transport: 'sse' });
+      if (session.consume(eventIdKey(id), nowMs()))
+        runtime.instruments.clientDuplicateEvents.add(1, { transport: 'sse' });
     }
   });
 }
@@ -187,7 +191,8 @@ function attachEventSource(es: any, state: LegacyState, runtime: ForkwatchRuntim
 function readHeader(headers: any, name: string): string | undefined {
   try {
     if (!headers) return undefined;
-    const value = typeof headers.get === 'function' ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
+    const value =
+      typeof headers.get === 'function' ? headers.get(name) : (headers[name] ?? headers[name.toLowerCase()]);
     return typeof value === 'string' && value !== '' ? value : undefined;
   } catch {
     return undefined;

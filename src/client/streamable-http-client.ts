@@ -140,65 +140,74 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
     };
   });
 
-  wrap(proto, '_handleSseStream', original =>
-    function handleSseStream(this: any, stream: any, options: any, ...rest: unknown[]) {
-      let body = stream;
-      if (runtime.enabled && stream && typeof stream.getReader === 'function') {
-        guard('observing an SSE stream', () => {
-          body = observeClientStream(this, stream, options, runtime) ?? stream;
-        });
-      }
-      return original.call(this, body, options, ...rest);
-    },
+  wrap(
+    proto,
+    '_handleSseStream',
+    original =>
+      function handleSseStream(this: any, stream: any, options: any, ...rest: unknown[]) {
+        let body = stream;
+        if (runtime.enabled && stream && typeof stream.getReader === 'function') {
+          guard('observing an SSE stream', () => {
+            body = observeClientStream(this, stream, options, runtime) ?? stream;
+          });
+        }
+        return original.call(this, body, options, ...rest);
+      },
   );
 
-  wrap(proto, '_scheduleReconnection', original =>
-    function scheduleReconnection(this: any, options: any, ...rest: unknown[]) {
-      if (runtime.enabled) {
-        let suppress = false;
-        guard('tracking a reconnection', () => {
-          const state = stateOf(this);
-          if (state.suppressNextReconnect) {
-            state.suppressNextReconnect = false;
-            suppress = true;
-            return;
-          }
-          if (options && typeof options === 'object' && !reconnects.has(options)) {
-            const ended = state.lastEnded;
-            state.lastEnded = undefined;
-            reconnects.set(options, {
-              heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
-              lostAt: ended?.endedAt ?? nowMs(),
-            });
-          }
-        });
-        // Fail-loud mode: the forked stream was cut on purpose; the application re-establishes the session.
-        if (suppress) return undefined;
-      }
-      return original.call(this, options, ...rest);
-    },
+  wrap(
+    proto,
+    '_scheduleReconnection',
+    original =>
+      function scheduleReconnection(this: any, options: any, ...rest: unknown[]) {
+        if (runtime.enabled) {
+          let suppress = false;
+          guard('tracking a reconnection', () => {
+            const state = stateOf(this);
+            if (state.suppressNextReconnect) {
+              state.suppressNextReconnect = false;
+              suppress = true;
+              return;
+            }
+            if (options && typeof options === 'object' && !reconnects.has(options)) {
+              const ended = state.lastEnded;
+              state.lastEnded = undefined;
+              reconnects.set(options, {
+                heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
+                lostAt: ended?.endedAt ?? nowMs(),
+              });
+            }
+          });
+          // Fail-loud mode: the forked stream was cut on purpose; the application re-establishes the session.
+          if (suppress) return undefined;
+        }
+        return original.call(this, options, ...rest);
+      },
   );
 
-  wrap(proto, '_commonHeaders', original =>
-    function commonHeaders(this: any, ...args: unknown[]) {
-      const result = original.apply(this, args);
-      const ctx = context.active();
-      if (!runtime.enabled || !runtime.settings.propagateContext || ctx.getValue(RESUME_CONTEXT) !== true) {
-        return result;
-      }
-      return Promise.resolve(result).then((headers: any) => {
-        guard('propagating trace context', () => {
-          if (headers && typeof headers.set === 'function' && typeof headers.has === 'function') {
-            propagation.inject(ctx, headers, {
-              set: (carrier: any, key: string, value: string) => {
-                if (!carrier.has(key)) carrier.set(key, value);
-              },
-            });
-          }
+  wrap(
+    proto,
+    '_commonHeaders',
+    original =>
+      function commonHeaders(this: any, ...args: unknown[]) {
+        const result = original.apply(this, args);
+        const ctx = context.active();
+        if (!runtime.enabled || !runtime.settings.propagateContext || ctx.getValue(RESUME_CONTEXT) !== true) {
+          return result;
+        }
+        return Promise.resolve(result).then((headers: any) => {
+          guard('propagating trace context', () => {
+            if (headers && typeof headers.set === 'function' && typeof headers.has === 'function') {
+              propagation.inject(ctx, headers, {
+                set: (carrier: any, key: string, value: string) => {
+                  if (!carrier.has(key)) carrier.set(key, value);
+                },
+              });
+            }
+          });
+          return headers;
         });
-        return headers;
-      });
-    },
+      },
   );
 }
 
@@ -300,7 +309,8 @@ function observeClientStream(
         // A frame withheld in fail-loud mode never reached the application: it was not consumed.
         if (cut || !id) return;
         record.lastId = id;
-        if (session.consume(eventIdKey(id), now)) instruments.clientDuplicateEvents.add(1, { transport: 'streamable_http' });
+        if (session.consume(eventIdKey(id), now))
+          instruments.clientDuplicateEvents.add(1, { transport: 'streamable_http' });
       },
       onEnd() {
         stopTimer();

@@ -232,7 +232,14 @@ export class DeliveryLedger<K extends object> {
   }
 
   /** Reports a stream's events: with their loss reason when overdue and not `closing`, else `abandoned`. */
-  private judgeStream(key: K, account: SessionAccount, id: string, stream: PendingStream, now: number, closing: boolean): void {
+  private judgeStream(
+    key: K,
+    account: SessionAccount,
+    id: string,
+    stream: PendingStream,
+    now: number,
+    closing: boolean,
+  ): void {
     const due = !closing && this.isDue(stream, now);
     if (!due && !closing) return;
     account.pending?.delete(id);

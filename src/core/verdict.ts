@@ -74,7 +74,8 @@ export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
     decoded = compareDecoded(before, after, codec.name);
     if (decoded.verdict === 'forked') return decoded;
   }
-  if (input.wasConsumed(firstId)) return { verdict: 'forked', reason: 'id_reused', ...(codec ? { codec: codec.name } : {}) };
+  if (input.wasConsumed(firstId))
+    return { verdict: 'forked', reason: 'id_reused', ...(codec ? { codec: codec.name } : {}) };
   return decoded ?? { verdict: 'resumed', continuityVerified: false, ...(codec ? { codec: codec.name } : {}) };
 }
 

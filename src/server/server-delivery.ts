@@ -7,7 +7,12 @@
  * - each event the transport had to write without a store and had nowhere to write (no connection for its stream);
  * - every request of the session (activity), every GET (a listener here), every replay, and close().
  */
-import { DeliveryLedger, type DeliveryLedgerOptions, type StoredEvent, type UndeliveredReason } from '../core/delivery-ledger';
+import {
+  DeliveryLedger,
+  type DeliveryLedgerOptions,
+  type StoredEvent,
+  type UndeliveredReason,
+} from '../core/delivery-ledger';
 import type { ServerTransportLabel, ServerUndeliveredReason } from '../names';
 
 export interface ServerDeliveryHost {

@@ -136,7 +136,11 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       return () => {
         runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
         if (!priming && typeof streamId === 'string') {
-          runtime.serverDelivery.stored(transport, streamId, storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore));
+          runtime.serverDelivery.stored(
+            transport,
+            streamId,
+            storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore),
+          );
         }
       };
     },
@@ -151,85 +155,105 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       ensureRecordingStore(transport, hooks);
     });
 
-  wrap(proto, 'handleRequest', original =>
-    function handleRequest(this: any, req: unknown, ...rest: unknown[]) {
-      if (runtime.enabled) {
+  wrap(
+    proto,
+    'handleRequest',
+    original =>
+      function handleRequest(this: any, req: unknown, ...rest: unknown[]) {
+        if (runtime.enabled) {
+          prepare(this, req);
+          // A GET is recorded by handleGetRequest: it may be a late resume, which is no proof that events were lost.
+          const isGet = (req as { method?: unknown } | undefined)?.method === 'GET';
+          if (!isGet && protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.activity(this);
+        }
+        return original.call(this, req, ...rest);
+      },
+  );
+
+  wrap(
+    proto,
+    'send',
+    original =>
+      function send(this: any, ...args: unknown[]) {
+        if (runtime.enabled) {
+          prepare(this);
+          guard('recording a send without an event store', () => recordSendWithoutStore(this, args, runtime));
+        }
+        return original.apply(this, args);
+      },
+  );
+
+  wrap(
+    proto,
+    'close',
+    original =>
+      function close(this: any, ...args: unknown[]) {
+        const result = original.apply(this, args);
+        // The SDK's close() tears its streams down synchronously; nothing can come back for pending events now.
+        if (runtime.enabled) runtime.serverDelivery.closed(this);
+        return result;
+      },
+  );
+
+  wrap(
+    proto,
+    'replayEvents',
+    original =>
+      function replayEvents(this: any, ...args: unknown[]) {
+        if (runtime.enabled) prepare(this);
+        return original.apply(this, args);
+      },
+  );
+
+  wrap(
+    proto,
+    'writeSSEEvent',
+    original =>
+      function writeSSEEvent(this: any, ...args: unknown[]) {
+        const result = original.apply(this, args);
+        if (runtime.enabled) {
+          guard('counting an SSE event', () => {
+            if (!this._eventStore && flavor.wrote(result) && protocolHasResumability(protocolVersions.get(this))) {
+              runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+            }
+          });
+        }
+        return result;
+      },
+  );
+
+  wrap(
+    proto,
+    'handleGetRequest',
+    original =>
+      function handleGetRequest(this: any, req: unknown, ...rest: unknown[]) {
+        if (!runtime.enabled) return original.call(this, req, ...rest);
         prepare(this, req);
-        // A GET is recorded by handleGetRequest: it may be a late resume, which is no proof that events were lost.
-        const isGet = (req as { method?: unknown } | undefined)?.method === 'GET';
-        if (!isGet && protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.activity(this);
-      }
-      return original.call(this, req, ...rest);
-    },
-  );
-
-  wrap(proto, 'send', original =>
-    function send(this: any, ...args: unknown[]) {
-      if (runtime.enabled) {
-        prepare(this);
-        guard('recording a send without an event store', () => recordSendWithoutStore(this, args, runtime));
-      }
-      return original.apply(this, args);
-    },
-  );
-
-  wrap(proto, 'close', original =>
-    function close(this: any, ...args: unknown[]) {
-      const result = original.apply(this, args);
-      // The SDK's close() tears its streams down synchronously; nothing can come back for pending events now.
-      if (runtime.enabled) runtime.serverDelivery.closed(this);
-      return result;
-    },
-  );
-
-  wrap(proto, 'replayEvents', original =>
-    function replayEvents(this: any, ...args: unknown[]) {
-      if (runtime.enabled) prepare(this);
-      return original.apply(this, args);
-    },
-  );
-
-  wrap(proto, 'writeSSEEvent', original =>
-    function writeSSEEvent(this: any, ...args: unknown[]) {
-      const result = original.apply(this, args);
-      if (runtime.enabled) {
-        guard('counting an SSE event', () => {
-          if (!this._eventStore && flavor.wrote(result) && protocolHasResumability(protocolVersions.get(this))) {
-            runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-          }
+        if (protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.listenerOpened(this);
+        let resume: ServerResume | undefined;
+        guard('starting a server resume', () => {
+          resume = beginResume(this, req, flavor, runtime);
         });
-      }
-      return result;
-    },
-  );
-
-  wrap(proto, 'handleGetRequest', original =>
-    function handleGetRequest(this: any, req: unknown, ...rest: unknown[]) {
-      if (!runtime.enabled) return original.call(this, req, ...rest);
-      prepare(this, req);
-      if (protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.listenerOpened(this);
-      let resume: ServerResume | undefined;
-      guard('starting a server resume', () => {
-        resume = beginResume(this, req, flavor, runtime);
-      });
-      if (!resume) return original.call(this, req, ...rest);
-      const started = resume;
-      let result: unknown;
-      try {
-        result = runInReplayScope(started.scope, () => context.with(started.context, () => original.call(this, req, ...rest)));
-      } catch (error) {
-        guard('recording a failed resume', () => started.concludeFailed(error));
-        throw error;
-      }
-      // Observe the answer without touching the promise the caller gets.
-      Promise.resolve(result)
-        .then(
-          value => started.concludeAnswered(flavor.status(value, [req, ...rest])),
-          error => started.concludeFailed(error),
-        )
-        .then(undefined, error => runtime.diag.error('recording a server resume failed', error));
-      return result;
-    },
+        if (!resume) return original.call(this, req, ...rest);
+        const started = resume;
+        let result: unknown;
+        try {
+          result = runInReplayScope(started.scope, () =>
+            context.with(started.context, () => original.call(this, req, ...rest)),
+          );
+        } catch (error) {
+          guard('recording a failed resume', () => started.concludeFailed(error));
+          throw error;
+        }
+        // Observe the answer without touching the promise the caller gets.
+        Promise.resolve(result)
+          .then(
+            value => started.concludeAnswered(flavor.status(value, [req, ...rest])),
+            error => started.concludeFailed(error),
+          )
+          .then(undefined, error => runtime.diag.error('recording a server resume failed', error));
+        return result;
+      },
   );
 }
 
@@ -246,7 +270,12 @@ function recordSendWithoutStore(transport: any, args: unknown[], runtime: Forkwa
   runtime.serverDelivery.stored(transport, target.streamId, storedEventOf(open, false, target.standalone));
 }
 
-function beginResume(transport: any, req: unknown, flavor: Flavor, runtime: ForkwatchRuntime): ServerResume | undefined {
+function beginResume(
+  transport: any,
+  req: unknown,
+  flavor: Flavor,
+  runtime: ForkwatchRuntime,
+): ServerResume | undefined {
   const cursor = flavor.header(req, 'last-event-id');
   if (cursor === undefined) return undefined; // a fresh stream, not a resume
   const protocolVersion = flavor.header(req, 'mcp-protocol-version');

@@ -29,14 +29,20 @@ export function streamIsOpen(transport: any, streamId: unknown): boolean {
 }
 
 function isResponse(message: any): boolean {
-  return message !== null && typeof message === 'object' && ('result' in message || 'error' in message) && 'id' in message;
+  return (
+    message !== null && typeof message === 'object' && ('result' in message || 'error' in message) && 'id' in message
+  );
 }
 
 /**
  * The stream a `send(message, options)` goes to, or undefined when the SDK will not put it on an SSE stream (JSON
  * response mode, a request id it does not know: it throws to the caller).
  */
-export function sendTarget(transport: any, message: unknown, options: any): { streamId: string; standalone: boolean } | undefined {
+export function sendTarget(
+  transport: any,
+  message: unknown,
+  options: any,
+): { streamId: string; standalone: boolean } | undefined {
   let requestId = options?.relatedRequestId;
   if (isResponse(message)) requestId = (message as { id: unknown }).id;
   if (requestId === undefined) return { streamId: standaloneStreamId(transport), standalone: true };

@@ -25,9 +25,11 @@ describe('alerts/alertmanager.example.yml', () => {
   });
 
   test('every forkwatch alert routes by its severity: critical to page, warning to ticket', async () => {
-    const rules = (parse(readFileSync(join(ALERTS_DIR, 'forkwatch-alerts.rules.yml'), 'utf8')) as {
-      groups: { rules: { alert?: string; labels?: Record<string, string> }[] }[];
-    }).groups.flatMap(g => g.rules);
+    const rules = (
+      parse(readFileSync(join(ALERTS_DIR, 'forkwatch-alerts.rules.yml'), 'utf8')) as {
+        groups: { rules: { alert?: string; labels?: Record<string, string> }[] }[];
+      }
+    ).groups.flatMap(g => g.rules);
     const seen = new Set<string>();
     for (const r of rules) {
       if (!r.alert) continue;
@@ -41,7 +43,7 @@ describe('alerts/alertmanager.example.yml', () => {
     expect(seen.size).toBeGreaterThanOrEqual(12);
   });
 
-  test('other teams\' alerts are left to the default route', async () => {
+  test("other teams' alerts are left to the default route", async () => {
     expect(await routeOf('alertname=NodeDown', 'severity=critical')).toBe('default');
   });
 

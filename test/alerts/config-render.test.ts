@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG, resolveConfig } from '../../alerts/src/config';
-import { type RuleSpec } from '../../alerts/src/rule-model';
+import type { RuleSpec } from '../../alerts/src/rule-model';
 import { renderRuleFiles, ruleFiles } from '../../alerts/src/rule-files';
 import { renderDashboards } from '../../dashboards/src/generate';
 import { BIN, runTool } from '../support/prometheus';
@@ -30,9 +30,12 @@ const USER = resolveConfig({
 const rulesOf = (config: typeof USER): RuleSpec[] => ruleFiles(config).flatMap(f => f.groups.flatMap(g => g.rules));
 
 describe('the committed rule files', () => {
-  test.each([...renderRuleFiles(DEFAULT_CONFIG)])('%s is the output of the default config (npm run alerts)', (name, content) => {
-    expect(readFileSync(join(ALERTS_DIR, name), 'utf8'), `alerts/${name} is stale: run npm run alerts`).toBe(content);
-  });
+  test.each([...renderRuleFiles(DEFAULT_CONFIG)])(
+    '%s is the output of the default config (npm run alerts)',
+    (name, content) => {
+      expect(readFileSync(join(ALERTS_DIR, name), 'utf8'), `alerts/${name} is stale: run npm run alerts`).toBe(content);
+    },
+  );
 });
 
 describe('a user config reaches every rule', () => {
@@ -43,7 +46,11 @@ describe('a user config reaches every rule', () => {
     for (const r of rules) {
       for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g)) {
         lists++;
-        expect((m[2] as string).split(', ').slice(0, 3), `${r.alert ?? r.record}: ${m[0]}`).toEqual(['k8s_cluster', 'namespace', 'job']);
+        expect((m[2] as string).split(', ').slice(0, 3), `${r.alert ?? r.record}: ${m[0]}`).toEqual([
+          'k8s_cluster',
+          'namespace',
+          'job',
+        ]);
       }
     }
     expect(lists).toBeGreaterThan(60);
@@ -56,7 +63,11 @@ describe('a user config reaches every rule', () => {
       for (const sel of analyzePromQL(r.expr).selectors) {
         if (sel.name?.includes(':')) continue;
         raw++;
-        expect(sel.matchers, `${r.alert ?? r.record}: ${sel.text}`).toContainEqual({ label: 'job', op: '=~', value: 'mcp|mcp-.*' });
+        expect(sel.matchers, `${r.alert ?? r.record}: ${sel.text}`).toContainEqual({
+          label: 'job',
+          op: '=~',
+          value: 'mcp|mcp-.*',
+        });
       }
     }
     expect(raw).toBeGreaterThan(30);
@@ -72,7 +83,9 @@ describe('a user config reaches every rule', () => {
     expect(new Set(pages)).toEqual(new Set(['ForkwatchResumeLossBudgetBurn', 'ForkwatchServerDeliveryBudgetBurn']));
     const clientBurn = alerts.find(a => a.alert === 'ForkwatchResumeLossBudgetBurn');
     expect(clientBurn?.expr).toContain('> (14.4 * 0.001)');
-    expect(clientBurn?.annotations?.description).toContain('above 1.44% (14.4x the 0.1% error budget of the 99.9% SLO)');
+    expect(clientBurn?.annotations?.description).toContain(
+      'above 1.44% (14.4x the 0.1% error budget of the 99.9% SLO)',
+    );
     expect(alerts.find(a => a.alert === 'ForkwatchServerDeliveryBudgetBurn')?.expr).toContain('> (14.4 * 0.005)');
   });
 
@@ -92,10 +105,19 @@ describe('promtool: the two-cluster test under a renamed cluster label', () => {
     return text
       .replace(/\bcluster="/g, 'k8s_cluster="')
       .replace(/\bcluster: /g, 'k8s_cluster: ')
-      .replace(/https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/main\/alerts\/runbooks\/(\w+)\.md/g, 'https://wiki.example.org/runbooks/forkwatch/$1')
-      .replace(/https:\/\/grafana\.example\.com\/d\/forkwatch-overview\/forkwatch-overview/g, 'https://grafana.example.org/d/mcp-forks/mcp-forks')
+      .replace(
+        /https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/main\/alerts\/runbooks\/(\w+)\.md/g,
+        'https://wiki.example.org/runbooks/forkwatch/$1',
+      )
+      .replace(
+        /https:\/\/grafana\.example\.com\/d\/forkwatch-overview\/forkwatch-overview/g,
+        'https://grafana.example.org/d/mcp-forks/mcp-forks',
+      )
       .replace(/severity: critical/g, 'severity: page')
-      .replace(/above 7\.2% \(14\.4x the 0\.5% error budget of the 99\.5% SLO\)/g, 'above 1.44% (14.4x the 0.1% error budget of the 99.9% SLO)');
+      .replace(
+        /above 7\.2% \(14\.4x the 0\.5% error budget of the 99\.5% SLO\)/g,
+        'above 1.44% (14.4x the 0.1% error budget of the 99.9% SLO)',
+      );
   }
 
   async function runWith(config: typeof USER): Promise<{ code: number | null; out: string }> {
@@ -117,7 +139,9 @@ describe('promtool: the two-cluster test under a renamed cluster label', () => {
   });
 
   test('the default rules (cluster) merge those clusters: the test notices', async () => {
-    const res = await runWith(resolveConfig({ ...USER, aggregationLabels: ['cluster', 'namespace'], clusterLabel: 'cluster' }));
+    const res = await runWith(
+      resolveConfig({ ...USER, aggregationLabels: ['cluster', 'namespace'], clusterLabel: 'cluster' }),
+    );
     expect(res.code, res.out).not.toBe(0);
     expect(res.out).toMatch(/one alert per cluster|once per cluster/);
   });
@@ -145,7 +169,8 @@ describe('a config without aggregation labels (one Prometheus per environment)',
 
   test('rules aggregate by job alone, and the dashboard has no cluster variable', () => {
     for (const r of rulesOf(config)) {
-      for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g)) expect((m[2] as string).split(', ')[0], r.alert ?? r.record).toBe('job');
+      for (const m of r.expr.matchAll(/\b(by|on) \(([^)]*)\)/g))
+        expect((m[2] as string).split(', ')[0], r.alert ?? r.record).toBe('job');
     }
     const dashboard = JSON.parse([...renderDashboards(config).values()][0] ?? '{}');
     expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual(['datasource', 'job', 'instance']);

@@ -59,7 +59,10 @@ function alertmanagerConfig(webhookUrl: string): Record<string, unknown> {
   return {
     route: fastRoute(example.route),
     inhibit_rules: example.inhibit_rules,
-    receivers: example.receivers.map(r => ({ name: r.name, webhook_configs: [{ url: `${webhookUrl}/${r.name}`, send_resolved: false }] })),
+    receivers: example.receivers.map(r => ({
+      name: r.name,
+      webhook_configs: [{ url: `${webhookUrl}/${r.name}`, send_resolved: false }],
+    })),
   };
 }
 
@@ -125,8 +128,10 @@ const delivered = (stack: Stack, receiver: string) =>
 
 async function expectRulesHealthy(prom: PrometheusInstance) {
   const rules = (await prom.rules()).flatMap(g => g.rules);
-  const inFiles = ['forkwatch-recording.rules.yml', 'forkwatch-alerts.rules.yml'].flatMap(
-    f => (parse(readFileSync(join(ALERTS_DIR, f), 'utf8')) as { groups: { rules: unknown[] }[] }).groups.flatMap(g => g.rules),
+  const inFiles = ['forkwatch-recording.rules.yml', 'forkwatch-alerts.rules.yml'].flatMap(f =>
+    (parse(readFileSync(join(ALERTS_DIR, f), 'utf8')) as { groups: { rules: unknown[] }[] }).groups.flatMap(
+      g => g.rules,
+    ),
   );
   expect(inFiles.length).toBe(40);
   expect(rules.length).toBe(inFiles.length);
@@ -145,8 +150,13 @@ describe.sequential('alerting end to end (Prometheus + Alertmanager from Debian,
           delivered(stack, 'page').some(a => a.labels.alertname === 'ForkwatchResumeLossBudgetBurn'),
         45_000,
       );
-      const summary = stack.webhook.received.map(n => `${n.path}: ${n.payload.alerts.map(a => a.labels.alertname).join(',')}`);
-      expect(arrived, `webhook got:\n${summary.join('\n')}\nprometheus alerts: ${JSON.stringify(await stack.prom.alerts())}`).toBe(true);
+      const summary = stack.webhook.received.map(
+        n => `${n.path}: ${n.payload.alerts.map(a => a.labels.alertname).join(',')}`,
+      );
+      expect(
+        arrived,
+        `webhook got:\n${summary.join('\n')}\nprometheus alerts: ${JSON.stringify(await stack.prom.alerts())}`,
+      ).toBe(true);
 
       const ticket = delivered(stack, 'ticket');
       const page = delivered(stack, 'page');
@@ -162,7 +172,9 @@ describe.sequential('alerting end to end (Prometheus + Alertmanager from Debian,
       expect(FORK_REASONS).toContain(fork.labels.reason);
       expect(fork.annotations.summary).toBe('MCP stream resumes forked the session event log.');
       expect(fork.annotations.description).toMatch(
-        new RegExp(`^${JOB}: \\d+ resumed ${fork.labels.transport} stream\\(s\\) forked \\(reason ${fork.labels.reason}\\) in the last 10 minutes;`),
+        new RegExp(
+          `^${JOB}: \\d+ resumed ${fork.labels.transport} stream\\(s\\) forked \\(reason ${fork.labels.reason}\\) in the last 10 minutes;`,
+        ),
       );
       expect(fork.annotations.runbook_url).toBe(`${RUNBOOK_URL_PREFIX}ForkwatchForksDetected.md`);
       expect(fork.annotations.dashboard_url).toBe(DASHBOARD_URL);
@@ -190,13 +202,17 @@ describe.sequential('alerting end to end (Prometheus + Alertmanager from Debian,
         if ((result as unknown[]).length > 0) withData++;
       }
       expect(withData / queries.length).toBeGreaterThan(0.6);
-      console.log(`forked scenario, delivered:\n${summary.join('\n')}\nrunbook queries with data: ${withData}/${queries.length}`);
+      console.log(
+        `forked scenario, delivered:\n${summary.join('\n')}\nrunbook queries with data: ${withData}/${queries.length}`,
+      );
     } finally {
       await stack.stop();
     }
   });
 
-  test('healthy: with the same traffic shape and no forks, nothing fires or reaches the webhook', { timeout: 90_000 }, async () => {
+  test('healthy: with the same traffic shape and no forks, nothing fires or reaches the webhook', {
+    timeout: 90_000,
+  }, async () => {
     const stack = await startStack('healthy');
     try {
       // Long enough for every shortened alert to have fired several times over (the forked run delivers in ~10 s).

@@ -61,7 +61,9 @@ describe.each(CONFIGS)('kube-prometheus objects (%s)', (_, config) => {
   });
 
   test('its rule groups are the rule files, and promtool accepts them', async () => {
-    const plain = [...renderPack(config)].filter(([n]) => n.startsWith('prometheus/')).flatMap(([, c]) => parse(c).groups);
+    const plain = [...renderPack(config)]
+      .filter(([n]) => n.startsWith('prometheus/'))
+      .flatMap(([, c]) => parse(c).groups);
     expect(rule.spec.groups).toEqual(plain);
     const dir = await mkdtemp(join(tmpdir(), 'forkwatch-crd-'));
     try {
@@ -79,10 +81,21 @@ describe('Grafana provisioning', () => {
   test('one file provider reading the dashboards the pack writes', () => {
     const provisioning = parse(file(TWO_CLUSTERS, 'grafana/provisioning/dashboards/forkwatch.yaml'));
     expect(provisioning.apiVersion).toBe(1);
-    expect(provisioning.providers).toEqual([expect.objectContaining({ type: 'file', options: expect.objectContaining({ path: TWO_CLUSTERS.grafanaDashboardsPath }) })]);
+    expect(provisioning.providers).toEqual([
+      expect.objectContaining({
+        type: 'file',
+        options: expect.objectContaining({ path: TWO_CLUSTERS.grafanaDashboardsPath }),
+      }),
+    ]);
     const dashboard = JSON.parse(file(TWO_CLUSTERS, `grafana/dashboards/${TWO_CLUSTERS.dashboardUid}.json`));
     expect(dashboard.uid).toBe(TWO_CLUSTERS.dashboardUid);
-    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual(['datasource', 'k8s_cluster', 'namespace', 'job', 'instance']);
+    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual([
+      'datasource',
+      'k8s_cluster',
+      'namespace',
+      'job',
+      'instance',
+    ]);
   });
 });
 
@@ -91,26 +104,36 @@ describe('the OpenTelemetry Collector config', () => {
 
   test('OTLP in, the prometheus exporter out, through the transform that copies the aggregation labels', () => {
     expect(Object.keys(collector.receivers)).toEqual(['otlp']);
-    expect(collector.service.pipelines.metrics).toEqual({ receivers: ['otlp'], processors: ['transform/forkwatch', 'batch'], exporters: ['prometheus'] });
+    expect(collector.service.pipelines.metrics).toEqual({
+      receivers: ['otlp'],
+      processors: ['transform/forkwatch', 'batch'],
+      exporters: ['prometheus'],
+    });
     const statements: string[] = collector.processors['transform/forkwatch'].metric_statements[0].statements;
     expect(statements).toEqual([
       'set(datapoint.attributes["k8s_cluster"], resource.attributes["k8s.cluster.name"]) where resource.attributes["k8s.cluster.name"] != nil',
       'set(datapoint.attributes["namespace"], resource.attributes["k8s.namespace.name"]) where resource.attributes["k8s.namespace.name"] != nil',
     ]);
-    expect(parse(file(TWO_CLUSTERS, 'otel-collector/prometheus-scrape.yaml')).scrape_configs[0].honor_labels).toBe(true);
+    expect(parse(file(TWO_CLUSTERS, 'otel-collector/prometheus-scrape.yaml')).scrape_configs[0].honor_labels).toBe(
+      true,
+    );
   });
 
   test('every forkwatch series the rules and the dashboard read is a name the Collector exports', () => {
     const collectorSeries = new Set(
       METRIC_SPECS.flatMap(spec => {
-        const name = collectorName(spec.otelName, spec.unit, spec.kind === 'counter' ? 'monotonic_counter' : 'histogram');
+        const name = collectorName(
+          spec.otelName,
+          spec.unit,
+          spec.kind === 'counter' ? 'monotonic_counter' : 'histogram',
+        );
         return spec.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map(s => name + s) : [name];
       }),
     );
     const pack = renderPack(TWO_CLUSTERS);
-    const ruleExprs = [...pack].filter(([n]) => n.startsWith('prometheus/')).flatMap(([, c]) =>
-      (parse(c).groups as { rules: { expr: string }[] }[]).flatMap(g => g.rules.map(r => r.expr)),
-    );
+    const ruleExprs = [...pack]
+      .filter(([n]) => n.startsWith('prometheus/'))
+      .flatMap(([, c]) => (parse(c).groups as { rules: { expr: string }[] }[]).flatMap(g => g.rules.map(r => r.expr)));
     const fromRules = ruleExprs.flatMap(e => analyzePromQL(e).selectors.flatMap(s => s.name ?? []));
     const dashboard = JSON.parse(pack.get(`grafana/dashboards/${TWO_CLUSTERS.dashboardUid}.json`) ?? '{}');
     const fromDashboard = queriesOf(dashboard).flatMap(q => analyse(q.expr).selectors.flatMap(s => s.metric ?? []));
@@ -129,9 +152,20 @@ describe('npm run pack', () => {
         "export default { aggregationLabels: ['region'], clusterLabel: 'region', grafanaUrl: 'https://g.example.org' };\n",
       );
       const out = join(dir, 'out');
-      const res = await runTool(process.execPath, ['node_modules/tsx/dist/cli.mjs', 'alerts/src/render-pack.ts', '--config', join(dir, 'forkwatch.config.ts'), '--out', out], {
-        cwd: join(__dirname, '../..'),
-      });
+      const res = await runTool(
+        process.execPath,
+        [
+          'node_modules/tsx/dist/cli.mjs',
+          'alerts/src/render-pack.ts',
+          '--config',
+          join(dir, 'forkwatch.config.ts'),
+          '--out',
+          out,
+        ],
+        {
+          cwd: join(__dirname, '../..'),
+        },
+      );
       expect(res.code, res.stdout + res.stderr).toBe(0);
       expect(res.stdout.match(/^wrote /gm)).toHaveLength(renderPack(DEFAULT_CONFIG).size);
       const alerts = await readFile(join(out, 'prometheus/forkwatch-alerts.rules.yml'), 'utf8');

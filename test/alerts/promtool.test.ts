@@ -18,8 +18,12 @@ import { describe, expect, test } from 'vitest';
 import { BIN, runTool } from '../support/prometheus';
 
 const ALERTS_DIR = join(__dirname, '../../alerts');
-const RULE_FILES = readdirSync(ALERTS_DIR).filter(f => /\.rules\.ya?ml$/.test(f)).sort();
-const TEST_FILES = readdirSync(join(ALERTS_DIR, 'tests')).filter(f => /\.ya?ml$/.test(f)).sort();
+const RULE_FILES = readdirSync(ALERTS_DIR)
+  .filter(f => /\.rules\.ya?ml$/.test(f))
+  .sort();
+const TEST_FILES = readdirSync(join(ALERTS_DIR, 'tests'))
+  .filter(f => /\.ya?ml$/.test(f))
+  .sort();
 const ALERT_FILE = 'forkwatch-alerts.rules.yml';
 
 interface AlertRule {
@@ -29,7 +33,9 @@ interface AlertRule {
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
 }
-const alertRules: AlertRule[] = (parse(readFileSync(join(ALERTS_DIR, ALERT_FILE), 'utf8')) as { groups: { rules: AlertRule[] }[] }).groups
+const alertRules: AlertRule[] = (
+  parse(readFileSync(join(ALERTS_DIR, ALERT_FILE), 'utf8')) as { groups: { rules: AlertRule[] }[] }
+).groups
   .flatMap(g => g.rules)
   .filter(r => r.alert);
 const ALERT_NAMES = [...new Set(alertRules.map(r => r.alert as string))].sort();
@@ -45,7 +51,9 @@ interface UnitTests {
     }[];
   }[];
 }
-const unitTests = new Map(TEST_FILES.map(f => [f, parse(readFileSync(join(ALERTS_DIR, 'tests', f), 'utf8')) as UnitTests]));
+const unitTests = new Map(
+  TEST_FILES.map(f => [f, parse(readFileSync(join(ALERTS_DIR, 'tests', f), 'utf8')) as UnitTests]),
+);
 const testFilesFor = (alert: string) =>
   TEST_FILES.filter(f => unitTests.get(f)!.tests.some(t => t.alert_rule_test?.some(a => a.alertname === alert)));
 
@@ -53,7 +61,9 @@ const testFilesFor = (alert: string) =>
 function ruleGroupNames(): { alerting: string[]; recording: string[] } {
   const out = { alerting: [] as string[], recording: [] as string[] };
   for (const f of RULE_FILES) {
-    const doc = parse(readFileSync(join(ALERTS_DIR, f), 'utf8')) as { groups: { name: string; rules: { alert?: string }[] }[] };
+    const doc = parse(readFileSync(join(ALERTS_DIR, f), 'utf8')) as {
+      groups: { name: string; rules: { alert?: string }[] }[];
+    };
     for (const g of doc.groups) (g.rules.some(r => r.alert) ? out.alerting : out.recording).push(g.name);
   }
   return out;
@@ -76,19 +86,29 @@ const PROMTOOL_TIMEOUT = { timeout: 180_000 };
  * Runs unit test files of `alertsDir`/tests with promtool, each rewritten beside itself with `group_eval_order`
  * set to `order`, and returns promtool's exit code and output.
  */
-async function runUnitTests(alertsDir: string, files: string[], order: EvalOrderName): Promise<{ code: number | null; out: string }> {
+async function runUnitTests(
+  alertsDir: string,
+  files: string[],
+  order: EvalOrderName,
+): Promise<{ code: number | null; out: string }> {
   const testsDir = join(alertsDir, 'tests');
   const dir = await mkdtemp(join(testsDir, '.order-'));
   try {
     const variants: string[] = [];
     for (const file of files) {
       const doc = parseDocument(await readFile(join(testsDir, file), 'utf8'));
-      doc.set('rule_files', (doc.toJS().rule_files as string[]).map(r => join('..', r)));
+      doc.set(
+        'rule_files',
+        (doc.toJS().rule_files as string[]).map(r => join('..', r)),
+      );
       doc.set('group_eval_order', EVAL_ORDERS[order]);
       await writeFile(join(dir, file), doc.toString());
       variants.push(file);
     }
-    const res = await runTool(BIN.promtool, ['test', 'rules', ...variants], { cwd: dir, timeoutMs: PROMTOOL_TIMEOUT.timeout - 10_000 });
+    const res = await runTool(BIN.promtool, ['test', 'rules', ...variants], {
+      cwd: dir,
+      timeoutMs: PROMTOOL_TIMEOUT.timeout - 10_000,
+    });
     // A killed promtool has no exit code: it must not count as a unit test that caught a mutant.
     if (res.code === null) throw new Error(`promtool was killed before it finished ${variants.join(', ')}`);
     return { code: res.code, out: res.stdout + res.stderr };
@@ -107,17 +127,21 @@ describe('promtool check rules', () => {
 });
 
 describe('promtool test rules', PROMTOOL_TIMEOUT, () => {
-  test.concurrent.each(TEST_FILES.flatMap(f => EVAL_ORDER_NAMES.map(o => [f, o] as const)))('%s passes with %s', async (file, order) => {
-    const res = await runUnitTests(ALERTS_DIR, [file], order);
-    expect(res.code, res.out).toBe(0);
-    expect(res.out).toContain('SUCCESS');
-  });
+  test.concurrent.each(TEST_FILES.flatMap(f => EVAL_ORDER_NAMES.map(o => [f, o] as const)))(
+    '%s passes with %s',
+    async (file, order) => {
+      const res = await runUnitTests(ALERTS_DIR, [file], order);
+      expect(res.code, res.out).toBe(0);
+      expect(res.out).toContain('SUCCESS');
+    },
+  );
 
   test('the two evaluation orders name every rule group once', () => {
     const groups = ruleGroupNames();
     expect(groups.alerting.length).toBeGreaterThan(0);
     expect(groups.recording.length).toBeGreaterThan(0);
-    for (const name of EVAL_ORDER_NAMES) expect([...EVAL_ORDERS[name]].sort()).toEqual([...groups.alerting, ...groups.recording].sort());
+    for (const name of EVAL_ORDER_NAMES)
+      expect([...EVAL_ORDERS[name]].sort()).toEqual([...groups.alerting, ...groups.recording].sort());
   });
 
   test('every unit test file loads both rule files', () => {
@@ -127,16 +151,22 @@ describe('promtool test rules', PROMTOOL_TIMEOUT, () => {
   });
 
   test.each(ALERT_NAMES)('%s: a firing case with exact labels and all annotations, and a silent case', alert => {
-    const cases = [...unitTests.values()].flatMap(t => t.tests.flatMap(c => c.alert_rule_test ?? [])).filter(a => a.alertname === alert);
+    const cases = [...unitTests.values()]
+      .flatMap(t => t.tests.flatMap(c => c.alert_rule_test ?? []))
+      .filter(a => a.alertname === alert);
     const firing = cases.filter(c => (c.exp_alerts ?? []).length > 0);
     const silent = cases.filter(c => (c.exp_alerts ?? []).length === 0);
     expect(firing.length, 'firing cases').toBeGreaterThan(0);
     expect(silent.length, 'silent cases').toBeGreaterThan(0);
-    const ruleAnnotations = new Set(alertRules.filter(r => r.alert === alert).flatMap(r => Object.keys(r.annotations ?? {})));
+    const ruleAnnotations = new Set(
+      alertRules.filter(r => r.alert === alert).flatMap(r => Object.keys(r.annotations ?? {})),
+    );
     expect([...ruleAnnotations].sort()).toEqual(['dashboard_url', 'description', 'runbook_url', 'summary']);
     for (const c of firing) {
       for (const e of c.exp_alerts!) {
-        expect(Object.keys(e.exp_annotations ?? {}).sort(), `${alert} at ${c.eval_time}`).toEqual([...ruleAnnotations].sort());
+        expect(Object.keys(e.exp_annotations ?? {}).sort(), `${alert} at ${c.eval_time}`).toEqual(
+          [...ruleAnnotations].sort(),
+        );
         expect(e.exp_labels?.severity, `${alert} at ${c.eval_time}`).toMatch(/^(critical|warning)$/);
       }
     }
@@ -172,7 +202,9 @@ async function runMutated(
     await writeFile(join(dir, 'forkwatch-recording.rules.yml'), mutatedRecording);
     // A mutant is caught when any unit test fails: run the files one by one, smallest first, and stop at the first
     // failure (on a loaded 2-core machine the long burn-rate files alone take tens of seconds).
-    const bySize = [...files].sort((a, b) => statSync(join(ALERTS_DIR, 'tests', a)).size - statSync(join(ALERTS_DIR, 'tests', b)).size);
+    const bySize = [...files].sort(
+      (a, b) => statSync(join(ALERTS_DIR, 'tests', a)).size - statSync(join(ALERTS_DIR, 'tests', b)).size,
+    );
     let last = { code: 0 as number | null, out: '' };
     for (const file of bySize) {
       last = await runUnitTests(dir, [file], order);
@@ -185,17 +217,26 @@ async function runMutated(
 }
 
 describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () => {
-  const eachOrder = <T extends readonly unknown[]>(cases: readonly T[]) => cases.flatMap(c => EVAL_ORDER_NAMES.map(o => [...c, o] as const));
+  const eachOrder = <T extends readonly unknown[]>(cases: readonly T[]) =>
+    cases.flatMap(c => EVAL_ORDER_NAMES.map(o => [...c, o] as const));
 
-  test.concurrent.each(eachOrder(ALERT_NAMES.map(a => [a] as const)))('%s never firing fails its unit tests, %s', async (alert, order) => {
-    const res = await runMutated(testFilesFor(alert), order, r => (r.alert === alert ? { expr: 'vector(1) < 0' } : undefined));
-    expect(res.code, res.out).not.toBe(0);
-  });
+  test.concurrent.each(eachOrder(ALERT_NAMES.map(a => [a] as const)))(
+    '%s never firing fails its unit tests, %s',
+    async (alert, order) => {
+      const res = await runMutated(testFilesFor(alert), order, r =>
+        r.alert === alert ? { expr: 'vector(1) < 0' } : undefined,
+      );
+      expect(res.code, res.out).not.toBe(0);
+    },
+  );
 
-  test.concurrent.each(eachOrder(ALERT_NAMES.map(a => [a] as const)))('%s without its `for` fails its unit tests, %s', async (alert, order) => {
-    const res = await runMutated(testFilesFor(alert), order, r => (r.alert === alert ? { for: '0s' } : undefined));
-    expect(res.code, res.out).not.toBe(0);
-  });
+  test.concurrent.each(eachOrder(ALERT_NAMES.map(a => [a] as const)))(
+    '%s without its `for` fails its unit tests, %s',
+    async (alert, order) => {
+      const res = await runMutated(testFilesFor(alert), order, r => (r.alert === alert ? { for: '0s' } : undefined));
+      expect(res.code, res.out).not.toBe(0);
+    },
+  );
 
   test.concurrent.each(
     eachOrder([
@@ -210,7 +251,11 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
   });
 
   test.concurrent.each(
-    eachOrder([['ForkwatchResumeLossBudgetBurn'], ['ForkwatchServerDeliveryBudgetBurn'], ['ForkwatchServerEventsWithoutListener']] as const),
+    eachOrder([
+      ['ForkwatchResumeLossBudgetBurn'],
+      ['ForkwatchServerDeliveryBudgetBurn'],
+      ['ForkwatchServerEventsWithoutListener'],
+    ] as const),
   )('%s without its traffic floor fails its unit tests, %s', async (alert, order) => {
     const floor = /\s*and on \([^)]*\)\s*sum by \([^)]*\) \(increase[^\n]*/;
     const res = await runMutated(testFilesFor(alert), order, r => {
@@ -222,11 +267,21 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
     expect(res.out).toMatch(/low traffic/);
   });
 
-  test.concurrent.each(EVAL_ORDER_NAMES)('ForkwatchServerDeliveryBudgetBurn counting abandoned events as loss fails its unit tests, %s', async order => {
-    const res = await runMutated(testFilesFor('ForkwatchServerDeliveryBudgetBurn'), order, () => undefined, rules =>
-      rules.replaceAll('reason=~"stream_moved|no_listener|dropped"', 'reason=~"stream_moved|no_listener|dropped|abandoned"'),
-    );
-    expect(res.code, res.out).not.toBe(0);
-    expect(res.out).toMatch(/crash-only/);
-  });
+  test.concurrent.each(EVAL_ORDER_NAMES)(
+    'ForkwatchServerDeliveryBudgetBurn counting abandoned events as loss fails its unit tests, %s',
+    async order => {
+      const res = await runMutated(
+        testFilesFor('ForkwatchServerDeliveryBudgetBurn'),
+        order,
+        () => undefined,
+        rules =>
+          rules.replaceAll(
+            'reason=~"stream_moved|no_listener|dropped"',
+            'reason=~"stream_moved|no_listener|dropped|abandoned"',
+          ),
+      );
+      expect(res.code, res.out).not.toBe(0);
+      expect(res.out).toMatch(/crash-only/);
+    },
+  );
 });

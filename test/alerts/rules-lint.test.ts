@@ -53,7 +53,9 @@ describe('the scrape the lint trusts', () => {
         for (const s of ['_bucket', '_sum', '_count']) expect(f!.seriesNames).toContain(spec.prometheusName + s);
       }
       for (const [label, values] of Object.entries(spec.labels)) {
-        expect([...(f!.labels.get(label) ?? [])].sort(), `${spec.prometheusName}{${label}}`).toEqual([...values].sort());
+        expect([...(f!.labels.get(label) ?? [])].sort(), `${spec.prometheusName}{${label}}`).toEqual(
+          [...values].sort(),
+        );
       }
     }
   });
@@ -66,7 +68,9 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
   });
 
   test('every expression parses with @prometheus-io/lezer-promql and only names scraped or recorded series', () => {
-    const recorded = new Set(input.files.flatMap(f => f.groups.flatMap(g => g.rules.map(r => r.record))).filter(Boolean));
+    const recorded = new Set(
+      input.files.flatMap(f => f.groups.flatMap(g => g.rules.map(r => r.record))).filter(Boolean),
+    );
     let selectors = 0;
     for (const file of input.files) {
       for (const group of file.groups) {
@@ -77,7 +81,10 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
             selectors++;
             if (sel.name === undefined) continue; // {__name__=~...}: checked by the lint
             const scraped = [...families.values()].some(f => f.seriesNames.has(sel.name!));
-            expect(scraped || recorded.has(sel.name) || sel.name === 'up', `${rule.alert ?? rule.record}: ${sel.name}`).toBe(true);
+            expect(
+              scraped || recorded.has(sel.name) || sel.name === 'up',
+              `${rule.alert ?? rule.record}: ${sel.name}`,
+            ).toBe(true);
           }
         }
       }
@@ -97,7 +104,8 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       'job:forkwatch_client_resume_gap_seconds_bucket:rate5m': `sum by (${by}, le) (rate(forkwatch_client_resume_gap_seconds_bucket[5m]))`,
       'job:forkwatch_server_resume_gap_events_bucket:rate5m': `sum by (${by}, le) (rate(forkwatch_server_resume_gap_events_bucket[5m]))`,
     };
-    for (const [record, expr] of Object.entries(agreed)) expect(norm(byName.get(record)?.expr ?? ''), record).toBe(expr);
+    for (const [record, expr] of Object.entries(agreed))
+      expect(norm(byName.get(record)?.expr ?? ''), record).toBe(expr);
     for (const w of ['5m', '30m', '1h', '2h', '6h', '1d', '3d']) {
       // unverified, rejected and failed are on neither side of the client SLI.
       expect(norm(byName.get(`job:forkwatch_client_resume_loss:ratio_rate${w}`)?.expr ?? ''), w).toBe(
@@ -164,8 +172,10 @@ describe('the lint itself', () => {
     },
     ...over,
   });
-  const lint = (rules: RuleFile['groups'][number]['rules'], runbooks = new Map([['ForkwatchTestAlert.md', goodRunbook('ForkwatchTestAlert')]])) =>
-    lintRules({ ...input, files: [{ file: 'test.rules.yml', groups: [{ name: 'test', rules }] }], runbooks });
+  const lint = (
+    rules: RuleFile['groups'][number]['rules'],
+    runbooks = new Map([['ForkwatchTestAlert.md', goodRunbook('ForkwatchTestAlert')]]),
+  ) => lintRules({ ...input, files: [{ file: 'test.rules.yml', groups: [{ name: 'test', rules }] }], runbooks });
   const checks = (problems: Problem[]) => problems.map(p => p.check);
 
   test('accepts a well-formed alert (the baseline the other cases break)', () => {
@@ -189,14 +199,19 @@ describe('the lint itself', () => {
   });
 
   test('flags rate() over a recorded series, and an unknown value on a recorded series', () => {
-    const record = { record: 'job:forkwatch_client_resumes:rate5m', expr: 'sum by (job, transport, outcome) (rate(forkwatch_client_resumes_total[5m]))' };
-    expect(checks(lint([record, alert({ expr: 'sum(rate(job:forkwatch_client_resumes:rate5m[5m])) > 0' })]))).toContain('rate-non-counter');
-    expect(checks(lint([record, alert({ expr: 'sum(job:forkwatch_client_resumes:rate5m{outcome="forkd"}) > 0' })]))).toContain(
-      'unknown-label-value',
+    const record = {
+      record: 'job:forkwatch_client_resumes:rate5m',
+      expr: 'sum by (job, transport, outcome) (rate(forkwatch_client_resumes_total[5m]))',
+    };
+    expect(checks(lint([record, alert({ expr: 'sum(rate(job:forkwatch_client_resumes:rate5m[5m])) > 0' })]))).toContain(
+      'rate-non-counter',
     );
-    expect(checks(lint([record, alert({ expr: 'sum(job:forkwatch_client_resumes:rate5m{reason="id_missing"}) > 0' })]))).toContain(
-      'unknown-label',
-    );
+    expect(
+      checks(lint([record, alert({ expr: 'sum(job:forkwatch_client_resumes:rate5m{outcome="forkd"}) > 0' })])),
+    ).toContain('unknown-label-value');
+    expect(
+      checks(lint([record, alert({ expr: 'sum(job:forkwatch_client_resumes:rate5m{reason="id_missing"}) > 0' })])),
+    ).toContain('unknown-label');
     expect(checks(lint([{ record: 'forkwatch_resumes_rate', expr: 'up' }, alert({})]))).toContain('record-name');
   });
 
@@ -211,29 +226,54 @@ describe('the lint itself', () => {
     expect(checks(lint([noAnn('runbook_url')]))).toContain('alert-runbook-url');
     expect(checks(lint([noAnn('dashboard_url')]))).toContain('alert-dashboard-url');
     const base = alert({}).annotations;
-    expect(checks(lint([alert({ annotations: { ...base, summary: '{{ $labels.job }} forked.' } })]))).toContain('alert-summary');
-    expect(checks(lint([alert({ annotations: { ...base, summary: 'no capital and no period' } })]))).toContain('alert-summary');
-    expect(checks(lint([alert({ annotations: { ...base, description: 'Nothing templated.' } })]))).toContain('alert-description');
+    expect(checks(lint([alert({ annotations: { ...base, summary: '{{ $labels.job }} forked.' } })]))).toContain(
+      'alert-summary',
+    );
+    expect(checks(lint([alert({ annotations: { ...base, summary: 'no capital and no period' } })]))).toContain(
+      'alert-summary',
+    );
+    expect(checks(lint([alert({ annotations: { ...base, description: 'Nothing templated.' } })]))).toContain(
+      'alert-description',
+    );
     expect(checks(lint([alert({ labels: { severity: 'page' } })]))).toContain('alert-severity');
     expect(checks(lint([alert({ labels: {} })]))).toContain('alert-severity');
     expect(checks(lint([alert({ alert: 'MCPStreamForkDetected' })]))).toContain('alert-name');
-    expect(checks(lint([alert({ expr: 'absent(forkwatch_client_forks_total)', for: '30s' })]))).toContain('alert-absent-for');
-    expect(checks(lint([alert({ annotations: { ...base, description: '{{ with query "sum(rate(nope_total[5m]))" }}x{{ end }}' } })]))).toContain(
-      'unknown-metric',
+    expect(checks(lint([alert({ expr: 'absent(forkwatch_client_forks_total)', for: '30s' })]))).toContain(
+      'alert-absent-for',
     );
+    expect(
+      checks(
+        lint([
+          alert({ annotations: { ...base, description: '{{ with query "sum(rate(nope_total[5m]))" }}x{{ end }}' } }),
+        ]),
+      ),
+    ).toContain('unknown-metric');
   });
 
   test('flags a missing runbook, a runbook without its sections, PromQL or `for`, and an orphan runbook', () => {
     expect(checks(lint([alert({})], new Map()))).toContain('runbook');
     const rb = (text: string) => lint([alert({})], new Map([['ForkwatchTestAlert.md', text]]));
     expect(checks(rb(goodRunbook('ForkwatchTestAlert').replace('## Impact\n', '')))).toContain('runbook');
-    expect(checks(rb(goodRunbook('ForkwatchTestAlert').replace('# ForkwatchTestAlert', '# Something')))).toContain('runbook');
-    expect(checks(rb(goodRunbook('ForkwatchTestAlert').replace('```promql\nup\n```', 'run some queries')))).toContain('runbook');
-    expect(checks(rb(goodRunbook('ForkwatchTestAlert').replace('for: 5m', 'a while')))).toContain('runbook');
-    expect(checks(rb(goodRunbook('ForkwatchTestAlert').replace('```promql\nup\n```', '```promql\nrate(forkwatch_nope_total[5m])\n```')))).toContain(
-      'unknown-metric',
+    expect(checks(rb(goodRunbook('ForkwatchTestAlert').replace('# ForkwatchTestAlert', '# Something')))).toContain(
+      'runbook',
     );
-    expect(checks(rb(`${goodRunbook('ForkwatchTestAlert')}\nLook at forkwatch.resume.verdikt on the span.\n`))).toContain('runbook-trace-name');
+    expect(checks(rb(goodRunbook('ForkwatchTestAlert').replace('```promql\nup\n```', 'run some queries')))).toContain(
+      'runbook',
+    );
+    expect(checks(rb(goodRunbook('ForkwatchTestAlert').replace('for: 5m', 'a while')))).toContain('runbook');
+    expect(
+      checks(
+        rb(
+          goodRunbook('ForkwatchTestAlert').replace(
+            '```promql\nup\n```',
+            '```promql\nrate(forkwatch_nope_total[5m])\n```',
+          ),
+        ),
+      ),
+    ).toContain('unknown-metric');
+    expect(
+      checks(rb(`${goodRunbook('ForkwatchTestAlert')}\nLook at forkwatch.resume.verdikt on the span.\n`)),
+    ).toContain('runbook-trace-name');
     const orphan = new Map([
       ['ForkwatchTestAlert.md', goodRunbook('ForkwatchTestAlert')],
       ['ForkwatchGone.md', goodRunbook('ForkwatchGone')],

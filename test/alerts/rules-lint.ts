@@ -68,7 +68,14 @@ const PROMETHEUS_SERIES = new Map<string, { type: MetricType; labels: string[] }
   ['ALERTS', { type: 'gauge', labels: ['alertname', 'alertstate', 'severity', ...TARGET_LABELS] }],
 ]);
 /** Labels whose values depend on the deployment: their values are not checked. */
-const OPEN_LABELS = new Set([...TARGET_LABELS, 'otel_scope_name', 'otel_scope_version', 'alertname', 'alertstate', 'severity']);
+const OPEN_LABELS = new Set([
+  ...TARGET_LABELS,
+  'otel_scope_name',
+  'otel_scope_version',
+  'alertname',
+  'alertstate',
+  'severity',
+]);
 const COUNTER_FUNCTIONS = new Set(['rate', 'irate', 'increase']);
 
 /** Reads every *.rules.yml / *.rules.yaml of a directory. */
@@ -76,7 +83,10 @@ export function loadRuleFiles(dir: string): RuleFile[] {
   return readdirSync(dir)
     .filter(f => /\.rules\.ya?ml$/.test(f))
     .sort()
-    .map(f => ({ file: f, groups: (parse(readFileSync(join(dir, f), 'utf8')) as { groups: RuleFile['groups'] }).groups }));
+    .map(f => ({
+      file: f,
+      groups: (parse(readFileSync(join(dir, f), 'utf8')) as { groups: RuleFile['groups'] }).groups,
+    }));
 }
 
 /** Reads every *.md of a directory. */
@@ -190,14 +200,22 @@ export function lintRules(input: LintInput): Problem[] {
         for (const m of sel.matchers) {
           if (m.label === '__name__') continue;
           if (!info.labels.has(m.label)) {
-            report('unknown-label', where, `${name} has no label ${m.label} (it has ${[...info.labels.keys()].join(', ')})`);
+            report(
+              'unknown-label',
+              where,
+              `${name} has no label ${m.label} (it has ${[...info.labels.keys()].join(', ')})`,
+            );
             continue;
           }
           const known = info.labels.get(m.label);
           if (!known) continue;
           const bad = badValues(m.op, m.value, known);
           if (bad.length > 0) {
-            report('unknown-label-value', where, `${name}{${m.label}${m.op}"${m.value}"}: ${bad.join(', ')} not among ${[...known].join(', ')}`);
+            report(
+              'unknown-label-value',
+              where,
+              `${name}{${m.label}${m.op}"${m.value}"}: ${bad.join(', ')} not among ${[...known].join(', ')}`,
+            );
           }
         }
       }
@@ -224,7 +242,8 @@ export function lintRules(input: LintInput): Problem[] {
         const where = `${file.file}: ${rule.alert ?? rule.record}`;
         lintExpr(rule.expr, where);
         for (const [key, text] of Object.entries(rule.annotations ?? {})) {
-          for (const q of text.matchAll(/query\s+"((?:[^"\\]|\\.)*)"/g)) lintExpr(JSON.parse(`"${q[1]}"`), `${where} annotation ${key}`);
+          for (const q of text.matchAll(/query\s+"((?:[^"\\]|\\.)*)"/g))
+            lintExpr(JSON.parse(`"${q[1]}"`), `${where} annotation ${key}`);
         }
         if (rule.alert === undefined) continue;
         alerts.set(rule.alert, [...(alerts.get(rule.alert) ?? []), rule]);
@@ -281,7 +300,8 @@ function lintAlert(rule: Rule, where: string, report: (check: string, where: str
   if (!a.summary) report('alert-summary', where, 'summary annotation missing');
   else {
     if (a.summary.includes('{{')) report('alert-summary', where, 'summary must be static (no templating)');
-    if (!/^[A-Z].+\.$/.test(a.summary)) report('alert-summary', where, 'summary is a sentence: capital letter, final period');
+    if (!/^[A-Z].+\.$/.test(a.summary))
+      report('alert-summary', where, 'summary is a sentence: capital letter, final period');
   }
   if (!a.description) report('alert-description', where, 'description annotation missing');
   else if (!/\{\{.+\}\}/.test(a.description)) report('alert-description', where, 'description must template values in');
@@ -290,7 +310,11 @@ function lintAlert(rule: Rule, where: string, report: (check: string, where: str
   }
   if (a.dashboard_url !== DASHBOARD_URL) report('alert-dashboard-url', where, `dashboard_url must be ${DASHBOARD_URL}`);
   if (/\babsent(_over_time)?\s*\(/.test(rule.expr) && (rule.for === undefined || durationSeconds(rule.for) < 120)) {
-    report('alert-absent-for', where, 'absent() needs a `for` of at least 2m (2x the scrape interval), or a Prometheus restart fires it');
+    report(
+      'alert-absent-for',
+      where,
+      'absent() needs a `for` of at least 2m (2x the scrape interval), or a Prometheus restart fires it',
+    );
   }
 }
 
@@ -328,6 +352,7 @@ function lintRunbook(
     if (!text.includes(`for: ${f}`)) report('runbook', where, `must state and justify the alert's \`for: ${f}\``);
   }
   for (const m of text.matchAll(/\b(forkwatch\.[a-z_]+(?:\.[a-z_]+)+)\b/g)) {
-    if (!traceNames.has(m[1] as string)) report('runbook-trace-name', where, `${m[1]} is not a forkwatch span, event or attribute name`);
+    if (!traceNames.has(m[1] as string))
+      report('runbook-trace-name', where, `${m[1]} is not a forkwatch span, event or attribute name`);
   }
 }

@@ -51,7 +51,9 @@ test('a resume whose first id restarts the sequence is forked; the caller reads 
   expect(await readAll(res)).toBe(sent);
   await fw.settle();
   const metrics = await fw.metrics();
-  expect(sample(metrics, METRICS.clientForks.prometheusName, { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
+  expect(
+    sample(metrics, METRICS.clientForks.prometheusName, { transport: 'streamable_http', reason: 'id_regressed' }),
+  ).toBe(1);
   expect(forks).toMatchObject([{ outcome: 'forked', reason: 'id_regressed', cursor: '41', firstEventId: '1' }]);
   const [span] = fw.spans(SPAN.clientResume);
   expect(span!.events.map(e => e.name)).toEqual([SPAN_EVENT.resumeCursor, SPAN_EVENT.resumeFirstFrame]);

@@ -14,7 +14,12 @@ import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
-import { ForkwatchInstrumentation, type ForkwatchInstrumentationConfig, type ResumeVerdictInfo, StreamForkDetected } from '../../src';
+import {
+  ForkwatchInstrumentation,
+  type ForkwatchInstrumentationConfig,
+  type ResumeVerdictInfo,
+  StreamForkDetected,
+} from '../../src';
 import { METRICS, labelCombinations } from '../../src/names';
 import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
@@ -70,7 +75,12 @@ const openClients: Client[] = [];
 
 async function connect() {
   const transport = new StreamableHTTPClientTransport(new URL(server.url), {
-    reconnectionOptions: { initialReconnectionDelay: 30, maxReconnectionDelay: 60, reconnectionDelayGrowFactor: 1, maxRetries: 1 },
+    reconnectionOptions: {
+      initialReconnectionDelay: 30,
+      maxReconnectionDelay: 60,
+      reconnectionDelayGrowFactor: 1,
+      maxRetries: 1,
+    },
   });
   const client = new Client({ name: 'instrumentation-test', version: '1.0.0' });
   const received: number[] = [];
@@ -128,7 +138,9 @@ describe('verdicts in-process', () => {
     expect(server.gets[1]!.traceparent).toContain(span.spanContext().traceId);
     expect(server.gets[0]!.traceparent).toBeUndefined(); // only resume GETs carry it
     const text = await scrape();
-    expect(sample(text, METRICS.clientForks.prometheusName, { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
+    expect(
+      sample(text, METRICS.clientForks.prometheusName, { transport: 'streamable_http', reason: 'id_regressed' }),
+    ).toBe(1);
     expect(sample(text, `${METRICS.clientResumeGapSeconds.prometheusName}_count`)).toBe(1);
     expect(app.received).toEqual([1, 2, 3]); // record mode: the SDK still gets every frame
     await app.client.close();
@@ -145,7 +157,9 @@ describe('verdicts in-process', () => {
     await waitFor('the span', () => spans.getFinishedSpans().length === 1);
     const text = await scrape();
     expect(sample(text, `${METRICS.clientResumeSkippedEvents.prometheusName}_bucket`, { le: '0' })).toBe(1);
-    expect(sample(text, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'resumed' })).toBe(1);
+    expect(
+      sample(text, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'resumed' }),
+    ).toBe(1);
     await app.client.close();
   });
 
@@ -177,7 +191,10 @@ describe('verdicts in-process', () => {
     process.stderr.write(`inconclusive after ${durationMs.toFixed(0)} ms (verdictTimeoutMs 150)\n`);
     expect(durationMs).toBeGreaterThanOrEqual(150);
     const first = spans.getFinishedSpans()[0]!.events.find(e => e.name === 'forkwatch.resume.first_frame')!;
-    expect(first.attributes).toMatchObject({ 'forkwatch.resume.outcome': 'inconclusive', 'forkwatch.resume.reason': 'timeout' });
+    expect(first.attributes).toMatchObject({
+      'forkwatch.resume.outcome': 'inconclusive',
+      'forkwatch.resume.reason': 'timeout',
+    });
     await app.client.close();
   });
 
@@ -217,7 +234,12 @@ describe('fail-loud mode (onFork: abort), as the README shows it', () => {
       if (error instanceof StreamForkDetected) reconnectWithNewSession(error.verdict);
     };
     await waitFor('the verdict in onerror', () => verdicts.length === 1);
-    expect(verdicts[0]).toMatchObject({ side: 'client', transport: 'streamable_http', outcome: 'forked', reason: 'id_regressed' });
+    expect(verdicts[0]).toMatchObject({
+      side: 'client',
+      transport: 'streamable_http',
+      outcome: 'forked',
+      reason: 'id_regressed',
+    });
     expect(verdicts[0]).toMatchObject({ cursor: '4821', firstEventId: '1', sessionId: 'session-under-test' });
     await closed;
     expect(server.gets[1]!['last-event-id']).toBe('4821');
@@ -315,7 +337,8 @@ describe('configuration and privacy', () => {
     await waitFor('the control span', () => spans.getFinishedSpans().length >= 1);
     expect(spans.getFinishedSpans().map(s => s.attributes['forkwatch.resume.outcome'])).toEqual(['resumed']);
     const text = await scrape();
-    const count = (outcome: string) => sample(text, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome });
+    const count = (outcome: string) =>
+      sample(text, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome });
     expect(['resumed', 'forked', 'inconclusive'].map(count)).toEqual([1, 0, 0]);
     await control.client.close();
   });
@@ -338,7 +361,8 @@ describe('patching', () => {
     expect(proto._handleSseStream.__wrapped).toBe(true);
     instrumentation.disable();
     expect(proto._handleSseStream).toBe(originalHandleSseStream);
-    for (const m of ['_startOrAuthSse', '_scheduleReconnection', '_commonHeaders']) expect(proto[m].__wrapped).toBeUndefined();
+    for (const m of ['_startOrAuthSse', '_scheduleReconnection', '_commonHeaders'])
+      expect(proto[m].__wrapped).toBeUndefined();
     instrumentation.enable();
     instrumentation.manuallyInstrument(streamableHttp);
     expect(proto._handleSseStream.__wrapped).toBe(true);
@@ -355,9 +379,17 @@ describe('patching', () => {
     });
     const app = await connect();
     // The frame reached the app: every wrapper around the SDK's stream has judged it (a first frame decides at once).
-    await waitFor('the resumed frame and its span', () => app.received.includes(2) && spans.getFinishedSpans().length >= 1);
+    await waitFor(
+      'the resumed frame and its span',
+      () => app.received.includes(2) && spans.getFinishedSpans().length >= 1,
+    );
     expect(spans.getFinishedSpans()).toHaveLength(1);
-    expect(sample(await scrape(), METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'resumed' })).toBe(1);
+    expect(
+      sample(await scrape(), METRICS.clientResumes.prometheusName, {
+        transport: 'streamable_http',
+        outcome: 'resumed',
+      }),
+    ).toBe(1);
     second.disable();
     await app.client.close();
   });

@@ -25,7 +25,9 @@ describe.each(['cjs', 'esm'] as const)('fork lab, %s client', moduleSystem => {
     expect(sample(r.metrics, duplicates, t)).toBe(0);
     const [cursorEvent] = resumeSpans(r)[0]!.events;
     expect(cursorEvent!.name).toBe('forkwatch.resume.cursor');
-    expect(cursorEvent!.attributes['forkwatch.resume.cursor']).toBe(r.httpLog.find(e => e.kind === 'resume')!.lastEventId);
+    expect(cursorEvent!.attributes['forkwatch.resume.cursor']).toBe(
+      r.httpLog.find(e => e.kind === 'resume')!.lastEventId,
+    );
     expect(cursorEvent!.attributes['forkwatch.session.hash']).toMatch(/^[0-9a-f]{16}$/);
     expect(firstFrameEvents(r)[0]).toMatchObject({
       'forkwatch.resume.verdict': 'resumed',
@@ -43,7 +45,10 @@ describe.each(['cjs', 'esm'] as const)('fork lab, %s client', moduleSystem => {
     expect(r.httpLog.filter(e => e.kind === 'resume').map(e => e.status)).toEqual([200]);
     expect(sample(r.metrics, resumes, { ...t, outcome: 'inconclusive' })).toBe(1);
     expect(sample(r.metrics, forks, { ...t, reason: 'cursor_dropped' })).toBe(1);
-    expect(firstFrameEvents(r)[0]).toMatchObject({ 'forkwatch.resume.outcome': 'inconclusive', 'forkwatch.resume.reason': 'timeout' });
+    expect(firstFrameEvents(r)[0]).toMatchObject({
+      'forkwatch.resume.outcome': 'inconclusive',
+      'forkwatch.resume.reason': 'timeout',
+    });
     const dropped = resumeSpans(r)[1]!;
     expect(dropped.status).toBe(2); // SpanStatusCode.ERROR
     expect(dropped.events[0]!.attributes['forkwatch.resume.cursor_held']).toBe(true);

@@ -26,9 +26,14 @@ describe('observeStream', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.uint8Array({ minLength: 1, maxLength: 64 }), { maxLength: 20 }), async chunks => {
         const frames: (string | undefined)[] = [];
-        const observed = observeStream(streamOf(chunks), { onFrame: id => frames.push(id), onEnd: () => {} }, undefined, e => {
-          throw e;
-        });
+        const observed = observeStream(
+          streamOf(chunks),
+          { onFrame: id => frames.push(id), onEnd: () => {} },
+          undefined,
+          e => {
+            throw e;
+          },
+        );
         const out = await drain(observed.readable);
         expect(out.map(c => Array.from(c))).toEqual(chunks.map(c => Array.from(c)));
       }),

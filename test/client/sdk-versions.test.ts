@@ -11,11 +11,20 @@ import { runLabScenario, sample } from '../support/lab';
 
 const versionsDir = join(__dirname, '../sdk-versions');
 const installedVersion = (folder: string) =>
-  JSON.parse(readFileSync(join(versionsDir, folder, 'node_modules/@modelcontextprotocol/sdk/package.json'), 'utf8')).version;
+  JSON.parse(readFileSync(join(versionsDir, folder, 'node_modules/@modelcontextprotocol/sdk/package.json'), 'utf8'))
+    .version;
 
 const lines = [
-  { label: '@modelcontextprotocol/sdk 1.17', options: { resolveFrom: join(versionsDir, 'v1.17') }, expectVersion: /^1\.17\./ },
-  { label: '@modelcontextprotocol/sdk 1.24', options: { resolveFrom: join(versionsDir, 'v1.24') }, expectVersion: /^1\.24\./ },
+  {
+    label: '@modelcontextprotocol/sdk 1.17',
+    options: { resolveFrom: join(versionsDir, 'v1.17') },
+    expectVersion: /^1\.17\./,
+  },
+  {
+    label: '@modelcontextprotocol/sdk 1.24',
+    options: { resolveFrom: join(versionsDir, 'v1.24') },
+    expectVersion: /^1\.24\./,
+  },
   { label: '@modelcontextprotocol/client 2.x', options: { sdk: 'v2' as const } },
 ];
 
@@ -25,15 +34,33 @@ describe.each(lines)('$label', ({ options, expectVersion }) => {
       expect(installedVersion(options.resolveFrom!.split('/').pop()!)).toMatch(expectVersion);
     });
   }
-  test.each(['cjs', 'esm'] as const)('%s: a true resume is unverified (standalone stream key) and a restarted sequence is forked', async moduleSystem => {
-    const healthy = await runLabScenario('healthy', { moduleSystem, ...options });
-    expect(healthy.sdkPatched).toBe(true);
-    expect(healthy.lost).toEqual([]);
-    expect(sample(healthy.metrics, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'unverified' })).toBe(1);
-    expect(sample(healthy.metrics, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'forked' })).toBe(0);
-    const forked = await runLabScenario('live-fork-integer-ids', { moduleSystem, ...options });
-    expect(forked.sdkPatched).toBe(true);
-    expect(forked.lost.length).toBeGreaterThan(0); // the fork really lost events, and forkwatch saw it:
-    expect(sample(forked.metrics, METRICS.clientForks.prometheusName, { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
-  });
+  test.each(['cjs', 'esm'] as const)(
+    '%s: a true resume is unverified (standalone stream key) and a restarted sequence is forked',
+    async moduleSystem => {
+      const healthy = await runLabScenario('healthy', { moduleSystem, ...options });
+      expect(healthy.sdkPatched).toBe(true);
+      expect(healthy.lost).toEqual([]);
+      expect(
+        sample(healthy.metrics, METRICS.clientResumes.prometheusName, {
+          transport: 'streamable_http',
+          outcome: 'unverified',
+        }),
+      ).toBe(1);
+      expect(
+        sample(healthy.metrics, METRICS.clientResumes.prometheusName, {
+          transport: 'streamable_http',
+          outcome: 'forked',
+        }),
+      ).toBe(0);
+      const forked = await runLabScenario('live-fork-integer-ids', { moduleSystem, ...options });
+      expect(forked.sdkPatched).toBe(true);
+      expect(forked.lost.length).toBeGreaterThan(0); // the fork really lost events, and forkwatch saw it:
+      expect(
+        sample(forked.metrics, METRICS.clientForks.prometheusName, {
+          transport: 'streamable_http',
+          reason: 'id_regressed',
+        }),
+      ).toBe(1);
+    },
+  );
 });

@@ -42,17 +42,12 @@ describe('encode → decode round trips', () => {
 
   test('hex-sequence ids give back stream and sequence, zero-padded to 16 digits or not', () => {
     fc.assert(
-      fc.property(
-        streamId,
-        fc.integer({ min: 0, max: 2 ** 52 - 1 }),
-        fc.boolean(),
-        (stream, seq, padded) => {
-          const hex = seq.toString(16);
-          const id = `${stream}:${padded ? hex.padStart(16, '0') : hex}`;
-          expect(hexSequenceCodec.decode(id)).toEqual({ stream, sequence: seq, dense: true });
-          expect(autoCodec.decode(id)).toEqual({ stream, sequence: seq, dense: true });
-        },
-      ),
+      fc.property(streamId, fc.integer({ min: 0, max: 2 ** 52 - 1 }), fc.boolean(), (stream, seq, padded) => {
+        const hex = seq.toString(16);
+        const id = `${stream}:${padded ? hex.padStart(16, '0') : hex}`;
+        expect(hexSequenceCodec.decode(id)).toEqual({ stream, sequence: seq, dense: true });
+        expect(autoCodec.decode(id)).toEqual({ stream, sequence: seq, dense: true });
+      }),
       RUNS,
     );
   });

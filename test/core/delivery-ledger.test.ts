@@ -8,7 +8,9 @@ const STANDALONE = { open: false, replayable: true, standalone: true };
 const LIVE = { open: true, replayable: true, standalone: false };
 const NO_STORE = { open: false, replayable: false, standalone: false };
 
-function ledger(options: Partial<{ windowMs: number; maxSessions: number; maxIdleMs: number; maxPendingStreams: number }> = {}) {
+function ledger(
+  options: Partial<{ windowMs: number; maxSessions: number; maxIdleMs: number; maxPendingStreams: number }> = {},
+) {
   const reports: Record<string, number> = {};
   const l = new DeliveryLedger<object>({ windowMs: WINDOW, ...options }, (_key, reason, events) => {
     reports[reason] = (reports[reason] ?? 0) + events;
@@ -237,7 +239,12 @@ describe('DeliveryLedger properties', () => {
         let settledByReplay = 0;
         for (const st of steps) {
           if (st.kind === 'store') {
-            l.stored(s, `s${st.stream}`, { open: st.open, replayable: st.replayable, standalone: st.stream === 0 }, now);
+            l.stored(
+              s,
+              `s${st.stream}`,
+              { open: st.open, replayable: st.replayable, standalone: st.stream === 0 },
+              now,
+            );
             if (!st.open) pendingStored++;
           } else if (st.kind === 'activity') l.activity(s, now);
           else if (st.kind === 'get') l.listenerOpened(s, now);
@@ -268,7 +275,13 @@ describe('DeliveryLedger properties', () => {
         let now = 0;
         for (const st of steps) {
           current = st.kind;
-          if (st.kind === 'store') l.stored(s, `s${st.stream}`, { open: st.open, replayable: st.replayable, standalone: st.stream === 0 }, now);
+          if (st.kind === 'store')
+            l.stored(
+              s,
+              `s${st.stream}`,
+              { open: st.open, replayable: st.replayable, standalone: st.stream === 0 },
+              now,
+            );
           else if (st.kind === 'activity') l.activity(s, now);
           else if (st.kind === 'get') l.listenerOpened(s, now);
           else if (st.kind === 'replay') l.replayed(s, `s${st.stream}`, st.events);
@@ -284,7 +297,7 @@ describe('DeliveryLedger properties', () => {
 
   test('a session with no activity after its events went pending never reports a loss reason', () => {
     fc.assert(
-      fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
+      fc.property(fc.array(step, { maxLength: 40 }), steps => {
         const losses: string[] = [];
         const l = new DeliveryLedger<object>({ windowMs: WINDOW }, (_k, reason) => {
           if (reason !== 'abandoned') losses.push(reason);
@@ -293,7 +306,8 @@ describe('DeliveryLedger properties', () => {
         let now = 0;
         for (const st of steps) {
           // Only stores (not written live), waits, sweeps and replays: the client never shows itself here.
-          if (st.kind === 'store') l.stored(s, `s${st.stream}`, { open: false, replayable: st.replayable, standalone: false }, now);
+          if (st.kind === 'store')
+            l.stored(s, `s${st.stream}`, { open: false, replayable: st.replayable, standalone: false }, now);
           else if (st.kind === 'replay') l.replayed(s, `s${st.stream}`, st.events);
           else if (st.kind === 'sweep') l.sweep(now);
           else if (st.kind === 'wait') now += st.ms;

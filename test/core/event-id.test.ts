@@ -11,7 +11,8 @@ import {
 } from '../../src/core';
 
 const utf8Length = (s: string) => new TextEncoder().encode(s).length;
-const hasLoneSurrogate = (s: string) => /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
+const hasLoneSurrogate = (s: string) =>
+  /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 
 describe('eventIdKey', () => {
   test('short ids are their own key', () => {

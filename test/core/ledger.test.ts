@@ -65,19 +65,23 @@ describe('SessionRecord duplicate detection', () => {
 
   test('property: exactly the last `capacity` distinct ids are remembered', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 16 }), fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 120 }), (cap, seq) => {
-        const record = new SessionRecord('s', cap, 0);
-        const model: string[] = []; // distinct ids, oldest first, at most cap
-        for (const n of seq) {
-          const id = String(n);
-          expect(record.consume(id, 0)).toBe(model.includes(id));
-          if (!model.includes(id)) {
-            model.push(id);
-            if (model.length > cap) model.shift();
+      fc.property(
+        fc.integer({ min: 1, max: 16 }),
+        fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 120 }),
+        (cap, seq) => {
+          const record = new SessionRecord('s', cap, 0);
+          const model: string[] = []; // distinct ids, oldest first, at most cap
+          for (const n of seq) {
+            const id = String(n);
+            expect(record.consume(id, 0)).toBe(model.includes(id));
+            if (!model.includes(id)) {
+              model.push(id);
+              if (model.length > cap) model.shift();
+            }
           }
-        }
-        for (let n = 0; n <= 40; n++) expect(record.hasConsumed(String(n))).toBe(model.includes(String(n)));
-      }),
+          for (let n = 0; n <= 40; n++) expect(record.hasConsumed(String(n))).toBe(model.includes(String(n)));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -38,7 +38,21 @@ function parseWithReference(chunks: Uint8Array[]): { ids: (string | undefined)[]
 const terminate = (bytes: Uint8Array) => concat([bytes, Uint8Array.of(10)]);
 
 // Characters that matter to SSE, plus ASCII and the whole Unicode range.
-const special = fc.constantFrom('\u0000', '\uFEFF', ':', ' ', '  ', '\r', '\n', 'id', 'data', 'é', '💥', '\u2028', '\u0085');
+const special = fc.constantFrom(
+  '\u0000',
+  '\uFEFF',
+  ':',
+  ' ',
+  '  ',
+  '\r',
+  '\n',
+  'id',
+  'data',
+  'é',
+  '💥',
+  '\u2028',
+  '\u0085',
+);
 const unit = fc.oneof(
   { arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 }), weight: 4 },
   { arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), weight: 2 },
@@ -49,7 +63,10 @@ const utf8 = (arb: fc.Arbitrary<string>) => arb.map(s => encoder.encode(s));
 
 const line: fc.Arbitrary<Uint8Array> = fc.oneof(
   { arbitrary: fc.constant(new Uint8Array(0)), weight: 4 }, // blank line: ends a frame
-  { arbitrary: utf8(fc.tuple(fc.constantFrom('id:', 'id: ', 'id:  ', 'id'), text(16)).map(([f, v]) => f + v)), weight: 4 },
+  {
+    arbitrary: utf8(fc.tuple(fc.constantFrom('id:', 'id: ', 'id:  ', 'id'), text(16)).map(([f, v]) => f + v)),
+    weight: 4,
+  },
   { arbitrary: utf8(fc.constantFrom('id', 'id:', 'id: ')), weight: 1 },
   { arbitrary: utf8(fc.tuple(fc.constantFrom('data:', 'data: ', 'data'), text(24)).map(([f, v]) => f + v)), weight: 4 },
   { arbitrary: utf8(fc.constantFrom('data', 'data:', 'data: ')), weight: 1 },
@@ -90,7 +107,10 @@ describe('SseFrameObserver agrees with eventsource-parser', () => {
     fc.assert(
       fc.property(stream, cuts, (bytes, cutPoints) => {
         fc.pre(!hasParserBomQuirk(bytes));
-        const chunks = splitAt(bytes, cutPoints.map(c => c % (bytes.length + 1)));
+        const chunks = splitAt(
+          bytes,
+          cutPoints.map(c => c % (bytes.length + 1)),
+        );
         const reference = parseWithReference(chunks);
         const observed = observeChunks(chunks);
         expect(observed.ids).toEqual(reference.ids);
@@ -117,7 +137,10 @@ describe('SseFrameObserver agrees with eventsource-parser', () => {
       fc.property(fc.array(bigId, { minLength: 1, maxLength: 3 }), lineEnd, cuts, (ids, end, cutPoints) => {
         const nl = new TextDecoder().decode(end);
         const bytes = terminate(encoder.encode(ids.map(id => `id: ${id}${nl}data: x${nl}${nl}`).join('')));
-        const chunks = splitAt(bytes, cutPoints.map(c => (c * 7) % (bytes.length + 1)));
+        const chunks = splitAt(
+          bytes,
+          cutPoints.map(c => (c * 7) % (bytes.length + 1)),
+        );
         const reference = parseWithReference(chunks);
         expect(reference.ids).toEqual(ids);
         expect(observeChunks(chunks).ids).toEqual(ids.map(eventIdKey));

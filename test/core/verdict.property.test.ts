@@ -125,7 +125,11 @@ describe('time-only ids', () => {
     fc.assert(
       fc.property(stream, stream, ms, ms, rand, (s1, s2, t1, t2, r) => {
         fc.pre(s1 !== s2);
-        const verdict = decideFirstFrame({ cursor: `${s1}_${t1}_${r}`, firstId: `${s2}_${t2}_${r}`, wasConsumed: never });
+        const verdict = decideFirstFrame({
+          cursor: `${s1}_${t1}_${r}`,
+          firstId: `${s2}_${t2}_${r}`,
+          wasConsumed: never,
+        });
         expect(verdict).toEqual({ verdict: 'forked', reason: 'stream_changed', codec: 'sdk' });
       }),
       RUNS,
@@ -140,7 +144,11 @@ describe('hex sequences', () => {
   test('same stream: ordered by sequence, whatever the padding', () => {
     fc.assert(
       fc.property(fc.stringMatching(/^[a-z0-9-]{1,12}$/), hexSeq, hexSeq, (s, c, f) => {
-        const verdict = decideFirstFrame({ cursor: `${s}:${hex(c)}`, firstId: `${s}:${f.toString(16)}`, wasConsumed: never });
+        const verdict = decideFirstFrame({
+          cursor: `${s}:${hex(c)}`,
+          firstId: `${s}:${f.toString(16)}`,
+          wasConsumed: never,
+        });
         if (f > c) expect(verdict).toMatchObject({ verdict: 'resumed', skippedEvents: f - c - 1 });
         else expect(verdict).toMatchObject({ verdict: 'forked', reason: 'id_regressed' });
       }),

@@ -14,7 +14,11 @@ const UUID = '550e8400-e29b-41d4-a716-446655440000';
 const OTHER_UUID = '6ba7b810-9dad-11d1-80b4-00c04fd430c8';
 const never = () => false;
 
-function decide(cursor: string, firstId: string | undefined, extra: { codec?: EventIdCodec; consumed?: string[] } = {}) {
+function decide(
+  cursor: string,
+  firstId: string | undefined,
+  extra: { codec?: EventIdCodec; consumed?: string[] } = {},
+) {
   const consumed = new Set(extra.consumed ?? []);
   return decideFirstFrame({ cursor, firstId, codec: extra.codec, wasConsumed: id => consumed.has(id) });
 }
@@ -63,7 +67,14 @@ describe('id_reused', () => {
 
   test('wasConsumed is asked about the first id, not the cursor', () => {
     const asked: string[] = [];
-    decideFirstFrame({ cursor: '1', firstId: '2', wasConsumed: id => (asked.push(id), false) });
+    decideFirstFrame({
+      cursor: '1',
+      firstId: '2',
+      wasConsumed: id => {
+        asked.push(id);
+        return false;
+      },
+    });
     expect(asked).toEqual(['2']);
   });
 });
@@ -134,11 +145,21 @@ describe('id_regressed', () => {
 
 describe('resumed', () => {
   test('a contiguous dense sequence skips nothing', () => {
-    expect(decide('5', '6')).toEqual({ verdict: 'resumed', continuityVerified: true, skippedEvents: 0, codec: 'integer' });
+    expect(decide('5', '6')).toEqual({
+      verdict: 'resumed',
+      continuityVerified: true,
+      skippedEvents: 0,
+      codec: 'integer',
+    });
   });
 
   test('a gap in a dense sequence counts the skipped events', () => {
-    expect(decide('5', '9')).toEqual({ verdict: 'resumed', continuityVerified: true, skippedEvents: 3, codec: 'integer' });
+    expect(decide('5', '9')).toEqual({
+      verdict: 'resumed',
+      continuityVerified: true,
+      skippedEvents: 3,
+      codec: 'integer',
+    });
   });
 
   test('a hex sequence continues on the same stream', () => {
@@ -233,12 +254,20 @@ describe('user codecs', () => {
       name: 'weird',
       decode: id => ({ sequence: id === 'a' ? Number.NaN : ('7' as unknown as number) }),
     };
-    expect(decide('a', 'b', { codec: weird })).toEqual({ verdict: 'resumed', continuityVerified: false, codec: 'weird' });
+    expect(decide('a', 'b', { codec: weird })).toEqual({
+      verdict: 'resumed',
+      continuityVerified: false,
+      codec: 'weird',
+    });
   });
 
   test('a sparse sequence verifies order without counting skipped events', () => {
     const sparse: EventIdCodec = { name: 'sparse', decode: id => ({ sequence: Number(id) }) };
-    expect(decide('10', '50', { codec: sparse })).toEqual({ verdict: 'resumed', continuityVerified: true, codec: 'sparse' });
+    expect(decide('10', '50', { codec: sparse })).toEqual({
+      verdict: 'resumed',
+      continuityVerified: true,
+      codec: 'sparse',
+    });
     expect(decide('10', '5', { codec: sparse })).toMatchObject({ reason: 'id_regressed' });
   });
 
@@ -250,7 +279,9 @@ describe('user codecs', () => {
   test('every explicit built-in codec decides the textbook case the same way', () => {
     expect(decide('4821', '1', { codec: integerCodec })).toMatchObject({ reason: 'id_regressed' });
     expect(decide('abc:ff', 'abc:1', { codec: hexSequenceCodec })).toMatchObject({ reason: 'id_regressed' });
-    expect(decide(`${UUID}_1732000000000_ab12cd34`, `${OTHER_UUID}_1732000000000_ab12cd34`, { codec: sdkCodec })).toMatchObject({
+    expect(
+      decide(`${UUID}_1732000000000_ab12cd34`, `${OTHER_UUID}_1732000000000_ab12cd34`, { codec: sdkCodec }),
+    ).toMatchObject({
       reason: 'stream_changed',
     });
     expect(decide(`${UUID}_1732000000000_0001_abc`, '1', { codec: mcpProxyCodec })).toMatchObject({
@@ -261,23 +292,28 @@ describe('user codecs', () => {
 
 describe('verdict shape', () => {
   test('every fork reason the verdict can produce is listed', () => {
-    const produced = [
-      decide('1', undefined),
-      decide('1', '1'),
-      decide('1', 'x'),
-      decide('2', '1'),
-    ].map(v => (v.verdict === 'forked' ? v.reason : undefined));
+    const produced = [decide('1', undefined), decide('1', '1'), decide('1', 'x'), decide('2', '1')].map(v =>
+      v.verdict === 'forked' ? v.reason : undefined,
+    );
     for (const reason of produced) expect(FORK_REASONS).toContain(reason);
   });
 
   test('pure: the verdict depends on the input alone: not on the clock, earlier calls, or a change to the input', () => {
     // SDK ids embed wall-clock ms: a verdict that read the clock, or kept state, would change between these calls.
-    const input = Object.freeze({ cursor: 's_1700000000000_aaaa', firstId: 's_1700000000005_bbbb', wasConsumed: never });
+    const input = Object.freeze({
+      cursor: 's_1700000000000_aaaa',
+      firstId: 's_1700000000005_bbbb',
+      wasConsumed: never,
+    });
     vi.useFakeTimers({ now: 1_700_000_000_010 });
     try {
       const first = decideFirstFrame(input);
       expect(first).toMatchObject({ verdict: 'resumed' });
-      for (const [cursor, firstId] of [['4821', '1'], ['s_1700000000000_aaaa', 't_1700000000001_cccc'], ['7', undefined]] as const) {
+      for (const [cursor, firstId] of [
+        ['4821', '1'],
+        ['s_1700000000000_aaaa', 't_1700000000001_cccc'],
+        ['7', undefined],
+      ] as const) {
         decideFirstFrame({ cursor, firstId, wasConsumed: () => true });
       }
       vi.setSystemTime(1_900_000_000_000); // years later

@@ -71,13 +71,17 @@ describe('overview dashboard content', () => {
 
   test('the SLO panel is the one that reads recording rules', () => {
     const readers = panels.filter(p => metricsOf(p).some(m => m?.includes(':')));
-    expect(readers.map(p => p.title)).toEqual(['Lossy share of 2xx resumes (SLO windows)', 'Lost share of events written (SLO windows)']);
+    expect(readers.map(p => p.title)).toEqual([
+      'Lossy share of 2xx resumes (SLO windows)',
+      'Lost share of events written (SLO windows)',
+    ]);
   });
 
   test('SLO panels filter on the cluster and namespace variables, and draw one line per cluster and job', () => {
     for (const title of ['Lossy share of 2xx resumes (SLO windows)', 'Lost share of events written (SLO windows)']) {
       const p = panel(title);
-      for (const e of exprs(p)) expect(e, title).toMatch(/\{cluster=~"\$cluster", namespace=~"\$namespace", job=~"\$job"\}$/);
+      for (const e of exprs(p))
+        expect(e, title).toMatch(/\{cluster=~"\$cluster", namespace=~"\$namespace", job=~"\$job"\}$/);
       expect(p.targets?.[0]?.legendFormat).toBe('{{cluster}} {{job}} 5m');
     }
   });
@@ -85,7 +89,9 @@ describe('overview dashboard content', () => {
   test('server delivery: undelivered events by reason, the delivery SLO windows, no-listener share per instance', () => {
     const byReason = panel('Undelivered events by reason');
     expect(exprs(byReason)[0]).toMatch(/^sum by \(reason\) \(rate\(forkwatch_server_undelivered_events_total\{/);
-    expect(exprs(panel('Lost share of events written (SLO windows)'))[0]).toMatch(/^job:forkwatch_server_undelivered_loss:ratio_rate5m\{/);
+    expect(exprs(panel('Lost share of events written (SLO windows)'))[0]).toMatch(
+      /^job:forkwatch_server_undelivered_loss:ratio_rate5m\{/,
+    );
     expect(exprs(panel('Events without a listener per instance'))[0]).toContain('reason="no_listener"');
   });
 
@@ -98,11 +104,19 @@ describe('overview dashboard content', () => {
   });
 
   test('fork and unknown-cursor panels link to the traces behind them (Tempo search by span attributes)', () => {
-    const traceLinks = (title: string) => (panel(title).links ?? []).filter(l => l.title?.startsWith('Traces:')).map(l => decodeURIComponent(l.url ?? ''));
+    const traceLinks = (title: string) =>
+      (panel(title).links ?? []).filter(l => l.title?.startsWith('Traces:')).map(l => decodeURIComponent(l.url ?? ''));
     for (const title of ['Forked resumes', 'Fork rate by reason and transport']) {
-      expect(traceLinks(title).join(), title).toContain('{ name = \\"forkwatch.client.resume\\" && span.forkwatch.resume.verdict = \\"forked\\" }');
+      expect(traceLinks(title).join(), title).toContain(
+        '{ name = \\"forkwatch.client.resume\\" && span.forkwatch.resume.verdict = \\"forked\\" }',
+      );
     }
-    for (const title of ['Unknown cursors on servers', 'Unknown-cursor share per instance', 'Server resume outcomes per instance', 'Undelivered events by reason']) {
+    for (const title of [
+      'Unknown cursors on servers',
+      'Unknown-cursor share per instance',
+      'Server resume outcomes per instance',
+      'Undelivered events by reason',
+    ]) {
       expect(traceLinks(title).join(), title).toContain('span.forkwatch.replay.outcome = \\"unknown_cursor\\"');
     }
     expect(traceLinks('Forked resumes')[0]).toContain('"range":{"from":"${__from}","to":"${__to}"}');

@@ -94,8 +94,9 @@ describe('overview dashboard on a real Prometheus that scraped the fork lab', ()
   });
 
   test('draws the README picture from this run', async () => {
-    const data = await overviewPictureData(overview, (expr, instant) =>
-      execute({ name: expr, expr, instant }, selections.forkedJob),
+    const data = await overviewPictureData(
+      overview,
+      (expr, instant) => execute({ name: expr, expr, instant }, selections.forkedJob),
       { job: LAB_JOBS.forked, range: macros.range, rateInterval: macros.rateInterval },
     );
     expect(data.rates.some(r => r.forks > 0 && r['2xx resumes'] > r['lossless resumes'])).toBe(true);

@@ -68,7 +68,9 @@ function scopeLabelsOf(s: Selector): string[] {
   if (s.metric === 'ALERTS') return [];
   const level = s.metric?.includes(':') ? s.metric.split(':')[0] : undefined;
   // Recording rules keep the pack's aggregation labels (cluster, namespace) and the labels their level names.
-  return level === undefined ? SCOPE_LABELS : SCOPE_LABELS.filter(l => AGGREGATION_LABELS.includes(l) || level.split('_').includes(l));
+  return level === undefined
+    ? SCOPE_LABELS
+    : SCOPE_LABELS.filter(l => AGGREGATION_LABELS.includes(l) || level.split('_').includes(l));
 }
 
 export const RULES: Record<string, Rule> = {

@@ -43,12 +43,14 @@ export async function overviewPictureData(
   const twoXx = sumByTime(await run(targetExpr(d, '2xx resumes vs lossless resumes', 'A'), false));
   const lossless = sumByTime(await run(targetExpr(d, '2xx resumes vs lossless resumes', 'B'), false));
   const forks = sumByTime(await run(targetExpr(d, 'Fork rate by reason and transport'), false));
-  const rates = [...twoXx.keys()].sort((a, b) => a - b).map(t => ({
-    t,
-    '2xx resumes': twoXx.get(t) ?? 0,
-    'lossless resumes': lossless.get(t) ?? 0,
-    forks: forks.get(t) ?? 0,
-  }));
+  const rates = [...twoXx.keys()]
+    .sort((a, b) => a - b)
+    .map(t => ({
+      t,
+      '2xx resumes': twoXx.get(t) ?? 0,
+      'lossless resumes': lossless.get(t) ?? 0,
+      forks: forks.get(t) ?? 0,
+    }));
 
   // The heatmap's query over the whole run instead of one $__rate_interval: cumulative counts per `le`.
   const gapExpr = targetExpr(d, 'Resume gap time (client)').replace('$__rate_interval', meta.range);

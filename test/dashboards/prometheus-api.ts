@@ -35,5 +35,4 @@ export function labelValues(api: Api, label: string, selector: string | undefine
 }
 
 /** True when a result holds at least one sample that is a number (not NaN or ±Inf from an empty ratio). */
-export const hasData = (series: Series[]) =>
-  series.some(s => s.values.some(([, v]) => Number.isFinite(Number(v))));
+export const hasData = (series: Series[]) => series.some(s => s.values.some(([, v]) => Number.isFinite(Number(v))));

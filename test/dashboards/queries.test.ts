@@ -75,7 +75,10 @@ describe('every metric name is in a real scrape of the fork lab or recorded by t
   test('every forkwatch metric is on the dashboard', () => {
     const used = new Set(queries.flatMap(q => analyse(q.expr).selectors.flatMap(s => s.metric ?? [])));
     for (const spec of METRIC_SPECS) {
-      expect(seriesOf(spec).some(n => used.has(n)), spec.prometheusName).toBe(true);
+      expect(
+        seriesOf(spec).some(n => used.has(n)),
+        spec.prometheusName,
+      ).toBe(true);
     }
   });
 

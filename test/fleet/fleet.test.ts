@@ -32,7 +32,8 @@ async function fleet(policy: string, sessions: number): Promise<FleetScore> {
   return score;
 }
 
-const raised = (score: FleetScore, alert: string) => Object.keys(score.alerts.alerts).some(a => a.startsWith(`${alert} `));
+const raised = (score: FleetScore, alert: string) =>
+  Object.keys(score.alerts.alerts).some(a => a.startsWith(`${alert} `));
 
 describe('fleet lab, CI size', () => {
   it('sticky routing with a shared event store: no loss signal on any session that lost nothing, no false page', async () => {

@@ -101,23 +101,42 @@ describe('played without and with forkwatch: the app sees the same, forkwatch ke
     ['4000 characters (under the 4 KiB cap)', 'y'.repeat(4000)],
   ];
   test.each(nastyIds)('an id with %s: delivered as without forkwatch', async (_, id) => {
-    const { seen } = await same(bytes(frame('1', 1), 'id: ', id, '\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":2}}}\n\n'));
+    const { seen } = await same(
+      bytes(
+        frame('1', 1),
+        'id: ',
+        id,
+        '\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":2}}}\n\n',
+      ),
+    );
     expect(seen.notifications).toHaveLength(3);
   });
 
   const malformed: [string, string | Uint8Array][] = [
     ['garbage lines between frames', `garbage\nx: y\n\u0001\u0002\n${frame('1', 1)}more garbage\n\n${frame('2', 2)}`],
-    ['no blank line between two frames (one frame, two data lines, the last id)', 'id: 1\ndata: {"a":\nid: 2\ndata: 1}\n\n'],
-    ['a frame truncated before its blank line, then a new frame', `${frame('1', 1)}id: 2\ndata: {"jsonrpc":"2.0","meth`],
+    [
+      'no blank line between two frames (one frame, two data lines, the last id)',
+      'id: 1\ndata: {"a":\nid: 2\ndata: 1}\n\n',
+    ],
+    [
+      'a frame truncated before its blank line, then a new frame',
+      `${frame('1', 1)}id: 2\ndata: {"jsonrpc":"2.0","meth`,
+    ],
     ['CR-only line ends', frame('1', 1).replace(/\n/g, '\r') + frame('2', 2).replace(/\n/g, '\r')],
     ['CRLF line ends split between chunks', frame('1', 1).replace(/\n/g, '\r\n')],
     ['a BOM, then a frame', `\uFEFF${frame('1', 1)}`],
-    ['two id lines in one frame (the last wins), then an empty id', `id: a\nid: b\n${frame(undefined, 1)}id:\n${frame(undefined, 2)}`],
+    [
+      'two id lines in one frame (the last wins), then an empty id',
+      `id: a\nid: b\n${frame(undefined, 1)}id:\n${frame(undefined, 2)}`,
+    ],
     ['lines without a colon, and unknown fields', `id\ndata\nfoo\nfoo: bar\nretry: nope\n\n${frame('1', 1)}`],
     ['data that is not JSON-RPC', `data: not json\n\ndata: {"jsonrpc":"1.0"}\n\n${frame('1', 1)}`],
     ['a 1 MB comment line', `:${'c'.repeat(MB)}\n${frame('1', 1)}`],
     ['a 1 MB line without a colon', `${'f'.repeat(MB)}\n\n${frame('1', 1)}`],
-    ['a 1 MB data line (a notification with a 1 MB string)', frame('1', 1).replace('"n":1', `"n":1,"pad":"${'p'.repeat(MB)}"`)],
+    [
+      'a 1 MB data line (a notification with a 1 MB string)',
+      frame('1', 1).replace('"n":1', `"n":1,"pad":"${'p'.repeat(MB)}"`),
+    ],
     ['an id line that never ends until the stream does', `${frame('1', 1)}id: ${'z'.repeat(8192)}`],
   ];
   test.each(malformed)('malformed SSE, %s: the app sees the same', async (_, body) => {
@@ -181,7 +200,13 @@ describe('resumes with bad ids: never forked, spans bounded and printable', () =
     server.scripts.push(
       res => {
         openSse(res);
-        res.write(bytes('id: ', id, `\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: { n: 1 } } })}\n\n`));
+        res.write(
+          bytes(
+            'id: ',
+            id,
+            `\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: { n: 1 } } })}\n\n`,
+          ),
+        );
         setTimeout(() => res.socket?.destroy(), 30);
       },
       res => {
@@ -190,7 +215,12 @@ describe('resumes with bad ids: never forked, spans bounded and printable', () =
       },
     );
     const app = await connectApp(server.url, {
-      reconnect: { initialReconnectionDelay: 10, maxReconnectionDelay: 10, reconnectionDelayGrowFactor: 1, maxRetries: 1 },
+      reconnect: {
+        initialReconnectionDelay: 10,
+        maxReconnectionDelay: 10,
+        reconnectionDelayGrowFactor: 1,
+        maxRetries: 1,
+      },
     });
     apps.push(app);
     await waitFor('a verdict', () => fw.spans('forkwatch.client.resume').length >= 1);

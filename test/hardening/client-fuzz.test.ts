@@ -35,7 +35,22 @@ const concat = (parts: Uint8Array[]) => {
 };
 const notification = (n: number) =>
   JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: { n } } });
-const special = fc.constantFrom('\u0000', '\uFEFF', ':', ' ', '\r', '\n', 'id', 'data', 'é', '💥', '\u2028', '\u0085', '\u001b[31m', '\u009b');
+const special = fc.constantFrom(
+  '\u0000',
+  '\uFEFF',
+  ':',
+  ' ',
+  '\r',
+  '\n',
+  'id',
+  'data',
+  'é',
+  '💥',
+  '\u2028',
+  '\u0085',
+  '\u001b[31m',
+  '\u009b',
+);
 const unit = fc.oneof(
   { arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 }), weight: 4 },
   { arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), weight: 1 },
@@ -44,18 +59,33 @@ const unit = fc.oneof(
 const text = (maxLength: number) => fc.string({ unit, maxLength });
 const realisticId = fc.oneof(
   fc.nat({ max: 10_000 }).map(String),
-  fc.tuple(fc.uuid(), fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 })).map(([s, t]) => `${s}_${t}_k3j5h2g1`),
-  fc.tuple(fc.stringMatching(/^[a-z0-9-]{1,12}$/), fc.nat({ max: 0xffff })).map(([s, n]) => `${s}:${n.toString(16).padStart(16, '0')}`),
+  fc
+    .tuple(fc.uuid(), fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 }))
+    .map(([s, t]) => `${s}_${t}_k3j5h2g1`),
+  fc
+    .tuple(fc.stringMatching(/^[a-z0-9-]{1,12}$/), fc.nat({ max: 0xffff }))
+    .map(([s, n]) => `${s}:${n.toString(16).padStart(16, '0')}`),
 );
 const utf8 = (arb: fc.Arbitrary<string>) => arb.map(s => encoder.encode(s));
 const line: fc.Arbitrary<Uint8Array> = fc.oneof(
   { arbitrary: fc.constant(new Uint8Array(0)), weight: 5 },
   { arbitrary: utf8(fc.tuple(fc.constantFrom('id: ', 'id:'), realisticId).map(([f, v]) => f + v)), weight: 4 },
-  { arbitrary: utf8(fc.tuple(fc.constantFrom('id: ', 'id:', 'id:  ', 'id'), text(16)).map(([f, v]) => f + v)), weight: 2 },
+  {
+    arbitrary: utf8(fc.tuple(fc.constantFrom('id: ', 'id:', 'id:  ', 'id'), text(16)).map(([f, v]) => f + v)),
+    weight: 2,
+  },
   { arbitrary: utf8(fc.nat({ max: 999 }).map(n => `data: ${notification(n)}`)), weight: 6 },
   { arbitrary: utf8(fc.nat({ max: 999 }).map(n => `data:${notification(n)}`)), weight: 1 },
   // A notification split over two data lines: the parser joins them with LF, which JSON allows between tokens.
-  { arbitrary: utf8(fc.nat({ max: 999 }).map(n => notification(n).replace(',', ',\ndata: ')).map(s => `data: ${s}`)), weight: 1 },
+  {
+    arbitrary: utf8(
+      fc
+        .nat({ max: 999 })
+        .map(n => notification(n).replace(',', ',\ndata: '))
+        .map(s => `data: ${s}`),
+    ),
+    weight: 1,
+  },
   { arbitrary: utf8(fc.tuple(fc.constantFrom('data:', 'data: ', 'data'), text(24)).map(([f, v]) => f + v)), weight: 2 },
   { arbitrary: utf8(fc.constantFrom('event: message', 'event: other', 'event:', 'retry: 5', 'retry: x')), weight: 1 },
   { arbitrary: utf8(text(12).map(v => `:${v}`)), weight: 2 },
@@ -73,9 +103,14 @@ const SENTINEL = encoder.encode(SENTINEL_FRAME);
 /** A well-formed frame as the SDK server writes it, with any line ending. */
 const frame = fc
   .tuple(fc.option(realisticId, { nil: undefined }), fc.nat({ max: 999 }), fc.constantFrom('\n', '\r\n', '\r'))
-  .map(([id, n, nl]) => encoder.encode(`${id !== undefined ? `id: ${id}${nl}` : ''}data: ${notification(n)}${nl}${nl}`));
+  .map(([id, n, nl]) =>
+    encoder.encode(`${id !== undefined ? `id: ${id}${nl}` : ''}data: ${notification(n)}${nl}${nl}`),
+  );
 const piece = fc.oneof(
-  { arbitrary: fc.tuple(line, lineEnd, ended).map(([l, end, e]) => concat([l, e ? end : new Uint8Array(0)])), weight: 3 },
+  {
+    arbitrary: fc.tuple(line, lineEnd, ended).map(([l, end, e]) => concat([l, e ? end : new Uint8Array(0)])),
+    weight: 3,
+  },
   { arbitrary: frame, weight: 2 },
 );
 const body = fc
@@ -93,7 +128,8 @@ const fuzzCase: fc.Arbitrary<ReplayCase> = fc.tuple(body, fc.array(fc.nat(), { m
 });
 
 /** eventsource-parser drops a leading "ï»¿" from the first chunk's text (see the differential test): not comparable. */
-const hasParserBomQuirk = (c: ReplayCase) => new TextDecoder().decode(concat(c.chunks)).startsWith('\u00EF\u00BB\u00BF');
+const hasParserBomQuirk = (c: ReplayCase) =>
+  new TextDecoder().decode(concat(c.chunks)).startsWith('\u00EF\u00BB\u00BF');
 
 let server: ReplayServer;
 let fw: Forkwatch;

@@ -50,7 +50,10 @@ function expectContiguous(seqs: number[], atLeast: number): void {
 const noFork = (outcomes: string[]) => expect(outcomes.filter(o => o.startsWith('forked'))).toEqual([]);
 
 async function forks(fw: Forkwatch): Promise<number | undefined> {
-  return sample(await fw.metrics(), METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'forked' });
+  return sample(await fw.metrics(), METRICS.clientResumes.prometheusName, {
+    transport: 'streamable_http',
+    outcome: 'forked',
+  });
 }
 
 interface Lab {
@@ -65,7 +68,12 @@ async function lab(config: Record<string, unknown>): Promise<Lab> {
   const proxy = await startProxy({ A: server.url, B: server.url }, { post: 'A', get: 'A', resume: 'A' });
   cleanups.push(() => proxy.close());
   const control = async (path: string, body?: unknown) =>
-    (await fetch(`${proxy.url}/__lab/${path}`, { method: body ? 'POST' : 'GET', body: body ? JSON.stringify(body) : undefined })).json();
+    (
+      await fetch(`${proxy.url}/__lab/${path}`, {
+        method: body ? 'POST' : 'GET',
+        body: body ? JSON.stringify(body) : undefined,
+      })
+    ).json();
   return { server, proxy, control };
 }
 
@@ -73,39 +81,49 @@ describe('a server process killed mid-replay', () => {
   test.each([
     ['on the first replayed frame', 'first-frame'],
     ['as the resume request reaches the proxy', 'resume-request'],
-  ] as const)('killed %s: never forked, the app keeps an unbroken prefix', async (_, when) => {
-    const fw = forkwatch();
-    const { server, proxy, control } = await lab({ store: { idFormat: 'integer' } });
-    const a = await app(`${proxy.url}/mcp`, {
-      initialReconnectionDelay: 1200,
-      maxReconnectionDelay: 1200,
-      reconnectionDelayGrowFactor: 1,
-      maxRetries: 1,
-    });
-    await waitFor('the GET stream', () => proxy.log.some(e => e.kind === 'get' && e.status === 200));
-    await a.client.callTool({ name: 'emit', arguments: { count: 3 } });
-    await waitFor('3 events', () => a.seqs.length >= 3);
-    await control('cut', { midFrame: true });
-    // Stored while the client is away: the resume replays all of them.
-    await a.client.callTool({ name: 'emit', arguments: { count: 20_000 } });
-    await waitFor(
-      'the moment to kill',
-      () => (when === 'first-frame' ? a.seqs.length > 3 : proxy.log.some(e => e.kind === 'resume')),
-      10_000,
-    );
-    server.kill('SIGKILL');
-    await server.exited;
-    // The SDK reconnects once more, to a dead upstream (the proxy answers 502), and gives up.
-    await waitFor('the SDK to give up', () => a.errors.some(e => e.includes('Maximum reconnection attempts')), 10_000);
-    const outcomes = clientOutcomes(fw);
-    noFork(outcomes);
-    expect(outcomes.length).toBeGreaterThanOrEqual(1);
-    if (when === 'first-frame') expect(outcomes[0]).toBe('resumed');
-    expect(outcomes.every(o => ['resumed', 'unverified', 'rejected', 'failed', 'inconclusive:stream_ended'].includes(o))).toBe(true);
-    expectContiguous(a.seqs, 3);
-    expect(a.seqs.length).toBeLessThanOrEqual(20_003);
-    expect(await forks(fw)).toBe(0);
-  }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
+  ] as const)(
+    'killed %s: never forked, the app keeps an unbroken prefix',
+    async (_, when) => {
+      const fw = forkwatch();
+      const { server, proxy, control } = await lab({ store: { idFormat: 'integer' } });
+      const a = await app(`${proxy.url}/mcp`, {
+        initialReconnectionDelay: 1200,
+        maxReconnectionDelay: 1200,
+        reconnectionDelayGrowFactor: 1,
+        maxRetries: 1,
+      });
+      await waitFor('the GET stream', () => proxy.log.some(e => e.kind === 'get' && e.status === 200));
+      await a.client.callTool({ name: 'emit', arguments: { count: 3 } });
+      await waitFor('3 events', () => a.seqs.length >= 3);
+      await control('cut', { midFrame: true });
+      // Stored while the client is away: the resume replays all of them.
+      await a.client.callTool({ name: 'emit', arguments: { count: 20_000 } });
+      await waitFor(
+        'the moment to kill',
+        () => (when === 'first-frame' ? a.seqs.length > 3 : proxy.log.some(e => e.kind === 'resume')),
+        10_000,
+      );
+      server.kill('SIGKILL');
+      await server.exited;
+      // The SDK reconnects once more, to a dead upstream (the proxy answers 502), and gives up.
+      await waitFor(
+        'the SDK to give up',
+        () => a.errors.some(e => e.includes('Maximum reconnection attempts')),
+        10_000,
+      );
+      const outcomes = clientOutcomes(fw);
+      noFork(outcomes);
+      expect(outcomes.length).toBeGreaterThanOrEqual(1);
+      if (when === 'first-frame') expect(outcomes[0]).toBe('resumed');
+      expect(
+        outcomes.every(o => ['resumed', 'unverified', 'rejected', 'failed', 'inconclusive:stream_ended'].includes(o)),
+      ).toBe(true);
+      expectContiguous(a.seqs, 3);
+      expect(a.seqs.length).toBeLessThanOrEqual(20_003);
+      expect(await forks(fw)).toBe(0);
+    },
+    120_000,
+  ); // loose: a shared machine may be slow; the checks are about what happened
 });
 
 describe('connections cut in the middle of a frame', () => {
@@ -159,7 +177,7 @@ describe('connections cut in the middle of a frame', () => {
     expect(first).toMatchObject({ 'forkwatch.continuity.verified': true, 'forkwatch.codec': 'sdk' });
   });
 
-  test('the lab proxy cuts a real SDK server\'s stream mid-frame four times: four resumes, nothing lost or repeated', async () => {
+  test("the lab proxy cuts a real SDK server's stream mid-frame four times: four resumes, nothing lost or repeated", async () => {
     const fw = forkwatch();
     const { proxy, control } = await lab({});
     const a = await app(`${proxy.url}/mcp`, {
@@ -173,7 +191,10 @@ describe('connections cut in the middle of a frame', () => {
       await a.client.callTool({ name: 'emit', arguments: { count: 3 } });
       await waitFor(`${3 * cut} events`, () => a.seqs.length >= 3 * cut);
       await control('cut', { midFrame: true });
-      await waitFor(`resume ${cut}`, () => proxy.log.filter(e => e.kind === 'resume' && e.status === 200).length >= cut);
+      await waitFor(
+        `resume ${cut}`,
+        () => proxy.log.filter(e => e.kind === 'resume' && e.status === 200).length >= cut,
+      );
     }
     await a.client.callTool({ name: 'emit', arguments: { count: 3 } });
     await waitFor('15 events', () => a.seqs.length >= 15);
@@ -222,7 +243,11 @@ async function startStormServer(getsPerSession: number, cycle: 'healthy' | 'empt
           JSON.stringify({
             jsonrpc: '2.0',
             id: message.id,
-            result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'storm', version: '1.0.0' } },
+            result: {
+              protocolVersion: '2025-11-25',
+              capabilities: {},
+              serverInfo: { name: 'storm', version: '1.0.0' },
+            },
           }),
         );
         return;
@@ -293,7 +318,12 @@ describe('retry storms', () => {
     cleanups.push(() => storm.close());
     const apps = await Promise.all(
       Array.from({ length: 20 }, () =>
-        app(storm.url, { initialReconnectionDelay: 2, maxReconnectionDelay: 2, reconnectionDelayGrowFactor: 1, maxRetries: 3 }),
+        app(storm.url, {
+          initialReconnectionDelay: 2,
+          maxReconnectionDelay: 2,
+          reconnectionDelayGrowFactor: 1,
+          maxRetries: 3,
+        }),
       ),
     );
     await storm.finishedAll();
@@ -317,7 +347,12 @@ describe('retry storms', () => {
     cleanups.push(() => storm.close());
     const apps = await Promise.all(
       Array.from({ length: 5 }, () =>
-        app(storm.url, { initialReconnectionDelay: 2, maxReconnectionDelay: 2, reconnectionDelayGrowFactor: 1, maxRetries: 3 }),
+        app(storm.url, {
+          initialReconnectionDelay: 2,
+          maxReconnectionDelay: 2,
+          reconnectionDelayGrowFactor: 1,
+          maxRetries: 3,
+        }),
       ),
     );
     await storm.finishedAll();
@@ -329,7 +364,9 @@ describe('retry storms', () => {
     expect(empty).toBeGreaterThan(0);
     expect(outcomes.filter(o => o === 'forked:cursor_dropped')).toHaveLength(empty);
     expect(outcomes.filter(o => o === 'forked:id_reused').length).toBeGreaterThan(0);
-    expect(new Set(outcomes)).toEqual(new Set(['resumed', 'rejected', 'inconclusive:stream_ended', 'forked:cursor_dropped', 'forked:id_reused']));
+    expect(new Set(outcomes)).toEqual(
+      new Set(['resumed', 'rejected', 'inconclusive:stream_ended', 'forked:cursor_dropped', 'forked:id_reused']),
+    );
     // Only the first resume of each session, before any stream came back empty, continued the log.
     expect(outcomes.filter(o => o === 'resumed')).toHaveLength(5);
     // The app did get events twice, and forkwatch counted them.
@@ -373,7 +410,10 @@ describe('the wall clock jumping', () => {
     await waitFor('2 verdicts', () => fw.spans('forkwatch.client.resume').length === 2);
     expect(clientOutcomes(fw)).toEqual(['resumed', 'resumed']);
     const events = fw.spans().map(s => s.events.find(e => e.name === 'forkwatch.resume.first_frame')!.attributes!);
-    expect(events[0]).toMatchObject({ 'forkwatch.continuity.verified': true, 'forkwatch.continuity.clock_regressed': true });
+    expect(events[0]).toMatchObject({
+      'forkwatch.continuity.verified': true,
+      'forkwatch.continuity.clock_regressed': true,
+    });
     expect(events[1]).toMatchObject({ 'forkwatch.continuity.verified': true });
     expect(events[1]!['forkwatch.continuity.clock_regressed']).toBeUndefined();
   });
@@ -381,34 +421,37 @@ describe('the wall clock jumping', () => {
   test.each([
     ['back an hour', -3_600_000],
     ['ahead a year', 365 * 86_400_000],
-  ])("the client's wall clock jumps %s during the gap: resumed, and the gap is measured on the monotonic clock", async (_, jump) => {
-    const fw = forkwatch();
-    server = await startScriptedServer();
-    vi.useFakeTimers({ toFake: ['Date'] });
-    vi.setSystemTime(Date.now());
-    server.scripts.push(
-      res => {
-        openSse(res);
-        res.write(frame('41', 1));
-        setTimeout(() => {
-          vi.setSystemTime(Date.now() + jump);
-          res.socket?.destroy();
-        }, 30);
-      },
-      res => {
-        openSse(res);
-        res.write(frame('42', 2));
-      },
-    );
-    const a = await app(server.url);
-    await waitFor('2 events', () => a.seqs.length >= 2);
-    await waitFor('the verdict', () => fw.spans('forkwatch.client.resume').length === 1);
-    expect(clientOutcomes(fw)).toEqual(['resumed']);
-    const first = fw.spans()[0]!.events.find(e => e.name === 'forkwatch.resume.first_frame')!.attributes!;
-    expect(first['forkwatch.resume.skipped_events']).toBe(0);
-    const gap = Number(first['forkwatch.resume.gap_seconds']);
-    expect(gap).toBeGreaterThanOrEqual(0);
-    expect(gap).toBeLessThan(5);
-    expect(Number(first['forkwatch.resume.time_to_first_frame_ms'])).toBeLessThan(5000);
-  });
+  ])(
+    "the client's wall clock jumps %s during the gap: resumed, and the gap is measured on the monotonic clock",
+    async (_, jump) => {
+      const fw = forkwatch();
+      server = await startScriptedServer();
+      vi.useFakeTimers({ toFake: ['Date'] });
+      vi.setSystemTime(Date.now());
+      server.scripts.push(
+        res => {
+          openSse(res);
+          res.write(frame('41', 1));
+          setTimeout(() => {
+            vi.setSystemTime(Date.now() + jump);
+            res.socket?.destroy();
+          }, 30);
+        },
+        res => {
+          openSse(res);
+          res.write(frame('42', 2));
+        },
+      );
+      const a = await app(server.url);
+      await waitFor('2 events', () => a.seqs.length >= 2);
+      await waitFor('the verdict', () => fw.spans('forkwatch.client.resume').length === 1);
+      expect(clientOutcomes(fw)).toEqual(['resumed']);
+      const first = fw.spans()[0]!.events.find(e => e.name === 'forkwatch.resume.first_frame')!.attributes!;
+      expect(first['forkwatch.resume.skipped_events']).toBe(0);
+      const gap = Number(first['forkwatch.resume.gap_seconds']);
+      expect(gap).toBeGreaterThanOrEqual(0);
+      expect(gap).toBeLessThan(5);
+      expect(Number(first['forkwatch.resume.time_to_first_frame_ms'])).toBeLessThan(5000);
+    },
+  );
 });

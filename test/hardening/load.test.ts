@@ -67,9 +67,14 @@ describe('load', () => {
     fw = setupForkwatch({ ledger: { maxSessions: 25 } });
     const mcp = inProcessMcp({ framesPerStream: FRAMES, resumesPerSession: RESUMES });
     let largest = 0;
-    await runSessions(1_000, 200, () => mcp.runSession(), () => {
-      largest = Math.max(largest, fw!.instrumentation.clientLedger.size);
-    });
+    await runSessions(
+      1_000,
+      200,
+      () => mcp.runSession(),
+      () => {
+        largest = Math.max(largest, fw!.instrumentation.clientLedger.size);
+      },
+    );
     expect(largest).toBeLessThanOrEqual(25);
     expect(tally(clientOutcomes(fw))).toEqual({ resumed: 2_000, rejected: 1_000 });
   });
@@ -89,19 +94,31 @@ describe('soak', () => {
     fw = setupForkwatch({ ledger: { maxSessions } });
     const mcp = inProcessMcp({ framesPerStream: FRAMES, resumesPerSession: RESUMES });
     // Warm-up: fill the ledger to its bound and let the JIT settle.
-    await runSessions(1_500, 100, () => mcp.runSession(), () => {});
+    await runSessions(
+      1_500,
+      100,
+      () => mcp.runSession(),
+      () => {},
+    );
     expect(fw.instrumentation.clientLedger.size).toBe(maxSessions);
     fw.resetSpans();
     const before = heap();
     for (let round = 0; round < 4; round++) {
-      await runSessions(1_000, 100, () => mcp.runSession(), () => {});
+      await runSessions(
+        1_000,
+        100,
+        () => mcp.runSession(),
+        () => {},
+      );
       fw.resetSpans();
     }
     const after = heap();
     // The figure is logged; the bound is loose, as a heap on a shared machine needs: 8 MiB is 2 KiB per session, less
     // than one session's ledger record and spans, so keeping every session would still fail it. The ledger's own
     // bound is checked exactly below.
-    process.stderr.write(`soak: heap ${(before / 2 ** 20).toFixed(2)} MiB before, ${(after / 2 ** 20).toFixed(2)} MiB after 4,000 sessions\n`);
+    process.stderr.write(
+      `soak: heap ${(before / 2 ** 20).toFixed(2)} MiB before, ${(after / 2 ** 20).toFixed(2)} MiB after 4,000 sessions\n`,
+    );
     expect(after - before).toBeLessThan(8 << 20);
     expect(mcp.stats.sessions).toBe(5_500);
     expect(fw.instrumentation.clientLedger.size).toBe(maxSessions);

@@ -42,7 +42,9 @@ async function startSdkServer(kind: StoreKind) {
       let session = typeof sid === 'string' ? sessions.get(sid) : undefined;
       if (!session && !sid && req.method === 'POST') {
         const store =
-          kind === 'sdk-in-memory' ? new InMemoryEventStore() : new LabEventStore({ idFormat: 'sdk', unknownCursor: 'validate' });
+          kind === 'sdk-in-memory'
+            ? new InMemoryEventStore()
+            : new LabEventStore({ idFormat: 'sdk', unknownCursor: 'validate' });
         const original = store.storeEvent.bind(store);
         // Remember the first id stored on the standalone stream: a real cursor, with an event after it to replay.
         store.storeEvent = async (streamId: string, message: unknown) => {
@@ -94,10 +96,19 @@ async function startSdkServer(kind: StoreKind) {
       const id = init.headers.get('mcp-session-id')!;
       await init.text();
       const more = { ...headers, 'mcp-session-id': id, 'mcp-protocol-version': '2025-11-25' };
-      await (await fetch(url, { method: 'POST', headers: more, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+      await (
+        await fetch(url, {
+          method: 'POST',
+          headers: more,
+          body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+        })
+      ).text();
       const session = sessions.get(id)!;
       for (let n = 1; n <= 2; n++) {
-        await session.mcp.server.notification({ method: 'notifications/message', params: { level: 'info', data: { n } } });
+        await session.mcp.server.notification({
+          method: 'notifications/message',
+          params: { level: 'info', data: { n } },
+        });
       }
       return { id, cursor: firstStored.get(id)! };
     },
@@ -161,7 +172,10 @@ function getRequest(session: string, lastEventId: Buffer | undefined): Buffer {
 const payloads: [string, (cursor: string) => Buffer][] = [
   ['a real cursor (control case)', c => Buffer.from(c, 'latin1')],
   ['CRLF then a forged header', c => Buffer.from(`${c}\r\nX-Injected: yes`, 'latin1')],
-  ['CRLF CRLF then a smuggled request', c => Buffer.from(`${c}\r\n\r\nDELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1`, 'latin1')],
+  [
+    'CRLF CRLF then a smuggled request',
+    c => Buffer.from(`${c}\r\n\r\nDELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1`, 'latin1'),
+  ],
   ['a bare CR', c => Buffer.from(`${c}\rX-Injected: yes`, 'latin1')],
   ['a bare LF', c => Buffer.from(`${c}\nX-Injected: yes`, 'latin1')],
   ['a NUL byte', c => Buffer.from(`${c}\u0000tail`, 'latin1')],
@@ -188,33 +202,42 @@ describe.each(['sdk-in-memory', 'validating'] as const)('Last-Event-ID injection
     await server.close();
   });
 
-  test.each(payloads)('%s: the same answer with and without forkwatch; spans bounded and printable', async (_, payload) => {
-    const before = diagnostics.length;
-    fw.resetSpans();
-    const withFw = await server.newSession();
-    const answeredWith = normalize(await rawExchange(server.port, getRequest(withFw.id, payload(withFw.cursor))), withFw.id);
+  test.each(payloads)(
+    '%s: the same answer with and without forkwatch; spans bounded and printable',
+    async (_, payload) => {
+      const before = diagnostics.length;
+      fw.resetSpans();
+      const withFw = await server.newSession();
+      const answeredWith = normalize(
+        await rawExchange(server.port, getRequest(withFw.id, payload(withFw.cursor))),
+        withFw.id,
+      );
 
-    fw.instrumentation.disable();
-    try {
-      const without = await server.newSession();
-      const answeredWithout = normalize(await rawExchange(server.port, getRequest(without.id, payload(without.cursor))), without.id);
-      expect(answeredWith).toEqual(answeredWithout);
-    } finally {
-      fw.instrumentation.enable();
-      fw.instrumentation.manuallyInstrument(webStandard);
-    }
-    expect(answeredWith).toMatch(/^HTTP\/1\.1 \d{3} /);
-    // The server is still up and serving.
-    const after = await server.newSession();
-    expect(after.id).toMatch(/^[0-9a-f-]{36}$/);
-    await sleep(20);
-    expect(diagnostics.slice(before)).toEqual([]);
-    expectPrintableSpans(fw.spans(), 300);
-    for (const span of fw.spans('forkwatch.server.resume')) {
-      const cursor = span.events[0]?.attributes?.['forkwatch.resume.cursor'];
-      if (cursor !== undefined) expect(String(cursor).length).toBeLessThanOrEqual(256 + 20);
-    }
-  });
+      fw.instrumentation.disable();
+      try {
+        const without = await server.newSession();
+        const answeredWithout = normalize(
+          await rawExchange(server.port, getRequest(without.id, payload(without.cursor))),
+          without.id,
+        );
+        expect(answeredWith).toEqual(answeredWithout);
+      } finally {
+        fw.instrumentation.enable();
+        fw.instrumentation.manuallyInstrument(webStandard);
+      }
+      expect(answeredWith).toMatch(/^HTTP\/1\.1 \d{3} /);
+      // The server is still up and serving.
+      const after = await server.newSession();
+      expect(after.id).toMatch(/^[0-9a-f-]{36}$/);
+      await sleep(20);
+      expect(diagnostics.slice(before)).toEqual([]);
+      expectPrintableSpans(fw.spans(), 300);
+      for (const span of fw.spans('forkwatch.server.resume')) {
+        const cursor = span.events[0]?.attributes?.['forkwatch.resume.cursor'];
+        if (cursor !== undefined) expect(String(cursor).length).toBeLessThanOrEqual(256 + 20);
+      }
+    },
+  );
 
   test('the control case is a real resume: forkwatch records it (so the comparisons above saw the patch at work)', async () => {
     fw.resetSpans();
@@ -222,7 +245,8 @@ describe.each(['sdk-in-memory', 'validating'] as const)('Last-Event-ID injection
     const answer = await rawExchange(server.port, getRequest(session.id, Buffer.from(session.cursor, 'latin1')));
     expect(answer.toString('latin1')).toMatch(/^HTTP\/1\.1 200 /);
     // The validating store replays the second notification after the cursor (the SDK's own store loses it: #943).
-    if (kind === 'validating') expect(answer.toString('latin1')).toMatch(/id: _GET_stream_\d+_[0-9a-z]+\ndata: .*"n":2/);
+    if (kind === 'validating')
+      expect(answer.toString('latin1')).toMatch(/id: _GET_stream_\d+_[0-9a-z]+\ndata: .*"n":2/);
     const spans = await fw.waitForSpans('forkwatch.server.resume', 1);
     expect(spans).toHaveLength(1);
     expect(spans[0]!.events[0]!.attributes!['forkwatch.resume.cursor']).toBe(session.cursor);

@@ -19,7 +19,11 @@ export const { StreamableHTTPClientTransport } = streamableHttp;
 export const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));
 
 /** Polls `fn` until it returns something truthy; the deadline is on the monotonic clock (tests move Date). */
-export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, ms = 8000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  fn: () => T | undefined | false | Promise<T | undefined | false>,
+  ms = 8000,
+): Promise<T> {
   const deadline = performance.now() + ms;
   for (;;) {
     const value = await fn();
@@ -61,7 +65,12 @@ export interface App {
 }
 
 export interface ConnectOptions {
-  reconnect?: { initialReconnectionDelay: number; maxReconnectionDelay: number; reconnectionDelayGrowFactor: number; maxRetries: number };
+  reconnect?: {
+    initialReconnectionDelay: number;
+    maxReconnectionDelay: number;
+    reconnectionDelayGrowFactor: number;
+    maxRetries: number;
+  };
 }
 
 export async function connectApp(url: string, options: ConnectOptions = {}): Promise<App> {
@@ -122,7 +131,10 @@ export function unprintable(value: unknown, max = 400, allow = ''): string | und
  */
 export function expectPrintableSpans(spans: ReadableSpan[], max = 400): void {
   for (const span of spans) {
-    const entries = [...Object.entries(span.attributes), ...span.events.flatMap(e => Object.entries(e.attributes ?? {}))];
+    const entries = [
+      ...Object.entries(span.attributes),
+      ...span.events.flatMap(e => Object.entries(e.attributes ?? {})),
+    ];
     for (const [key, value] of entries) {
       const problem = key.startsWith('exception.') ? unprintable(value, 8192, '\n') : unprintable(value, max);
       if (problem) throw new Error(`span ${span.name}: ${key} has ${problem}`);
@@ -234,7 +246,11 @@ export async function startReplayServer(sessionId: string): Promise<ReplayServer
         JSON.stringify({
           jsonrpc: '2.0',
           id: message.id,
-          result: { protocolVersion: '2025-11-25', capabilities: { logging: {} }, serverInfo: { name: 'replay', version: '1.0.0' } },
+          result: {
+            protocolVersion: '2025-11-25',
+            capabilities: { logging: {} },
+            serverInfo: { name: 'replay', version: '1.0.0' },
+          },
         }),
       );
       return;
@@ -284,14 +300,22 @@ export async function playCase(server: ReplayServer, c: ReplayCase): Promise<See
     );
     await sleep(10);
     const cursor = server.gets()[1]?.['last-event-id'];
-    return { notifications: [...app.notifications], errors: [...app.errors], resumeCursor: typeof cursor === 'string' ? cursor : undefined };
+    return {
+      notifications: [...app.notifications],
+      errors: [...app.errors],
+      resumeCursor: typeof cursor === 'string' ? cursor : undefined,
+    };
   } finally {
     await app.close();
   }
 }
 
 /** Plays a case without forkwatch (unpatched), then with it, its ledger cleared first. */
-export async function playBothWays(server: ReplayServer, fw: Forkwatch, c: ReplayCase): Promise<{ bare: Seen; patched: Seen }> {
+export async function playBothWays(
+  server: ReplayServer,
+  fw: Forkwatch,
+  c: ReplayCase,
+): Promise<{ bare: Seen; patched: Seen }> {
   fw.instrumentation.disable();
   const bare = await playCase(server, c);
   fw.instrumentation.enable();
@@ -311,7 +335,6 @@ export function referenceLastId(chunks: Uint8Array[]): string | undefined {
   return last;
 }
 
-
 export interface InProcessMcpOptions {
   /** Frames per SSE stream: the first GET and every resume. */
   framesPerStream: number;
@@ -330,9 +353,10 @@ export function inProcessMcp({ framesPerStream, resumesPerSession }: InProcessMc
   const sessions = new Map<string, { next: number; gets: number; done: () => void; finished: Promise<void> }>();
   const stats = { sessions: 0, gets: 0, resumes: 0, frames: 0, wrongCursors: 0 };
   const encoder = new TextEncoder();
-  const idOf = (sid: string, n: number) => `${sid}_${1_760_000_000_000 + n}_${(n * 7919).toString(36).padStart(4, '0')}`;
+  const idOf = (sid: string, n: number) =>
+    `${sid}_${1_760_000_000_000 + n}_${(n * 7919).toString(36).padStart(4, '0')}`;
 
-  const fetchFn = async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+  const fetchFn = async (_input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const headers = new Headers(init.headers);
     const method = init.method ?? 'GET';
     if (method === 'POST') {
@@ -387,7 +411,12 @@ export function inProcessMcp({ framesPerStream, resumesPerSession }: InProcessMc
     async runSession(): Promise<{ seqs: number[]; errors: string[] }> {
       const transport = new StreamableHTTPClientTransport(new URL('http://in-process.invalid/mcp'), {
         fetch: fetchFn,
-        reconnectionOptions: { initialReconnectionDelay: 0, maxReconnectionDelay: 0, reconnectionDelayGrowFactor: 1, maxRetries: 1 },
+        reconnectionOptions: {
+          initialReconnectionDelay: 0,
+          maxReconnectionDelay: 0,
+          reconnectionDelayGrowFactor: 1,
+          maxRetries: 1,
+        },
       });
       const seqs: number[] = [];
       const errors: string[] = [];
@@ -409,7 +438,12 @@ export function inProcessMcp({ framesPerStream, resumesPerSession }: InProcessMc
 }
 
 /** Runs `total` sessions, `concurrency` at a time; `each` sees every session's result. */
-export async function runSessions<T>(total: number, concurrency: number, run: () => Promise<T>, each: (result: T) => void): Promise<void> {
+export async function runSessions<T>(
+  total: number,
+  concurrency: number,
+  run: () => Promise<T>,
+  each: (result: T) => void,
+): Promise<void> {
   let started = 0;
   const worker = async () => {
     while (started < total) {

@@ -17,7 +17,16 @@ import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
 // @ts-expect-error: plain ESM module without types
 import { startProxy } from '../../lab/proxy.mjs';
-import { LabEventStore, eventAttributes, getRequest, hydrate, notification, readFrames, requireFrom, versionsDir } from '../server/support';
+import {
+  LabEventStore,
+  eventAttributes,
+  getRequest,
+  hydrate,
+  notification,
+  readFrames,
+  requireFrom,
+  versionsDir,
+} from '../server/support';
 
 const req = requireFrom();
 // The client patch puts the resume span's trace context on the resume GET: a header the test can see.
@@ -53,8 +62,16 @@ function toggle(fw: Forkwatch, module: object, on: boolean) {
 }
 
 describe.each([
-  { label: '@modelcontextprotocol/sdk 1.x', module: req('@modelcontextprotocol/sdk/client/streamableHttp.js'), Client: req('@modelcontextprotocol/sdk/client/index.js').Client },
-  { label: '@modelcontextprotocol/client 2.x', module: req('@modelcontextprotocol/client'), Client: req('@modelcontextprotocol/client').Client },
+  {
+    label: '@modelcontextprotocol/sdk 1.x',
+    module: req('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    Client: req('@modelcontextprotocol/sdk/client/index.js').Client,
+  },
+  {
+    label: '@modelcontextprotocol/client 2.x',
+    module: req('@modelcontextprotocol/client'),
+    Client: req('@modelcontextprotocol/client').Client,
+  },
 ])('$label StreamableHTTPClientTransport', ({ module, Client }) => {
   test('disabled: a resume records nothing, carries no trace context, and the SDK delivers every frame', async () => {
     const server: ScriptedServer = await startScriptedServer();
@@ -78,7 +95,12 @@ describe.each([
         },
       );
       const transport = new module.StreamableHTTPClientTransport(new URL(server.url), {
-        reconnectionOptions: { initialReconnectionDelay: 10, maxReconnectionDelay: 20, reconnectionDelayGrowFactor: 1, maxRetries: 1 },
+        reconnectionOptions: {
+          initialReconnectionDelay: 10,
+          maxReconnectionDelay: 20,
+          reconnectionDelayGrowFactor: 1,
+          maxRetries: 1,
+        },
       });
       const client = new Client({ name: 'unpatch-test', version: '1.0.0' });
       client.onerror = () => {};
@@ -197,7 +219,7 @@ const serverLines = [
 ];
 
 describe.each(serverLines)('$label', ({ module, className, node }) => {
-  test('disabled: a resume records nothing, the store is the app\'s own again, and the SDK replays exactly', async () => {
+  test("disabled: a resume records nothing, the store is the app's own again, and the SDK replays exactly", async () => {
     fw = setupForkwatch({}, [module]);
     const Transport = module[className];
     const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
@@ -219,7 +241,12 @@ describe.each(serverLines)('$label', ({ module, className, node }) => {
       }
       const abort = new AbortController();
       const res = await fetch(`http://127.0.0.1:${(server!.address() as AddressInfo).port}/mcp`, {
-        headers: { accept: 'text/event-stream', 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25', 'last-event-id': cursor },
+        headers: {
+          accept: 'text/event-stream',
+          'mcp-session-id': 'session-1',
+          'mcp-protocol-version': '2025-11-25',
+          'last-event-id': cursor,
+        },
         signal: abort.signal,
       });
       const ids = (await readFrames(res.body, { count })).map(f => f.id);

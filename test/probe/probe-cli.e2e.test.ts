@@ -19,7 +19,10 @@ interface Run {
 /** Async, so that servers in this process (the fake Pushgateway) keep answering while the binary runs. */
 function runCli(args: string[], timeoutMs = 30_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [builtCli(), ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH } });
+    const child = spawn(process.execPath, [builtCli(), ...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH },
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', chunk => (stdout += String(chunk)));
@@ -56,15 +59,45 @@ afterAll(async () => {
 describe('forkwatch probe (built binary)', () => {
   test('resumable endpoint: exit 0, JSON report, Prometheus textfile that promtool accepts', async () => {
     const promFile = join(dir, 'forkwatch_probe.prom');
-    const run = await runCli(['probe', validating.url, '--json', '--timeout', '2000', '--resumes', '3', '--prom-file', promFile]);
+    const run = await runCli([
+      'probe',
+      validating.url,
+      '--json',
+      '--timeout',
+      '2000',
+      '--resumes',
+      '3',
+      '--prom-file',
+      promFile,
+    ]);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
 
     const report = JSON.parse(run.stdout) as ProbeReport;
     expect(Object.keys(report).sort()).toEqual(
-      ['conditions', 'cursor', 'durationMs', 'exitCode', 'notes', 'protocol', 'resumes', 'schema', 'session', 'startedAt', 'steps', 'summary', 'target', 'verdict'].sort(),
+      [
+        'conditions',
+        'cursor',
+        'durationMs',
+        'exitCode',
+        'notes',
+        'protocol',
+        'resumes',
+        'schema',
+        'session',
+        'startedAt',
+        'steps',
+        'summary',
+        'target',
+        'verdict',
+      ].sort(),
     );
-    expect(report).toMatchObject({ schema: 'forkwatch.probe/v1', verdict: 'resumable', exitCode: 0, target: validating.url });
+    expect(report).toMatchObject({
+      schema: 'forkwatch.probe/v1',
+      verdict: 'resumable',
+      exitCode: 0,
+      target: validating.url,
+    });
     expect(Object.keys(report.conditions)).toEqual([...CONDITIONS]);
     expect(report.resumes).toMatchObject({ attempts: 3, forkedRatio: 0, statusCodes: { '200': 3 } });
     // The session was ended.
@@ -107,7 +140,14 @@ describe('forkwatch probe (built binary)', () => {
     await new Promise<void>(resolve => gateway.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = gateway.address() as { port: number };
-      const run = await runCli(['probe', validating.url, '--resumes', '1', '--pushgateway', `http://127.0.0.1:${port}/`]);
+      const run = await runCli([
+        'probe',
+        validating.url,
+        '--resumes',
+        '1',
+        '--pushgateway',
+        `http://127.0.0.1:${port}/`,
+      ]);
       expect(run.code).toBe(0);
       expect(pushes).toHaveLength(1);
       const target = Buffer.from(validating.url).toString('base64url');
@@ -119,7 +159,14 @@ describe('forkwatch probe (built binary)', () => {
   });
 
   test('a failed output turns a pass into exit 2', async () => {
-    const run = await runCli(['probe', validating.url, '--resumes', '1', '--prom-file', join(dir, 'missing-dir', 'x.prom')]);
+    const run = await runCli([
+      'probe',
+      validating.url,
+      '--resumes',
+      '1',
+      '--prom-file',
+      join(dir, 'missing-dir', 'x.prom'),
+    ]);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/cannot write/);
   });

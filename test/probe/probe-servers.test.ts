@@ -70,7 +70,7 @@ describe('single process', () => {
     expect(report.resumes.outcomes[replayable ? 'resumed' : 'forked']).toBe(3);
   });
 
-  test('the same store when the response shares the priming event\'s millisecond: the response is lost', async () => {
+  test("the same store when the response shares the priming event's millisecond: the response is lost", async () => {
     const server = await fixture('sdk-server.mjs', ['--store', 'sdk-example', '--same-millisecond']);
     const { code, report } = await probe(server.url, '--resumes', '2', '--timeout', '800');
     expect(code).toBe(1);
@@ -121,7 +121,11 @@ describe('two processes behind a round-robin proxy', () => {
     const proxy = await startRoundRobinProxy([a.port, b.port]);
     proxies.push(proxy);
     let stdout = '';
-    const code = await runProbeCli([proxy.url, '--json'], { stdout: text => (stdout += text), stderr: () => undefined, env: {} });
+    const code = await runProbeCli([proxy.url, '--json'], {
+      stdout: text => (stdout += text),
+      stderr: () => undefined,
+      env: {},
+    });
     const report = JSON.parse(stdout) as ProbeReport;
     expect(code).toBe(1);
     expect(report.resumes.attempts).toBe(10);

@@ -8,7 +8,7 @@ import { SHAPELESS_BOGUS_CURSOR, bogusCursor } from '../../src/cli/probe/bogus-c
 import { DEFAULTS, parseProbeArgs } from '../../src/cli/probe/options';
 import { probeMetricNames, pushgatewayUrl, renderPrometheus, writePromFile } from '../../src/cli/probe/prometheus';
 import {
-  CONDITIONS,
+  type CONDITIONS,
   type ConditionResult,
   EXIT_CODES,
   type ProbeReport,
@@ -26,14 +26,23 @@ describe('parseProbeArgs', () => {
 
   test('defaults', () => {
     const o = parse(['http://127.0.0.1:1/mcp']);
-    expect(o).toMatchObject({ timeoutMs: DEFAULTS.timeoutMs, resumes: DEFAULTS.resumes, protocolVersion: '2025-11-25', json: false, headers: {} });
+    expect(o).toMatchObject({
+      timeoutMs: DEFAULTS.timeoutMs,
+      resumes: DEFAULTS.resumes,
+      protocolVersion: '2025-11-25',
+      json: false,
+      headers: {},
+    });
     expect(o.promFile).toBeUndefined();
   });
 
   test('headers, bearer token (flag over environment), URL credentials as Basic', () => {
-    const o = parse(['https://u%40x:p%3Aw@h.example/mcp?k=1', '-H', 'X-A: 1', '--header', 'x-b:two: parts', '--bearer', 'flag'], {
-      FORKWATCH_PROBE_TOKEN: 'env',
-    });
+    const o = parse(
+      ['https://u%40x:p%3Aw@h.example/mcp?k=1', '-H', 'X-A: 1', '--header', 'x-b:two: parts', '--bearer', 'flag'],
+      {
+        FORKWATCH_PROBE_TOKEN: 'env',
+      },
+    );
     expect(o.headers).toEqual({ 'x-a': '1', 'x-b': 'two: parts', authorization: 'Bearer flag' });
     expect(parse(['http://h/'], { FORKWATCH_PROBE_TOKEN: 'env' }).headers.authorization).toBe('Bearer env');
     const basic = parse(['https://u%40x:p%3Aw@h.example/mcp']);
@@ -80,7 +89,8 @@ describe('bogusCursor', () => {
 describe('verdict and exit codes', () => {
   const with_ = (overrides: Partial<Record<(typeof CONDITIONS)[number], ConditionResult['status']>>) => {
     const conditions = allConditions('pass', '');
-    for (const [name, status] of Object.entries(overrides)) conditions[name as keyof typeof conditions] = { status: status!, detail: '' };
+    for (const [name, status] of Object.entries(overrides))
+      conditions[name as keyof typeof conditions] = { status: status!, detail: '' };
     return conditions;
   };
 
@@ -119,7 +129,11 @@ describe('Prometheus text', () => {
     target: 'http://h/"mcp"\\x',
     verdict: 'not_resumable',
     durationMs: 1500,
-    conditions: { ...allConditions('pass', ''), repeated_resumes: { status: 'fail', detail: '' }, replay: { status: 'not_tested', detail: '' } },
+    conditions: {
+      ...allConditions('pass', ''),
+      repeated_resumes: { status: 'fail', detail: '' },
+      replay: { status: 'not_tested', detail: '' },
+    },
     resumes: summarizeResumes([]),
   } as unknown as ProbeReport;
 
@@ -160,6 +174,8 @@ describe('Prometheus text', () => {
 
   test('Pushgateway grouping key: job plus base64url target', () => {
     const url = pushgatewayUrl(new URL('http://pg:9091/'), 'forkwatch probe', 'https://h/mcp');
-    expect(url.href).toBe(`http://pg:9091/metrics/job/forkwatch%20probe/target@base64/${Buffer.from('https://h/mcp').toString('base64url')}`);
+    expect(url.href).toBe(
+      `http://pg:9091/metrics/job/forkwatch%20probe/target@base64/${Buffer.from('https://h/mcp').toString('base64url')}`,
+    );
   });
 });

@@ -29,7 +29,11 @@ afterAll(async () => {
   await new Promise(resolve => server.close(resolve));
 });
 
-const target: ResumeTarget = { cursor: 's:00000001', responseTo: 'ping-1', consumedUpToCursor: new Set(['s:00000001']) };
+const target: ResumeTarget = {
+  cursor: 's:00000001',
+  responseTo: 'ping-1',
+  consumedUpToCursor: new Set(['s:00000001']),
+};
 const RESPONSE = JSON.stringify({ jsonrpc: '2.0', id: 'ping-1', result: {} });
 
 function sse(res: ServerResponse, body: string, end = true): void {
@@ -48,7 +52,13 @@ async function attempt(s: Script, timeoutMs = 500) {
 describe('resumeOnce', () => {
   test('the replayed response as first frame: resumed, continuity verified by the dense sequence', async () => {
     const a = await attempt((_req, res) => sse(res, `id: s:00000002\ndata: ${RESPONSE}\n\n`));
-    expect(a).toMatchObject({ outcome: 'resumed', status: 200, firstEventId: 's:00000002', continuityVerified: true, conflictRetries: 0 });
+    expect(a).toMatchObject({
+      outcome: 'resumed',
+      status: 200,
+      firstEventId: 's:00000002',
+      continuityVerified: true,
+      conflictRetries: 0,
+    });
     expect(lastEventIds).toEqual(['s:00000001']);
   });
 
@@ -67,7 +77,11 @@ describe('resumeOnce', () => {
   });
 
   test.each([
-    ['another event of the same stream first', 'wrong_first_frame', `id: s:00000003\ndata: {"jsonrpc":"2.0","method":"notifications/x"}\n\n`],
+    [
+      'another event of the same stream first',
+      'wrong_first_frame',
+      `id: s:00000003\ndata: {"jsonrpc":"2.0","method":"notifications/x"}\n\n`,
+    ],
     ['the response without an id', 'id_missing', `data: ${RESPONSE}\n\n`],
     ['the cursor replayed again', 'id_reused', `id: s:00000001\ndata: \n\n`],
     ['an event of another stream', 'stream_changed', `id: other:00000002\ndata: ${RESPONSE}\n\n`],
@@ -78,7 +92,10 @@ describe('resumeOnce', () => {
   });
 
   test('200 then end of stream: forked (eof_without_frames)', async () => {
-    expect(await attempt((_req, res) => sse(res, ''))).toMatchObject({ outcome: 'forked', reason: 'eof_without_frames' });
+    expect(await attempt((_req, res) => sse(res, ''))).toMatchObject({
+      outcome: 'forked',
+      reason: 'eof_without_frames',
+    });
   });
 
   test('200 with keep-alives only: forked (no_frame) after the step timeout', async () => {
@@ -89,7 +106,9 @@ describe('resumeOnce', () => {
 
   test('404 session not found: rejected, with the server message', async () => {
     const a = await attempt((_req, res) =>
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}'),
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}'),
     );
     expect(a).toMatchObject({ outcome: 'rejected', status: 404, reason: 'http_404' });
     expect(a.detail).toBe('answered 404: Session not found');

@@ -54,7 +54,8 @@ function splitAt(bytes: Uint8Array, cuts: number[]): Uint8Array[] {
 
 describe('SseReader', () => {
   test('pairs ids and data of an MCP priming event and response', async () => {
-    const text = 'id: s:1\ndata: \n\n: keepalive\n\nevent: message\nid: s:2\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n';
+    const text =
+      'id: s:1\ndata: \n\n: keepalive\n\nevent: message\nid: s:2\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n';
     expect(await readAll([encoder.encode(text)])).toEqual([
       { id: 's:1', data: '' },
       { id: 's:2', data: '{"jsonrpc":"2.0","id":1,"result":{}}' },
@@ -87,11 +88,26 @@ describe('SseReader', () => {
   });
 
   test('agrees with eventsource-parser on ids and data for random streams and chunkings (300 cases)', async () => {
-    const value = fc.string({ unit: fc.constantFrom('a', 'é', '💥', ':', ' ', '\u0000', '{', '"', '1'), maxLength: 12 });
+    const value = fc.string({
+      unit: fc.constantFrom('a', 'é', '💥', ':', ' ', '\u0000', '{', '"', '1'),
+      maxLength: 12,
+    });
     const line = fc.oneof(
       { arbitrary: fc.constant(''), weight: 4 },
       { arbitrary: value.map(v => `id: ${v}`), weight: 2 },
-      { arbitrary: fc.constantFrom('id', 'id:', 'data', 'data:', 'data: ', 'event: message', 'retry: 10', ': keepalive'), weight: 2 },
+      {
+        arbitrary: fc.constantFrom(
+          'id',
+          'id:',
+          'data',
+          'data:',
+          'data: ',
+          'event: message',
+          'retry: 10',
+          ': keepalive',
+        ),
+        weight: 2,
+      },
       { arbitrary: value.map(v => `data:${v}`), weight: 2 },
       { arbitrary: value.map(v => `data: ${v}`), weight: 3 },
       { arbitrary: value, weight: 1 },

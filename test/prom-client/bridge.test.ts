@@ -33,7 +33,9 @@ import {
 } from '../register/support';
 
 /** The forkwatch families of an exposition, in a form that compares as plain data. */
-function forkwatchFamilies(text: string): Record<string, { type: string; help?: string; series: string[]; labels: Record<string, string[]> }> {
+function forkwatchFamilies(
+  text: string,
+): Record<string, { type: string; help?: string; series: string[]; labels: Record<string, string[]> }> {
   const out: Record<string, { type: string; help?: string; series: string[]; labels: Record<string, string[]> }> = {};
   for (const [name, family] of parseMetricFamilies(text) as Map<string, MetricFamily>) {
     if (!name.startsWith('forkwatch_')) continue;
@@ -65,13 +67,17 @@ describe('one process, both paths', () => {
     app?.remove();
   });
 
-  test("the prom-client registry and the OpenTelemetry exporter expose identical forkwatch families and samples", async () => {
+  test('the prom-client registry and the OpenTelemetry exporter expose identical forkwatch families and samples', async () => {
     const otelPort = await freePort();
     const promClientPort = await freePort();
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'prom-client-app.cjs'],
-      env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(otelPort), PROM_CLIENT_PORT: String(promClientPort) },
+      env: {
+        ...(await labEnv(lab)),
+        OTEL_EXPORTER_PROMETHEUS_PORT: String(otelPort),
+        PROM_CLIENT_PORT: String(promClientPort),
+      },
     });
     expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
     const [otelText, promClientText] = await Promise.all([scrapeText(otelPort), scrapeText(promClientPort)]);
@@ -87,8 +93,12 @@ describe('one process, both paths', () => {
     expect(forkwatchSamples(promClientText)).toEqual(otelSamples);
     // And the samples say what happened: one resume each side, the replay's gap, the client's gap.
     const one = (key: string) => expect(otelSamples.get(key), key).toBe(1);
-    one('forkwatch_client_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="resumed",transport="streamable_http"}');
-    one('forkwatch_server_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="replayed",transport="streamable_http"}');
+    one(
+      'forkwatch_client_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="resumed",transport="streamable_http"}',
+    );
+    one(
+      'forkwatch_server_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="replayed",transport="streamable_http"}',
+    );
     one('forkwatch_client_resume_gap_seconds_count{otel_scope_name="forkwatch",otel_scope_version="0.1.0"}');
     one('forkwatch_server_resume_gap_events_count{otel_scope_name="forkwatch",otel_scope_version="0.1.0"}');
 
@@ -131,7 +141,11 @@ describe('in process', () => {
     const [otel, promClient] = [await otelText(), await registry.metrics()];
     expect(forkwatchFamilies(promClient)).toEqual(forkwatchFamilies(otel));
     expect(forkwatchSamples(promClient)).toEqual(forkwatchSamples(otel));
-    expect(forkwatchSamples(promClient).get('forkwatch_client_resume_gap_seconds_bucket{le="60",otel_scope_name="forkwatch",otel_scope_version="0.1.0"}')).toBe(2);
+    expect(
+      forkwatchSamples(promClient).get(
+        'forkwatch_client_resume_gap_seconds_bucket{le="60",otel_scope_name="forkwatch",otel_scope_version="0.1.0"}',
+      ),
+    ).toBe(2);
     await provider.shutdown();
   });
 
@@ -144,7 +158,11 @@ describe('in process', () => {
     expect(families.get('forkwatch_server_resume_gap_events')).toMatchObject({ type: 'histogram' });
     expect(families.get('forkwatch_server_resume_gap_events')!.seriesNames.size).toBe(0);
     // Counters start at 0 for every label combination, as on the OpenTelemetry path.
-    expect(forkwatchSamples(text).get('forkwatch_client_forks_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",reason="cursor_dropped",transport="sse"}')).toBe(0);
+    expect(
+      forkwatchSamples(text).get(
+        'forkwatch_client_forks_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",reason="cursor_dropped",transport="sse"}',
+      ),
+    ).toBe(0);
     await provider.shutdown();
   });
 
@@ -157,7 +175,9 @@ describe('in process', () => {
     for (let scrape = 0; scrape < 2; scrape++) {
       const text = await registry.metrics();
       expect(text).toMatch(/^# TYPE forkwatch_client_resumes counter$/m);
-      expect(text).toMatch(/^forkwatch_client_resumes_total\{transport="sse",outcome="forked",otel_scope_name="forkwatch",otel_scope_version="0.1.0"\} 2$/m);
+      expect(text).toMatch(
+        /^forkwatch_client_resumes_total\{transport="sse",outcome="forked",otel_scope_name="forkwatch",otel_scope_version="0.1.0"\} 2$/m,
+      );
       expect(text).not.toMatch(/_total_total/);
       expect(text).toMatch(/^# TYPE forkwatch_client_resume_gap_seconds histogram$/m);
       expect(text.endsWith('# EOF\n')).toBe(true);
@@ -175,14 +195,21 @@ describe('in process', () => {
     const json = await registry.getMetricsAsJSON();
     const resumes = json.find(m => m.name === METRICS.clientResumes.prometheusName)!;
     expect(resumes.type).toBe('counter');
-    expect(resumes.values).toContainEqual({ value: 2, labels: { transport: 'sse', outcome: 'forked', otel_scope_name: 'forkwatch', otel_scope_version: '0.1.0' } });
-    expect(await registry.getSingleMetricAsString('forkwatch_server_events_total')).toMatch(/forkwatch_server_events_total\{transport="streamable_http",.*\} 5$/);
+    expect(resumes.values).toContainEqual({
+      value: 2,
+      labels: { transport: 'sse', outcome: 'forked', otel_scope_name: 'forkwatch', otel_scope_version: '0.1.0' },
+    });
+    expect(await registry.getSingleMetricAsString('forkwatch_server_events_total')).toMatch(
+      /forkwatch_server_events_total\{transport="streamable_http",.*\} 5$/,
+    );
 
     registry.resetMetrics(); // forkwatch's values belong to the SDK: reset is a no-op
     expect(await registry.getSingleMetricAsString('forkwatch_server_events_total')).toMatch(/ 5$/);
 
     const merged = Registry.merge([registry, new Registry()]);
-    expect(await merged.metrics()).toMatch(/^forkwatch_client_forks_total\{transport="sse",reason="id_regressed",.*\} 1$/m);
+    expect(await merged.metrics()).toMatch(
+      /^forkwatch_client_forks_total\{transport="sse",reason="id_regressed",.*\} 1$/m,
+    );
 
     bridge.unregister();
     expect(await registry.metrics()).not.toMatch(/forkwatch_/);
@@ -200,7 +227,8 @@ describe('in process', () => {
     expect(await bridge.reader).toBeInstanceOf(ForkwatchMetricReader);
     instrumentation.instruments.clientResumes.add(3, { transport: 'streamable_http', outcome: 'rejected' });
 
-    const key = 'forkwatch_client_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="rejected",transport="streamable_http"}';
+    const key =
+      'forkwatch_client_resumes_total{otel_scope_name="forkwatch",otel_scope_version="0.1.0",outcome="rejected",transport="streamable_http"}';
     expect(forkwatchSamples(await registry.metrics()).get(key)).toBe(3);
     const otel = new PrometheusSerializer().serialize((await exporter.collect()).resourceMetrics);
     expect(forkwatchSamples(otel).get(key)).toBe(3);
@@ -209,7 +237,9 @@ describe('in process', () => {
   });
 
   test('without register and without { instrumentation } or { reader }: a clear TypeError', () => {
-    expect(() => registerForkwatchMetrics(new Registry())).toThrow(/Run the app with `--require forkwatch\/register`.*or pass \{ instrumentation \}/);
+    expect(() => registerForkwatchMetrics(new Registry())).toThrow(
+      /Run the app with `--require forkwatch\/register`.*or pass \{ instrumentation \}/,
+    );
     expect(() => registerForkwatchMetrics({} as Registry)).toThrow(/pass a prom-client Registry/);
   });
 });

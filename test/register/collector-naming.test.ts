@@ -12,7 +12,17 @@ import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { METRIC_SPECS } from '../../src/names';
 import { type OtlpMetricType, collectorName, collectorNameUtf8, jsExporterName } from './otlp-translator';
-import { type AppDir, type Lab, freePort, labEnv, makeAppDir, parseMetricFamilies, scrapeText, startApp, startLab } from './support';
+import {
+  type AppDir,
+  type Lab,
+  freePort,
+  labEnv,
+  makeAppDir,
+  parseMetricFamilies,
+  scrapeText,
+  startApp,
+  startLab,
+} from './support';
 
 describe('the translation rule (vectors from prometheus/otlptranslator metric_namer_test.go and README)', () => {
   test.each<[string, string, OtlpMetricType, string]>([
@@ -32,7 +42,12 @@ describe('the translation rule (vectors from prometheus/otlptranslator metric_na
     ['request_duration', 's', 'histogram', 'request_duration_seconds'],
     ['request_size', 'By', 'exponential_histogram', 'request_size_bytes'],
     ['active_connections', '', 'non_monotonic_counter', 'active_connections'],
-    ['metric__with__multiple__underscores', 'unit__multiple__underscores', 'gauge', 'metric_with_multiple_underscores_unit_multiple_underscores'],
+    [
+      'metric__with__multiple__underscores',
+      'unit__multiple__underscores',
+      'gauge',
+      'metric_with_multiple_underscores_unit_multiple_underscores',
+    ],
     ['custom_metric', 'unit@with#special/chars', 'gauge', 'custom_metric_unit_with_special_per_chars'],
     ['uptime', 'd', 'gauge', 'uptime_days'],
     ['cache_size', 'KiBy', 'gauge', 'cache_size_kibibytes'],
@@ -60,14 +75,18 @@ describe('the translation rule (vectors from prometheus/otlptranslator metric_na
   });
 });
 
-const typeOf = (kind: 'counter' | 'histogram'): OtlpMetricType => (kind === 'counter' ? 'monotonic_counter' : 'histogram');
+const typeOf = (kind: 'counter' | 'histogram'): OtlpMetricType =>
+  kind === 'counter' ? 'monotonic_counter' : 'histogram';
 
-test.each(METRIC_SPECS.map(spec => [spec.otelName, spec] as const))('%s: one Prometheus name in every pipeline', (_, spec) => {
-  const type = typeOf(spec.kind);
-  expect(jsExporterName(spec.otelName, type)).toBe(spec.prometheusName);
-  expect(collectorName(spec.otelName, spec.unit, type)).toBe(spec.prometheusName);
-  expect(collectorNameUtf8(spec.otelName.replace(/\./g, '_'), spec.unit, type)).toBe(spec.prometheusName);
-});
+test.each(METRIC_SPECS.map(spec => [spec.otelName, spec] as const))(
+  '%s: one Prometheus name in every pipeline',
+  (_, spec) => {
+    const type = typeOf(spec.kind);
+    expect(jsExporterName(spec.otelName, type)).toBe(spec.prometheusName);
+    expect(collectorName(spec.otelName, spec.unit, type)).toBe(spec.prometheusName);
+    expect(collectorNameUtf8(spec.otelName.replace(/\./g, '_'), spec.unit, type)).toBe(spec.prometheusName);
+  },
+);
 
 describe('what a register-instrumented app really exports', () => {
   let app: AppDir;
@@ -93,7 +112,9 @@ describe('what a register-instrumented app really exports', () => {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
     });
-    const otlpPort = await new Promise<number>(resolve => receiver.listen(0, '127.0.0.1', () => resolve((receiver.address() as { port: number }).port)));
+    const otlpPort = await new Promise<number>(resolve =>
+      receiver.listen(0, '127.0.0.1', () => resolve((receiver.address() as { port: number }).port)),
+    );
     const promPort = await freePort();
     const proc = startApp({
       cwd: app.dir,
@@ -132,9 +153,15 @@ describe('what a register-instrumented app really exports', () => {
         expect(scraped.get(viaCollector)!.type).toBe(type === 'histogram' ? 'histogram' : 'counter');
       }
       expect(byName.get('forkwatch.client.resume.gap_seconds')).toEqual({ unit: 's', type: 'histogram' });
-      expect(collectorName('forkwatch.client.resume.gap_seconds', 's', 'histogram')).toBe('forkwatch_client_resume_gap_seconds');
+      expect(collectorName('forkwatch.client.resume.gap_seconds', 's', 'histogram')).toBe(
+        'forkwatch_client_resume_gap_seconds',
+      );
       expect(scraped.get('forkwatch_client_resume_gap_seconds')?.seriesNames).toEqual(
-        new Set(['forkwatch_client_resume_gap_seconds_count', 'forkwatch_client_resume_gap_seconds_sum', 'forkwatch_client_resume_gap_seconds_bucket']),
+        new Set([
+          'forkwatch_client_resume_gap_seconds_count',
+          'forkwatch_client_resume_gap_seconds_sum',
+          'forkwatch_client_resume_gap_seconds_bucket',
+        ]),
       );
       expect(proc.stdout()).toBe('');
       expect(proc.forkwatchLines()).toEqual([]);

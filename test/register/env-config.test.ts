@@ -24,9 +24,13 @@ describe('defaults (nothing set)', () => {
 
   test('empty and blank values count as unset, as OpenTelemetry specifies', () => {
     const blank = Object.fromEntries(
-      [...Object.values(FORKWATCH_ENV), 'OTEL_METRICS_EXPORTER', 'OTEL_TRACES_EXPORTER', 'OTEL_EXPORTER_PROMETHEUS_PORT', 'OTEL_SDK_DISABLED'].map(
-        name => [name, '  '],
-      ),
+      [
+        ...Object.values(FORKWATCH_ENV),
+        'OTEL_METRICS_EXPORTER',
+        'OTEL_TRACES_EXPORTER',
+        'OTEL_EXPORTER_PROMETHEUS_PORT',
+        'OTEL_SDK_DISABLED',
+      ].map(name => [name, '  ']),
     );
     expect(readRegisterEnv(blank)).toEqual(config);
   });
@@ -64,23 +68,47 @@ describe('FORKWATCH_* settings', () => {
   });
 
   test('values are trimmed and case-insensitive where they are words', () => {
-    const config = readRegisterEnv({ FORKWATCH_ON_FORK: ' Abort ', FORKWATCH_CODEC: 'MCP-Proxy', FORKWATCH_VERDICT_TIMEOUT_MS: ' 900 ' });
+    const config = readRegisterEnv({
+      FORKWATCH_ON_FORK: ' Abort ',
+      FORKWATCH_CODEC: 'MCP-Proxy',
+      FORKWATCH_VERDICT_TIMEOUT_MS: ' 900 ',
+    });
     expect(config.instrumentation).toEqual({ onFork: 'abort', codec: 'mcp-proxy', verdictTimeoutMs: 900 });
     expect(config.diagnostics).toEqual([]);
   });
 
   test.each([
     ['FORKWATCH_ON_FORK', 'explode', /FORKWATCH_ON_FORK="explode" is not one of record, abort; using record/],
-    ['FORKWATCH_CAPTURE_EVENT_IDS', 'yes please', /FORKWATCH_CAPTURE_EVENT_IDS="yes please" is not a boolean.*; using true/],
+    [
+      'FORKWATCH_CAPTURE_EVENT_IDS',
+      'yes please',
+      /FORKWATCH_CAPTURE_EVENT_IDS="yes please" is not a boolean.*; using true/,
+    ],
     ['FORKWATCH_CAPTURE_RAW_SESSION_ID', '2', /FORKWATCH_CAPTURE_RAW_SESSION_ID="2" is not a boolean.*; using false/],
-    ['FORKWATCH_CODEC', 'base64', /FORKWATCH_CODEC="base64" is not one of auto, integer, sdk, mcp-proxy, hex-sequence, opaque; using auto/],
-    ['FORKWATCH_VERDICT_TIMEOUT_MS', '10s', /FORKWATCH_VERDICT_TIMEOUT_MS="10s" is not an integer from 1 to 2147483647; using 10000/],
+    [
+      'FORKWATCH_CODEC',
+      'base64',
+      /FORKWATCH_CODEC="base64" is not one of auto, integer, sdk, mcp-proxy, hex-sequence, opaque; using auto/,
+    ],
+    [
+      'FORKWATCH_VERDICT_TIMEOUT_MS',
+      '10s',
+      /FORKWATCH_VERDICT_TIMEOUT_MS="10s" is not an integer from 1 to 2147483647; using 10000/,
+    ],
     ['FORKWATCH_VERDICT_TIMEOUT_MS', '0', /using 10000/],
     ['FORKWATCH_VERDICT_TIMEOUT_MS', '-5', /using 10000/],
     ['FORKWATCH_VERDICT_TIMEOUT_MS', '1.5', /using 10000/],
     ['FORKWATCH_VERDICT_TIMEOUT_MS', '3000000000', /using 10000/],
-    ['FORKWATCH_LEDGER_MAX_SESSIONS', '1e4', new RegExp(`FORKWATCH_LEDGER_MAX_SESSIONS="1e4".*; using ${DEFAULT_LEDGER_LIMITS.maxSessions}`)],
-    ['FORKWATCH_LEDGER_MAX_IDLE_MS', 'forever', new RegExp(`is not an integer >= 1; using ${DEFAULT_LEDGER_LIMITS.maxIdleMs}`)],
+    [
+      'FORKWATCH_LEDGER_MAX_SESSIONS',
+      '1e4',
+      new RegExp(`FORKWATCH_LEDGER_MAX_SESSIONS="1e4".*; using ${DEFAULT_LEDGER_LIMITS.maxSessions}`),
+    ],
+    [
+      'FORKWATCH_LEDGER_MAX_IDLE_MS',
+      'forever',
+      new RegExp(`is not an integer >= 1; using ${DEFAULT_LEDGER_LIMITS.maxIdleMs}`),
+    ],
     ['FORKWATCH_LEDGER_RECENT_IDS', '1000000', new RegExp(`from 1 to 10000; using ${DEFAULT_LEDGER_LIMITS.recentIds}`)],
     ['FORKWATCH_PROPAGATE_CONTEXT', 'off', /FORKWATCH_PROPAGATE_CONTEXT="off" is not a boolean.*; using true/],
     ['FORKWATCH_START_SDK', 'auto', /FORKWATCH_START_SDK="auto" is not a boolean.*; using true/],
@@ -113,7 +141,9 @@ describe('OTEL_* variables', () => {
     expect(readRegisterEnv({ OTEL_SDK_DISABLED: 'false' }).sdkDisabled).toBe(false);
     const bad = readRegisterEnv({ OTEL_SDK_DISABLED: 'disabled' });
     expect(bad.sdkDisabled).toBe(false);
-    expect(bad.diagnostics).toEqual([expect.stringMatching(/OTEL_SDK_DISABLED="disabled" is not a boolean.*; using false/)]);
+    expect(bad.diagnostics).toEqual([
+      expect.stringMatching(/OTEL_SDK_DISABLED="disabled" is not a boolean.*; using false/),
+    ]);
   });
 
   test('OTEL_METRICS_EXPORTER: lists, none, unknown entries', () => {
@@ -127,7 +157,9 @@ describe('OTEL_* variables', () => {
 
     const mixed = readRegisterEnv({ OTEL_METRICS_EXPORTER: 'prometheus,statsd' });
     expect(mixed.metricsExporters).toEqual(['prometheus']);
-    expect(mixed.diagnostics).toEqual(['OTEL_METRICS_EXPORTER: "statsd": unknown exporter (known: prometheus, otlp, console, none); left out']);
+    expect(mixed.diagnostics).toEqual([
+      'OTEL_METRICS_EXPORTER: "statsd": unknown exporter (known: prometheus, otlp, console, none); left out',
+    ]);
 
     const unknown = readRegisterEnv({ OTEL_METRICS_EXPORTER: 'promethues' });
     expect(unknown.metricsExporters).toEqual(['prometheus']);
@@ -135,7 +167,10 @@ describe('OTEL_* variables', () => {
 
     const twoUnknown = readRegisterEnv({ OTEL_METRICS_EXPORTER: 'a,b' });
     expect(twoUnknown.metricsExporters).toEqual(['prometheus']);
-    expect(twoUnknown.diagnostics).toEqual([expect.stringMatching(/"a".*left out$/), expect.stringMatching(/"b".*using prometheus$/)]);
+    expect(twoUnknown.diagnostics).toEqual([
+      expect.stringMatching(/"a".*left out$/),
+      expect.stringMatching(/"b".*using prometheus$/),
+    ]);
 
     const noneAndMore = readRegisterEnv({ OTEL_METRICS_EXPORTER: 'none,otlp' });
     expect(noneAndMore.metricsExporters).toEqual([]);
@@ -145,13 +180,21 @@ describe('OTEL_* variables', () => {
   test('OTEL_TRACES_EXPORTER: none by default, otlp when an OTLP endpoint is configured, explicit values as given', () => {
     expect(readRegisterEnv({}).tracesExporters).toEqual([]);
     expect(readRegisterEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).tracesExporters).toEqual(['otlp']);
-    expect(readRegisterEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }).tracesExporters).toEqual(['otlp']);
-    expect(readRegisterEnv({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'http://c:4318/v1/metrics' }).tracesExporters).toEqual([]);
+    expect(
+      readRegisterEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }).tracesExporters,
+    ).toEqual(['otlp']);
+    expect(
+      readRegisterEnv({ OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'http://c:4318/v1/metrics' }).tracesExporters,
+    ).toEqual([]);
     expect(readRegisterEnv({ OTEL_TRACES_EXPORTER: 'zipkin,console' }).tracesExporters).toEqual(['zipkin', 'console']);
-    expect(readRegisterEnv({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).tracesExporters).toEqual([]);
+    expect(
+      readRegisterEnv({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).tracesExporters,
+    ).toEqual([]);
     const jaeger = readRegisterEnv({ OTEL_TRACES_EXPORTER: 'jaeger' });
     expect(jaeger.tracesExporters).toEqual([]);
-    expect(jaeger.diagnostics).toEqual([expect.stringMatching(/OTEL_TRACES_EXPORTER: "jaeger": unknown exporter.*; using none$/)]);
+    expect(jaeger.diagnostics).toEqual([
+      expect.stringMatching(/OTEL_TRACES_EXPORTER: "jaeger": unknown exporter.*; using none$/),
+    ]);
   });
 
   test('OTEL_LOGS_EXPORTER: none by default; console is refused (stdout), with a reason', () => {
@@ -160,19 +203,27 @@ describe('OTEL_* variables', () => {
     expect(readRegisterEnv({ OTEL_LOGS_EXPORTER: 'otlp' }).logsExporters).toEqual(['otlp']);
     const console = readRegisterEnv({ OTEL_LOGS_EXPORTER: 'console,otlp' });
     expect(console.logsExporters).toEqual(['otlp']);
-    expect(console.diagnostics).toEqual([expect.stringMatching(/OTEL_LOGS_EXPORTER: "console": .*writes to stdout.*; left out$/)]);
-    expect(readRegisterEnv({ OTEL_LOGS_EXPORTER: 'console' }).diagnostics).toEqual([expect.stringMatching(/stdout.*; using none$/)]);
+    expect(console.diagnostics).toEqual([
+      expect.stringMatching(/OTEL_LOGS_EXPORTER: "console": .*writes to stdout.*; left out$/),
+    ]);
+    expect(readRegisterEnv({ OTEL_LOGS_EXPORTER: 'console' }).diagnostics).toEqual([
+      expect.stringMatching(/stdout.*; using none$/),
+    ]);
   });
 
   test('OTEL_EXPORTER_PROMETHEUS_HOST and _PORT', () => {
-    expect(readRegisterEnv({ OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1', OTEL_EXPORTER_PROMETHEUS_PORT: '9100' }).prometheus).toEqual({
+    expect(
+      readRegisterEnv({ OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1', OTEL_EXPORTER_PROMETHEUS_PORT: '9100' }).prometheus,
+    ).toEqual({
       host: '127.0.0.1',
       port: 9100,
     });
     for (const bad of ['http', '0', '65536', '94 64', '-1']) {
       const config = readRegisterEnv({ OTEL_EXPORTER_PROMETHEUS_PORT: bad });
       expect(config.prometheus.port).toBe(9464);
-      expect(config.diagnostics).toEqual([`OTEL_EXPORTER_PROMETHEUS_PORT=${JSON.stringify(bad)} is not an integer from 1 to 65535; using 9464`]);
+      expect(config.diagnostics).toEqual([
+        `OTEL_EXPORTER_PROMETHEUS_PORT=${JSON.stringify(bad)} is not an integer from 1 to 65535; using 9464`,
+      ]);
     }
   });
 

@@ -9,7 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { FIXTURES, type Lab, ROOT, forkwatchPackage, freePort, labEnv, sampleValue, scrapeText, startApp, startLab } from './support';
+import {
+  FIXTURES,
+  type Lab,
+  ROOT,
+  forkwatchPackage,
+  freePort,
+  labEnv,
+  sampleValue,
+  scrapeText,
+  startApp,
+  startLab,
+} from './support';
 
 const run = promisify(execFile);
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -30,11 +41,22 @@ beforeAll(async () => {
   mkdirSync(appDir);
   cpSync(join(FIXTURES, 'client-app.cjs'), join(appDir, 'client-app.cjs'));
   cpSync(join(FIXTURES, 'client-app.mjs'), join(appDir, 'client-app.mjs'));
-  writeFileSync(join(appDir, 'package.json'), `${JSON.stringify({ name: 'fresh-mcp-app', version: '1.0.0', private: true }, null, 2)}\n`);
+  writeFileSync(
+    join(appDir, 'package.json'),
+    `${JSON.stringify({ name: 'fresh-mcp-app', version: '1.0.0', private: true }, null, 2)}\n`,
+  );
   const install = () =>
     run(
       npm,
-      ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error', join(work, packed.filename), '@modelcontextprotocol/sdk@1.32.2'],
+      [
+        'install',
+        '--no-audit',
+        '--no-fund',
+        '--prefer-offline',
+        '--loglevel=error',
+        join(work, packed.filename),
+        '@modelcontextprotocol/sdk@1.32.2',
+      ],
       { cwd: appDir, maxBuffer: 16 << 20, timeout: 150_000 },
     );
   const t0 = performance.now();
@@ -42,7 +64,9 @@ beforeAll(async () => {
     await install();
   } catch (error) {
     // The registry is a network service: one retry, with the first failure on record.
-    process.stderr.write(`npm install failed once, retrying: ${String((error as { stderr?: string }).stderr ?? error)}\n`);
+    process.stderr.write(
+      `npm install failed once, retrying: ${String((error as { stderr?: string }).stderr ?? error)}\n`,
+    );
     await install();
   }
   installSeconds = (performance.now() - t0) / 1000;
@@ -144,7 +168,9 @@ describe('installed into a fresh app with only the MCP SDK', () => {
     });
     expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
     const text = await scrapeText(port);
-    expect(sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' })).toBe(1);
+    expect(
+      sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' }),
+    ).toBe(1);
     expect(sampleValue(text, 'forkwatch_client_resume_gap_seconds_count')).toBe(1);
     expect(await proc.stop('SIGTERM')).toEqual({ code: null, signal: 'SIGTERM' });
     expect(proc.stdout()).toBe('');
@@ -166,6 +192,12 @@ describe('installed into a fresh app with only the MCP SDK', () => {
       });`;
     const { stdout, stderr } = await run(process.execPath, ['-e', script], { cwd: appDir });
     expect(stdout).toBe('');
-    expect(JSON.parse(stderr)).toEqual({ cjs: 'function', esm: true, bridge: 'function', esmBridge: true, version: expect.any(String) });
+    expect(JSON.parse(stderr)).toEqual({
+      cjs: 'function',
+      esm: true,
+      bridge: 'function',
+      esmBridge: true,
+      version: expect.any(String),
+    });
   });
 });

@@ -11,7 +11,13 @@
  *  - `NoUTF8EscapingWithSuffixes`: the name is kept and the unit suffix appended unless the name already ends in it.
  */
 
-export type OtlpMetricType = 'gauge' | 'monotonic_counter' | 'non_monotonic_counter' | 'histogram' | 'exponential_histogram' | 'summary';
+export type OtlpMetricType =
+  | 'gauge'
+  | 'monotonic_counter'
+  | 'non_monotonic_counter'
+  | 'histogram'
+  | 'exponential_histogram'
+  | 'summary';
 
 const UNIT_MAP: Record<string, string> = {
   d: 'days',
@@ -42,7 +48,15 @@ const UNIT_MAP: Record<string, string> = {
   '%': 'percent',
 };
 
-const PER_UNIT_MAP: Record<string, string> = { s: 'second', m: 'minute', h: 'hour', d: 'day', w: 'week', mo: 'month', y: 'year' };
+const PER_UNIT_MAP: Record<string, string> = {
+  s: 'second',
+  m: 'minute',
+  h: 'hour',
+  d: 'day',
+  w: 'week',
+  mo: 'month',
+  y: 'year',
+};
 
 /** Main and `per_` unit suffixes of a UCUM unit; annotations (`{...}`) give none. */
 export function unitSuffixes(unit: string): { main: string; per: string } {
@@ -98,7 +112,8 @@ export function collectorName(name: string, unit: string, type: OtlpMetricType):
 export function collectorNameUtf8(name: string, unit: string, type: OtlpMetricType): string {
   let result = name;
   const trimSuffix = (suffix: string) => {
-    if (result.endsWith(suffix) && result.length > suffix.length + 1) result = result.slice(0, result.length - suffix.length - 1);
+    if (result.endsWith(suffix) && result.length > suffix.length + 1)
+      result = result.slice(0, result.length - suffix.length - 1);
   };
   const deferred: string[] = [];
   if (unit === '1' && type === 'gauge') {

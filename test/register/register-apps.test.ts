@@ -56,7 +56,11 @@ describe.each([
     const proc = startApp({
       cwd: app.dir,
       args: [flag, 'forkwatch/register', file],
-      env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port), OTEL_SERVICE_NAME: `fixture-${file}` },
+      env: {
+        ...(await labEnv(lab)),
+        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
+        OTEL_SERVICE_NAME: `fixture-${file}`,
+      },
     });
     const summary = await proc.done();
     expect(summary).toMatchObject({ lost: 0, resumes: [200], patched: true });
@@ -65,7 +69,9 @@ describe.each([
     const families = parseMetricFamilies(text);
     for (const name of COUNTER_FAMILIES) expect(families.get(name)?.type, name).toBe('counter');
     expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
-    expect(sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' })).toBe(0);
+    expect(
+      sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' }),
+    ).toBe(0);
     const gap = families.get('forkwatch_client_resume_gap_seconds');
     expect(gap?.type).toBe('histogram');
     expect([...(gap?.labels.get('le') ?? [])]).toEqual([...GAP_SECONDS_BUCKETS.map(String), '+Inf']);
@@ -108,7 +114,11 @@ test('NODE_OPTIONS=--require forkwatch/register npm start: npm itself is left al
     command: process.platform === 'win32' ? 'npm.cmd' : 'npm',
     args: ['start', '--silent'],
     cwd: app.dir,
-    env: { ...(await labEnv(lab)), NODE_OPTIONS: '--require forkwatch/register', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
+    env: {
+      ...(await labEnv(lab)),
+      NODE_OPTIONS: '--require forkwatch/register',
+      OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
+    },
   });
   try {
     expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
@@ -203,12 +213,18 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
     const proc = startApp({
       cwd: app.dir,
       args: ['--import', 'forkwatch/register', 'own-sdk-app.mjs'],
-      env: { ...(await labEnv(lab)), APP_METRICS_PORT: String(appPort), OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort) },
+      env: {
+        ...(await labEnv(lab)),
+        APP_METRICS_PORT: String(appPort),
+        OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort),
+      },
     });
     expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
     const lines = proc.forkwatchLines();
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/registered its own OpenTelemetry SDK after forkwatch\/register.*FORKWATCH_START_SDK=false/);
+    expect(lines[0]).toMatch(
+      /registered its own OpenTelemetry SDK after forkwatch\/register.*FORKWATCH_START_SDK=false/,
+    );
     // Documented trade-off: register's SDK (started first) holds the globals and forkwatch's metrics.
     expect(sampleValue(await scrapeText(registerPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     expect(proc.stdout()).toBe('');
@@ -232,8 +248,12 @@ describe('FORKWATCH_* settings reach the instrumentation', () => {
     const summary = await proc.done();
     expect(summary.errors).toContain('StreamForkDetected');
     const text = await scrapeText(port);
-    expect(sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'forked' })).toBe(1);
-    expect(sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
+    expect(
+      sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'forked' }),
+    ).toBe(1);
+    expect(
+      sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' }),
+    ).toBe(1);
     expect(proc.forkwatchLines()).toEqual([]);
     expect(proc.stdout()).toBe('');
   });
@@ -249,7 +269,9 @@ describe('FORKWATCH_* settings reach the instrumentation', () => {
     expect(summary.errors).not.toContain('StreamForkDetected');
     expect(summary.lost).toBeGreaterThan(0);
     const text = await scrapeText(port);
-    expect(sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
+    expect(
+      sampleValue(text, 'forkwatch_client_forks_total', { transport: 'streamable_http', reason: 'id_regressed' }),
+    ).toBe(1);
   });
 });
 
@@ -284,13 +306,19 @@ describe('configuration problems: one clear stderr line each, and the app keeps 
       /OTEL_SDK_DISABLED="nope" is not a boolean.*; using false/,
     ];
     expect(lines).toHaveLength(expected.length);
-    for (const pattern of expected) expect(lines.filter(l => pattern.test(l)), String(pattern)).toHaveLength(1);
+    for (const pattern of expected)
+      expect(
+        lines.filter(l => pattern.test(l)),
+        String(pattern),
+      ).toHaveLength(1);
     expect(proc.stdout()).toBe('');
   });
 
   test('the Prometheus port is already in use: one line naming the port, no crash, the app finishes normally', async () => {
     const blocker = createServer();
-    const port = await new Promise<number>(resolve => blocker.listen(0, () => resolve((blocker.address() as { port: number }).port)));
+    const port = await new Promise<number>(resolve =>
+      blocker.listen(0, () => resolve((blocker.address() as { port: number }).port)),
+    );
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'client-app.cjs'],
@@ -301,7 +329,11 @@ describe('configuration problems: one clear stderr line each, and the app keeps 
       expect(await proc.exited).toEqual({ code: 0, signal: null });
       const lines = proc.forkwatchLines();
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(new RegExp(`cannot serve Prometheus metrics on all interfaces port ${port}: the port is already in use \\(EADDRINUSE\\); set OTEL_EXPORTER_PROMETHEUS_PORT`));
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `cannot serve Prometheus metrics on all interfaces port ${port}: the port is already in use \\(EADDRINUSE\\); set OTEL_EXPORTER_PROMETHEUS_PORT`,
+        ),
+      );
       expect(proc.stdout()).toBe('');
     } finally {
       blocker.close();
@@ -329,10 +361,20 @@ describe('standard variables', () => {
     // The preload hands the listen() on 9464 a port from the OS and reports both: the test never needs 9464 free.
     const proc = startApp({
       cwd: app.dir,
-      args: ['--require', join(FIXTURES, 'default-port-to-os.cjs'), '--require', 'forkwatch/register', 'client-app.cjs'],
+      args: [
+        '--require',
+        join(FIXTURES, 'default-port-to-os.cjs'),
+        '--require',
+        'forkwatch/register',
+        'client-app.cjs',
+      ],
       env: await labEnv(lab),
     });
-    const listen = JSON.parse((await proc.waitForStderr(/FIXTURE LISTEN (.*)\n/))[1]!) as { requested: number; host: string | null; port: number };
+    const listen = JSON.parse((await proc.waitForStderr(/FIXTURE LISTEN (.*)\n/))[1]!) as {
+      requested: number;
+      host: string | null;
+      port: number;
+    };
     expect(listen.requested).toBe(9464);
     expect([null, '', '0.0.0.0', '::']).toContain(listen.host); // all interfaces
     expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
@@ -346,7 +388,11 @@ describe('standard variables', () => {
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'client-app.cjs'],
-      env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.2', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
+      env: {
+        ...(await labEnv(lab)),
+        OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.2',
+        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
+      },
     });
     expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
     const text = await scrapeText(port, '/metrics', { host: '127.0.0.2' });
@@ -359,7 +405,12 @@ describe('standard variables', () => {
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'client-app.cjs'],
-      env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port), OTEL_SDK_DISABLED: 'true', FIXTURE_EXIT: '1' },
+      env: {
+        ...(await labEnv(lab)),
+        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
+        OTEL_SDK_DISABLED: 'true',
+        FIXTURE_EXIT: '1',
+      },
     });
     expect(await proc.done()).toMatchObject({ lost: 0, patched: false });
     expect(await refusesConnections(port)).toBe(true);
@@ -383,7 +434,12 @@ describe('standard variables', () => {
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'client-app.cjs'],
-      env: { ...(await labEnv(lab)), OTEL_METRICS_EXPORTER: 'console', OTEL_TRACES_EXPORTER: 'console', FIXTURE_EXIT: '1' },
+      env: {
+        ...(await labEnv(lab)),
+        OTEL_METRICS_EXPORTER: 'console',
+        OTEL_TRACES_EXPORTER: 'console',
+        FIXTURE_EXIT: '1',
+      },
     });
     expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
     expect(await proc.exited).toEqual({ code: 0, signal: null });
@@ -403,7 +459,9 @@ describe('standard variables', () => {
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
     });
-    const port = await new Promise<number>(resolve => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+    const port = await new Promise<number>(resolve =>
+      server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)),
+    );
     return { received, port, close: () => server.close() };
   }
 
@@ -453,11 +511,14 @@ describe('standard variables', () => {
       expect(proc.stdout()).toBe('');
       expect(proc.forkwatchLines()).toEqual([]);
 
-      const metrics = received.filter(r => r.path === '/v1/metrics').flatMap(r => r.body.resourceMetrics.flatMap((rm: any) => rm.scopeMetrics));
+      const metrics = received
+        .filter(r => r.path === '/v1/metrics')
+        .flatMap(r => r.body.resourceMetrics.flatMap((rm: any) => rm.scopeMetrics));
       const resumes = metrics.flatMap((sm: any) => sm.metrics).find((m: any) => m.name === 'forkwatch.client.resumes');
-      const point = resumes.sum.dataPoints.find((p: any) =>
-        p.attributes.some((a: any) => a.key === 'outcome' && a.value.stringValue === 'resumed') &&
-        p.attributes.some((a: any) => a.key === 'transport' && a.value.stringValue === 'streamable_http'),
+      const point = resumes.sum.dataPoints.find(
+        (p: any) =>
+          p.attributes.some((a: any) => a.key === 'outcome' && a.value.stringValue === 'resumed') &&
+          p.attributes.some((a: any) => a.key === 'transport' && a.value.stringValue === 'streamable_http'),
       );
       expect(Number(point.asInt ?? point.asDouble)).toBe(1);
       const spans = received

@@ -21,7 +21,9 @@ async function otlpReceiver(answer = true) {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     requests.push(req.url ?? '');
     req.resume();
-    req.on('end', () => (answer ? res.writeHead(200, { 'content-type': 'application/json' }).end('{}') : waiting.push(res)));
+    req.on('end', () =>
+      answer ? res.writeHead(200, { 'content-type': 'application/json' }).end('{}') : waiting.push(res),
+    );
   });
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
   onTestFinished(async () => {
@@ -85,6 +87,8 @@ test('an export that hangs: register gives up after 5 s, says so on stderr, and 
   // The export was sent and never answered (the exporter's own timeout is 60 s): the 5 s cap ended the wait.
   expect(receiver.requests).toEqual(['/v1/metrics']);
   expect(receiver.waiting).toHaveLength(1);
-  expect(proc.forkwatchLines()).toEqual(['forkwatch: shutting down the OpenTelemetry SDK failed: timed out after 5000 ms']);
+  expect(proc.forkwatchLines()).toEqual([
+    'forkwatch: shutting down the OpenTelemetry SDK failed: timed out after 5000 ms',
+  ]);
   expect(elapsed).toBeGreaterThanOrEqual(5000); // a timer never fires early; no upper bound on a shared machine
 });

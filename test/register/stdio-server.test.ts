@@ -55,7 +55,7 @@ describe.each([
       const t0 = performance.now();
       await client.close();
       closeExit = child ? await exit : 'no child process';
-      process.stderr.write(`stdio server ${file}: exited ${performance.now() - t0 | 0} ms after stdin closed\n`);
+      process.stderr.write(`stdio server ${file}: exited ${(performance.now() - t0) | 0} ms after stdin closed\n`);
     }
     expect(closeExit).toEqual({ code: 0, signal: null });
     // Any non-JSON-RPC byte on stdout would have reached the client's parser as an error.
@@ -78,7 +78,10 @@ describe.each([
     const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
     const responseTo = (id: number) =>
       new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no response ${id}; stdout:\n${stdout}\nstderr:\n${stderr}`)), 15_000);
+        const timer = setTimeout(
+          () => reject(new Error(`no response ${id}; stdout:\n${stdout}\nstderr:\n${stderr}`)),
+          15_000,
+        );
         const check = () => {
           if (stdout.split('\n').some(l => l.includes(`"id":${id}`))) {
             clearTimeout(timer);

@@ -49,7 +49,8 @@ function packageInputs(): string[] {
     }
   };
   for (const dir of ['src', 'dashboards', 'alerts']) if (existsSync(join(ROOT, dir))) walk(join(ROOT, dir));
-  for (const file of ['package.json', 'tsconfig.json', 'README.md']) if (existsSync(join(ROOT, file))) files.push(join(ROOT, file));
+  for (const file of ['package.json', 'tsconfig.json', 'README.md'])
+    if (existsSync(join(ROOT, file))) files.push(join(ROOT, file));
   return files.sort();
 }
 
@@ -106,7 +107,8 @@ function removeStaleStages(keep: string): void {
 export function forkwatchPackage(): string {
   if (stagedPackage) return stagedPackage;
   const hash = createHash('sha256');
-  for (const file of packageInputs()) hash.update(relative(ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
+  for (const file of packageInputs())
+    hash.update(relative(ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
   const final = join(tmpdir(), `forkwatch-register-pkg-${hash.digest('hex').slice(0, 16)}`);
   if (existsSync(join(final, 'build/src/register.js'))) return (stagedPackage = final);
   removeStaleStages(final);
@@ -163,7 +165,8 @@ export function makeAppDir(fixtureDirs: string[] = [FIXTURES], pkg = forkwatchPa
     symlinkSync(join(ROOT, 'node_modules', entry), join(modules, entry));
   }
   symlinkSync(pkg, join(modules, 'forkwatch'), 'dir');
-  for (const fixtures of fixtureDirs) for (const file of readdirSync(fixtures)) cpSync(join(fixtures, file), join(dir, file));
+  for (const fixtures of fixtureDirs)
+    for (const file of readdirSync(fixtures)) cpSync(join(fixtures, file), join(dir, file));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -210,12 +213,16 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-
 /**
  * Starts `node <args>` (or `command <args>`) in `cwd`. With a command other than node (npm start), the child runs in
  * a process group of its own, and signals go to the group, so that what it spawned goes too.
  */
-export function startApp(opts: { cwd: string; args: string[]; env?: Record<string, string | undefined>; command?: string }): AppProcess {
+export function startApp(opts: {
+  cwd: string;
+  args: string[];
+  env?: Record<string, string | undefined>;
+  command?: string;
+}): AppProcess {
   const group = opts.command !== undefined;
   const child = spawn(opts.command ?? process.execPath, opts.args, {
     cwd: opts.cwd,
@@ -262,7 +269,11 @@ export function startApp(opts: { cwd: string; args: string[]; env?: Record<strin
           resolve(m);
         } else if (exitedState) {
           cleanup();
-          reject(new Error(`process exited (${JSON.stringify(exitedState)}) before ${pattern} appeared; stderr:\n${err}\nstdout:\n${out}`));
+          reject(
+            new Error(
+              `process exited (${JSON.stringify(exitedState)}) before ${pattern} appeared; stderr:\n${err}\nstdout:\n${out}`,
+            ),
+          );
         }
       };
       const timer = setTimeout(() => {
@@ -284,7 +295,7 @@ export function startApp(opts: { cwd: string; args: string[]; env?: Record<strin
     forkwatchLines: () => err.split('\n').filter(line => line.startsWith('forkwatch:')),
     waitForStderr,
     async done(timeoutMs = 30_000) {
-      const m = await waitForStderr(/FIXTURE (DONE (.*)|FAILED[^]*)\n/, timeoutMs);
+      const m = await waitForStderr(/FIXTURE (DONE (.*)|FAILED[\s\S]*)\n/, timeoutMs);
       if (!m[2]) throw new Error(`fixture failed:\n${err}`);
       return JSON.parse(m[2]) as FixtureSummary;
     },
@@ -351,7 +362,11 @@ export async function labEnv(lab: Lab): Promise<Record<string, string>> {
  * started, later on a busy machine), so a refused connection is retried for up to `timeoutMs`: the scrape waits for
  * the port rather than racing it. (Tests that expect a closed port use refusesConnections.)
  */
-export async function scrapeText(port: number, path = '/metrics', { host = '127.0.0.1', timeoutMs = 30_000 } = {}): Promise<string> {
+export async function scrapeText(
+  port: number,
+  path = '/metrics',
+  { host = '127.0.0.1', timeoutMs = 30_000 } = {},
+): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     let res: Response;
@@ -385,7 +400,9 @@ export function parseSamples(text: string): Map<string, number> {
     if (line === '' || line.startsWith('#')) continue;
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$/.exec(line);
     if (!m) throw new Error(`unparseable sample: ${line}`);
-    const labels = [...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map(l => `${l[1]}="${l[2]}"`).sort();
+    const labels = [...(m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)]
+      .map(l => `${l[1]}="${l[2]}"`)
+      .sort();
     samples.set(`${m[1]}{${labels.join(',')}}`, Number(m[3]));
   }
   return samples;

@@ -23,7 +23,12 @@ const tempDir = () => {
 /** The Debian layout under a temporary folder, with `present` of the binaries already there. */
 function binaries(present: string[] = []) {
   const dir = tempDir();
-  const map = Object.fromEntries(Object.entries(DEBIAN_BINARIES as Record<string, string[]>).map(([pkg, bins]) => [pkg, bins.map(b => join(dir, b.split('/').pop()!))]));
+  const map = Object.fromEntries(
+    Object.entries(DEBIAN_BINARIES as Record<string, string[]>).map(([pkg, bins]) => [
+      pkg,
+      bins.map(b => join(dir, b.split('/').pop()!)),
+    ]),
+  );
   for (const bin of Object.values(map).flat()) if (present.some(p => bin.endsWith(`/${p}`))) writeFileSync(bin, '');
   return map;
 }
@@ -65,15 +70,21 @@ test('missing and not root: a failure that names the command, and nothing runs',
   const map = binaries([]);
   const apt = recorder(() => 0);
   const error = provisionDebianPackages({ run: apt.run, binaries: map, isRoot: false, hasApt: true });
-  expect(error).toMatch(/missing; .*Run as root: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager$/);
+  expect(error).toMatch(
+    /missing; .*Run as root: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager$/,
+  );
   expect(apt.calls).toEqual([]);
 });
 
 test('apt-get fails, or installs without the binaries: a failure each time', () => {
   const failing = recorder(args => (args[0] === 'install' ? 100 : 0));
-  expect(provisionDebianPackages({ run: failing.run, binaries: binaries([]), isRoot: true, hasApt: true })).toMatch(/failed \(exit 100\)$/);
+  expect(provisionDebianPackages({ run: failing.run, binaries: binaries([]), isRoot: true, hasApt: true })).toMatch(
+    /failed \(exit 100\)$/,
+  );
   const empty = recorder(() => 0);
-  expect(provisionDebianPackages({ run: empty.run, binaries: binaries([]), isRoot: true, hasApt: true })).toMatch(/succeeded but .* is still missing$/);
+  expect(provisionDebianPackages({ run: empty.run, binaries: binaries([]), isRoot: true, hasApt: true })).toMatch(
+    /succeeded but .* is still missing$/,
+  );
 });
 
 test('version folders: npm ci where the install is missing or older than the lockfile; a failed npm ci is an error', () => {

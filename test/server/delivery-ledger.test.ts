@@ -7,7 +7,16 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { METRICS, SERVER_UNDELIVERED_REASONS } from '../../src/names';
 import { sample } from '../support/lab';
 import { waitUntil } from '../support/prometheus';
-import { type Forkwatch, LabEventStore, getRequest, hydrate, notification, readFrames, requireFrom, setupForkwatch } from './support';
+import {
+  type Forkwatch,
+  LabEventStore,
+  getRequest,
+  hydrate,
+  notification,
+  readFrames,
+  requireFrom,
+  setupForkwatch,
+} from './support';
 
 const req = requireFrom();
 const v1 = req('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
@@ -25,7 +34,10 @@ afterEach(async () => {
 async function counts(): Promise<Record<string, number>> {
   const m = await fw!.metrics();
   return Object.fromEntries(
-    SERVER_UNDELIVERED_REASONS.map(reason => [reason, sample(m, undelivered, { transport: 'streamable_http', reason }) ?? NaN]),
+    SERVER_UNDELIVERED_REASONS.map(reason => [
+      reason,
+      sample(m, undelivered, { transport: 'streamable_http', reason }) ?? NaN,
+    ]),
   );
 }
 const none = { stream_moved: 0, no_listener: 0, dropped: 0, abandoned: 0 };
@@ -50,7 +62,8 @@ describe.each([
   { label: '@modelcontextprotocol/server 2.x', module: v2 },
 ])('$label: delivery ledger', ({ module }) => {
   const Transport = module.WebStandardStreamableHTTPServerTransport;
-  const transportWith = (eventStore: unknown) => hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
+  const transportWith = (eventStore: unknown) =>
+    hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
   const delivery = () => fw!.instrumentation.serverDelivery;
 
   /**
@@ -98,7 +111,9 @@ describe.each([
   test('a request stream dropped before its notifications and response: stream_moved once the session is active', async () => {
     fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
     const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
-    const call = await transport.handleRequest(post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'x' } }));
+    const call = await transport.handleRequest(
+      post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'x' } }),
+    );
     expect(call.status).toBe(200);
     await call.body!.cancel(); // the client's POST stream drops
     await transport.send(notification(1), { relatedRequestId: 7 });
@@ -151,7 +166,10 @@ describe.each([
     await transport.handleRequest(getRequest({})).then((r: Response) => r.body!.cancel());
     await transport.send(notification(1));
     const res = await transport.handleRequest(
-      new Request('http://127.0.0.1/mcp', { method: 'DELETE', headers: { 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25' } }),
+      new Request('http://127.0.0.1/mcp', {
+        method: 'DELETE',
+        headers: { 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25' },
+      }),
     );
     expect(res.status).toBe(200);
     expect(await counts()).toEqual({ ...none, abandoned: 1 });

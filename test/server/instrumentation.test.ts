@@ -26,7 +26,18 @@ import {
   versionSatisfies,
 } from '../../src/targets';
 import { sample } from '../support/lab';
-import { type Forkwatch, LabEventStore, eventAttributes, getRequest, hydrate, notification, readFrames, requireFrom, setupForkwatch, versionsDir } from './support';
+import {
+  type Forkwatch,
+  LabEventStore,
+  eventAttributes,
+  getRequest,
+  hydrate,
+  notification,
+  readFrames,
+  requireFrom,
+  setupForkwatch,
+  versionsDir,
+} from './support';
 
 const req = requireFrom();
 const web = req('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
@@ -42,7 +53,8 @@ afterEach(async () => {
   fw = undefined;
 });
 
-const transportWith = (eventStore: unknown) => hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
+const transportWith = (eventStore: unknown) =>
+  hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
 
 describe('targets', () => {
   test('SDK 1.x server files, each with the versions in which it holds the logic; 2.x server package', () => {
@@ -53,7 +65,12 @@ describe('targets', () => {
     const webRange = byFile['server/webStandardStreamableHttp.js']!.versions!;
     expect(['1.17.5', '1.24.3'].map(v => versionSatisfies(v, legacyRange))).toEqual([true, true]);
     expect(['1.25.0', '1.32.2'].map(v => versionSatisfies(v, legacyRange))).toEqual([false, false]);
-    expect(['1.24.3', '1.25.0', '1.32.2', '2.0.0'].map(v => versionSatisfies(v, webRange))).toEqual([false, true, true, false]);
+    expect(['1.24.3', '1.25.0', '1.32.2', '2.0.0'].map(v => versionSatisfies(v, webRange))).toEqual([
+      false,
+      true,
+      true,
+      false,
+    ]);
     expect(SDK_V2_PACKAGES['@modelcontextprotocol/server']).toEqual([WEB_STANDARD_STREAMABLE_HTTP_SERVER]);
     expect(ALL_TARGETS.map(x => x.exportName)).toEqual(
       expect.arrayContaining(['WebStandardStreamableHTTPServerTransport', 'StreamableHTTPServerTransport']),
@@ -79,7 +96,9 @@ describe('targets', () => {
     expect(isWrapped(nodeWrapper.StreamableHTTPServerTransport.prototype.handleRequest)).toBe(false);
     expect(isWrapped(Transport.prototype.handleGetRequest)).toBe(true);
     const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
-    const transport = hydrate(new nodeWrapper.StreamableHTTPServerTransport({ sessionIdGenerator: () => 'session-1', eventStore: store }));
+    const transport = hydrate(
+      new nodeWrapper.StreamableHTTPServerTransport({ sessionIdGenerator: () => 'session-1', eventStore: store }),
+    );
     const server = createServer((request, response) => void transport.handleRequest(request, response));
     await new Promise<void>(r => server.listen(0, '127.0.0.1', r));
     try {
@@ -181,11 +200,16 @@ describe('never in the way', () => {
   test('protocol 2026-07-28 has no resumability: no span, no resume, no events counted', async () => {
     fw = setupForkwatch({}, web);
     const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
-    const res = await transport.handleRequest(getRequest({ 'last-event-id': '1', 'mcp-protocol-version': '2026-07-28' }));
+    const res = await transport.handleRequest(
+      getRequest({ 'last-event-id': '1', 'mcp-protocol-version': '2026-07-28' }),
+    );
     await transport.send(notification(1));
     expect(res.status).toBe(400); // 1.32.2 does not speak 2026-07-28: its own answer, untouched
     // A control transport at 2025-11-25, after it, is recorded: the instrumentation was live all along.
-    const control = hydrate(new Transport({ sessionIdGenerator: () => 'session-2', eventStore: new LabEventStore({ idFormat: 'integer' }) }), 'session-2');
+    const control = hydrate(
+      new Transport({ sessionIdGenerator: () => 'session-2', eventStore: new LabEventStore({ idFormat: 'integer' }) }),
+      'session-2',
+    );
     await control.send(notification(1));
     const answer = await control.handleRequest(getRequest({ 'last-event-id': '1' }, 'session-2'));
     await answer.body?.cancel();
@@ -238,7 +262,9 @@ describe('trace', () => {
     const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
     await transport.send(notification(1));
     const traceId = '0af7651916cd43dd8448eb211c80319c';
-    const res = await transport.handleRequest(getRequest({ 'last-event-id': '1', traceparent: `00-${traceId}-b7ad6b7169203331-01` }));
+    const res = await transport.handleRequest(
+      getRequest({ 'last-event-id': '1', traceparent: `00-${traceId}-b7ad6b7169203331-01` }),
+    );
     await res.body?.cancel();
     const [span] = await fw.waitForSpans(SPAN.serverResume, 1);
     expect(span!.spanContext().traceId).toBe(traceId);
@@ -252,7 +278,9 @@ describe('trace', () => {
     const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
     await transport.send(notification(1));
     const res = await context.with(trace.setSpan(context.active(), httpSpan), () =>
-      transport.handleRequest(getRequest({ 'last-event-id': '1', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' })),
+      transport.handleRequest(
+        getRequest({ 'last-event-id': '1', traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }),
+      ),
     );
     await res.body?.cancel();
     httpSpan.end();
@@ -265,9 +293,18 @@ describe('trace', () => {
 describe('classifyServerResume', () => {
   const record = (patch: Partial<ReturnType<typeof newReplayRecord>> = {}) => ({ ...newReplayRecord({}), ...patch });
   test.each([
-    ['replayed', { hasEventStore: true, status: 200, record: record({ replayCalled: true, replayStreamId: '_GET_stream' }) }],
-    ['unknown_cursor', { hasEventStore: true, status: 200, record: record({ replayCalled: true, replayStreamId: '' }) }],
-    ['unknown_cursor', { hasEventStore: true, status: 200, record: record({ replayCalled: true, replayStreamId: undefined }) }],
+    [
+      'replayed',
+      { hasEventStore: true, status: 200, record: record({ replayCalled: true, replayStreamId: '_GET_stream' }) },
+    ],
+    [
+      'unknown_cursor',
+      { hasEventStore: true, status: 200, record: record({ replayCalled: true, replayStreamId: '' }) },
+    ],
+    [
+      'unknown_cursor',
+      { hasEventStore: true, status: 200, record: record({ replayCalled: true, replayStreamId: undefined }) },
+    ],
     ['ignored', { hasEventStore: false, status: 200, record: record() }],
     ['rejected', { hasEventStore: true, status: 400, record: record({ lookupCalled: true }) }],
     ['rejected', { hasEventStore: false, status: 409, record: record() }],

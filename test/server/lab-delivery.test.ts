@@ -12,7 +12,11 @@ import { type ServerLabReport, type ServerReport, runLab } from './lab-support';
 const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
 const resumes = METRICS.serverResumes.prometheusName;
 const t = { transport: 'streamable_http' };
-const options = { moduleSystem: 'cjs' as const, serverInstrumentation: { deliveryWindowMs: 2000 }, deliveryVerdicts: true };
+const options = {
+  moduleSystem: 'cjs' as const,
+  serverInstrumentation: { deliveryWindowMs: 2000 },
+  deliveryVerdicts: true,
+};
 
 function reasons(server: ServerReport): Record<string, number> {
   return Object.fromEntries(
@@ -23,7 +27,8 @@ function reasons(server: ServerReport): Record<string, number> {
     }),
   );
 }
-const lossEvents = (server: ServerReport) => SERVER_UNDELIVERED_LOSS_REASONS.reduce((n, r) => n + reasons(server)[r]!, 0);
+const lossEvents = (server: ServerReport) =>
+  SERVER_UNDELIVERED_LOSS_REASONS.reduce((n, r) => n + reasons(server)[r]!, 0);
 /** Any server loss signal in the whole deployment. */
 function serverSignals(r: ServerLabReport): number {
   let n = 0;
@@ -53,7 +58,10 @@ describe('delivery ledger in the fork lab (servers instrumented only)', () => {
   });
 
   test.each([
-    ['vouching-store-clean-cut', 'a store on B that vouches for an unknown cursor (replayed, 0 events): A counts stream_moved'],
+    [
+      'vouching-store-clean-cut',
+      'a store on B that vouches for an unknown cursor (replayed, 0 events): A counts stream_moved',
+    ],
     ['silent-fork-clean-cut', "B answers 200 with no log: unknown_cursor on B, and A's pending events stream_moved"],
     ['no-store-clean-cut', 'B has no store: ignored on B, and stream_moved on A'],
   ])('%s: %s', async name => {
@@ -66,7 +74,10 @@ describe('delivery ledger in the fork lab (servers instrumented only)', () => {
   });
 
   test('split-brain round-robin with no resume: B counts no_listener for exactly the notifications lost', async () => {
-    const r = (await runLab('split-brain', options)) as ServerLabReport & { emittedTotal: number; receivedTotal: number };
+    const r = (await runLab('split-brain', options)) as ServerLabReport & {
+      emittedTotal: number;
+      receivedTotal: number;
+    };
     expect(r.httpLog.filter(e => e.kind === 'resume')).toEqual([]);
     const lost = r.emittedTotal - r.receivedTotal;
     expect(lost).toBe(4);

@@ -8,7 +8,15 @@ import { SpanStatusCode } from '@opentelemetry/api';
 import { expect, test } from 'vitest';
 import { ATTR, METRICS, SERVER_RESUME_OUTCOMES, SPAN_EVENT } from '../../src/names';
 import { sample } from '../support/lab';
-import { type ServerLabReport, type ServerReport, clientResumeSpans, outcomeOf, runLab, serverResumeSpans, serverView } from './lab-support';
+import {
+  type ServerLabReport,
+  type ServerReport,
+  clientResumeSpans,
+  outcomeOf,
+  runLab,
+  serverResumeSpans,
+  serverView,
+} from './lab-support';
 
 const resumes = METRICS.serverResumes.prometheusName;
 const gap = METRICS.serverResumeGapEvents.prometheusName;
@@ -26,7 +34,14 @@ function outcomes(server: ServerReport): Record<string, number> {
   );
 }
 
-const only = (outcome: string, n: number) => ({ replayed: 0, unknown_cursor: 0, ignored: 0, rejected: 0, failed: 0, [outcome]: n });
+const only = (outcome: string, n: number) => ({
+  replayed: 0,
+  unknown_cursor: 0,
+  ignored: 0,
+  rejected: 0,
+  failed: 0,
+  [outcome]: n,
+});
 
 function expectPatched(report: ServerLabReport, moduleSystem: 'cjs' | 'esm') {
   for (const server of Object.values(report.servers)) {
@@ -135,7 +150,9 @@ export function defineLabScenarioTests(moduleSystem: 'cjs' | 'esm') {
     expect(r.httpLog.filter(e => e.kind === 'resume').map(e => e.status)).toContain(404);
     expect(outcomes(B)).toEqual(only('replayed', 0));
     expect(serverResumeSpans(B)).toEqual([]);
-    expect(sample(r.metrics, METRICS.clientResumes.prometheusName, { ...t, outcome: 'rejected' })).toBeGreaterThanOrEqual(2);
+    expect(
+      sample(r.metrics, METRICS.clientResumes.prometheusName, { ...t, outcome: 'rejected' }),
+    ).toBeGreaterThanOrEqual(2);
   });
 
   test("the SDK's InMemoryEventStore alone, one process, no fork: even that resume is unknown_cursor (#943, #2560)", async () => {

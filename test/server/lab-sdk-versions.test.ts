@@ -20,9 +20,24 @@ const gap = METRICS.serverResumeGapEvents.prometheusName;
 const t = { transport: 'streamable_http' };
 
 const lines = [
-  { label: '@modelcontextprotocol/sdk 1.17', options: { serverResolveFrom: join(versionsDir, 'v1.17') }, version: /^@modelcontextprotocol\/sdk@1\.17\./, rejections: false },
-  { label: '@modelcontextprotocol/sdk 1.24', options: { serverResolveFrom: join(versionsDir, 'v1.24') }, version: /^@modelcontextprotocol\/sdk@1\.24\./, rejections: true },
-  { label: '@modelcontextprotocol/server 2.x', options: { serverSdk: 'v2' as const }, version: /^@modelcontextprotocol\/server@2\./, rejections: true },
+  {
+    label: '@modelcontextprotocol/sdk 1.17',
+    options: { serverResolveFrom: join(versionsDir, 'v1.17') },
+    version: /^@modelcontextprotocol\/sdk@1\.17\./,
+    rejections: false,
+  },
+  {
+    label: '@modelcontextprotocol/sdk 1.24',
+    options: { serverResolveFrom: join(versionsDir, 'v1.24') },
+    version: /^@modelcontextprotocol\/sdk@1\.24\./,
+    rejections: true,
+  },
+  {
+    label: '@modelcontextprotocol/server 2.x',
+    options: { serverSdk: 'v2' as const },
+    version: /^@modelcontextprotocol\/server@2\./,
+    rejections: true,
+  },
 ];
 
 describe.each(lines)('$label server', ({ options, version, rejections }) => {
@@ -36,21 +51,31 @@ describe.each(lines)('$label server', ({ options, version, rejections }) => {
     expect(sample(A.metrics, resumes, { ...t, outcome: 'replayed' })).toBe(1);
     expect([2, 3]).toContain(sample(A.metrics, `${gap}_sum`)); // 3 emitted while away (2 if the cut kept the first)
     expect(serverResumeSpans(A)[0]!.attributes['forkwatch.replay.events']).toBe(sample(A.metrics, `${gap}_sum`));
-    expect(serverResumeSpans(A)[0]!.parentSpanId).toBe(healthy.spans.find(s => s.name === 'forkwatch.client.resume')!.spanId);
+    expect(serverResumeSpans(A)[0]!.parentSpanId).toBe(
+      healthy.spans.find(s => s.name === 'forkwatch.client.resume')!.spanId,
+    );
 
     const noStore = await runLab('live-fork-no-store', { moduleSystem, ...options });
-    expect(serverView(noStore.servers).B).toMatchObject({ outcomes: ['ignored'], resumes: { ignored: 1, replayed: 0 } });
+    expect(serverView(noStore.servers).B).toMatchObject({
+      outcomes: ['ignored'],
+      resumes: { ignored: 1, replayed: 0 },
+    });
   });
 
   if (rejections) {
     test('cjs: 400 and 409 answered by the transport: rejected', async () => {
       const r400 = await runLab('rejected-400', { moduleSystem: 'cjs', ...options });
       const r409 = await runLab('rejected-409', { moduleSystem: 'cjs', ...options });
-      const answered = (r: typeof r400, status: number) => r.httpLog.filter(e => e.kind === 'resume' && e.status === status).length;
+      const answered = (r: typeof r400, status: number) =>
+        r.httpLog.filter(e => e.kind === 'resume' && e.status === status).length;
       expect(answered(r400, 400)).toBeGreaterThanOrEqual(2);
       expect(answered(r409, 409)).toBeGreaterThanOrEqual(2);
-      expect(serverResumeSpans(r400.servers.B!).map(s => s.attributes['http.response.status_code'])).toEqual(Array(answered(r400, 400)).fill(400));
-      expect(serverResumeSpans(r409.servers.A!).map(s => s.attributes['http.response.status_code'])).toEqual(Array(answered(r409, 409)).fill(409));
+      expect(serverResumeSpans(r400.servers.B!).map(s => s.attributes['http.response.status_code'])).toEqual(
+        Array(answered(r400, 400)).fill(400),
+      );
+      expect(serverResumeSpans(r409.servers.A!).map(s => s.attributes['http.response.status_code'])).toEqual(
+        Array(answered(r409, 409)).fill(409),
+      );
       expect(sample(r409.servers.A!.metrics, resumes, { ...t, outcome: 'rejected' })).toBe(answered(r409, 409));
     });
   }

@@ -36,7 +36,9 @@ export type ServerLabReport = Omit<LabReport, 'servers' | 'spans'> & {
 
 export const runLab: (name: string, options?: ServerLabOptions) => Promise<ServerLabReport> = harness.runLabScenario;
 export const SCENARIOS: Record<string, { serverStory?: string; b: unknown }> = harness.SCENARIOS;
-export const serverView: (servers: Record<string, ServerReport>) => Record<
+export const serverView: (
+  servers: Record<string, ServerReport>,
+) => Record<
   string,
   { resumes: Record<string, number>; outcomes: string[]; replayedEvents: (number | null)[]; events: number }
 > = harness.serverView;

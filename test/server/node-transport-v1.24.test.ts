@@ -11,12 +11,25 @@ import { afterEach, describe, expect, test } from 'vitest';
 import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
 import { sample } from '../support/lab';
 import { waitUntil } from '../support/prometheus';
-import { type Forkwatch, LabEventStore, eventAttributes, hydrate, notification, readFrames, requireFrom, setupForkwatch, versionsDir } from './support';
+import {
+  type Forkwatch,
+  LabEventStore,
+  eventAttributes,
+  hydrate,
+  notification,
+  readFrames,
+  requireFrom,
+  setupForkwatch,
+  versionsDir,
+} from './support';
 
 const req = requireFrom(join(versionsDir, 'v1.24'));
 // The SDK's exports map `./*` into dist/, so its package.json is read from beside dist/.
 const sdkVersion: string = JSON.parse(
-  readFileSync(req.resolve('@modelcontextprotocol/sdk/server/streamableHttp.js').replace(/dist[\\/]cjs[\\/].*$/, 'package.json'), 'utf8'),
+  readFileSync(
+    req.resolve('@modelcontextprotocol/sdk/server/streamableHttp.js').replace(/dist[\\/]cjs[\\/].*$/, 'package.json'),
+    'utf8',
+  ),
 ).version;
 const legacy = req('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { InMemoryEventStore } = req('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
@@ -46,7 +59,12 @@ async function serve(eventStore: unknown) {
   /** Opens a GET with these headers: its status once the head arrived, then its frames as the test expects them. */
   const open = async (headers: Record<string, string>, sessionId = 'session-1') => {
     const res = await fetch(url, {
-      headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25', ...headers },
+      headers: {
+        accept: 'text/event-stream',
+        'mcp-session-id': sessionId,
+        'mcp-protocol-version': '2025-11-25',
+        ...headers,
+      },
     });
     return {
       status: res.status,
@@ -110,7 +128,10 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     // its own cursor, so live events do not reach this stream either: keep-alives only).
     const [span] = await fw.waitForSpans(SPAN.serverResume, 1);
     expect(status).toBe(200);
-    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toMatchObject({ [ATTR.serverOutcome]: 'unknown_cursor', [ATTR.replayedEvents]: 0 });
+    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toMatchObject({
+      [ATTR.serverOutcome]: 'unknown_cursor',
+      [ATTR.replayedEvents]: 0,
+    });
     expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'unknown_cursor' })).toBe(1);
   });
 
@@ -169,7 +190,9 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
 
   test('delivery ledger: standalone events stored after the GET stream dropped, session still active: stream_moved; a resume here: nothing', async () => {
     fw = setupForkwatch({ deliveryWindowMs: 150 }, legacy);
-    const { transport, get, open, ping } = await serve(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    const { transport, get, open, ping } = await serve(
+      new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }),
+    );
     const delivery = fw.instrumentation.serverDelivery;
     const first = await open({});
     await waitUntil(() => transport._streamMapping.size > 0, { intervalMs: 5, what: 'the standalone stream' });
@@ -195,6 +218,7 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     const m = await fw.metrics();
     const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
     expect(sample(m, undelivered, { ...t, reason: 'stream_moved' })).toBe(2);
-    for (const reason of ['no_listener', 'dropped', 'abandoned']) expect(sample(m, undelivered, { ...t, reason })).toBe(0);
+    for (const reason of ['no_listener', 'dropped', 'abandoned'])
+      expect(sample(m, undelivered, { ...t, reason })).toBe(0);
   });
 });

@@ -45,7 +45,12 @@ export function hydrate<T extends object>(transport: T, sessionId = 'session-1')
 export function getRequest(headers: Record<string, string>, sessionId = 'session-1'): Request {
   return new Request('http://127.0.0.1/mcp', {
     method: 'GET',
-    headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25', ...headers },
+    headers: {
+      accept: 'text/event-stream',
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': '2025-11-25',
+      ...headers,
+    },
   });
 }
 
@@ -73,7 +78,10 @@ export async function readFrames(
     const left = deadline - Date.now();
     if (left <= 0) break;
     let timer: NodeJS.Timeout | undefined;
-    const next = await Promise.race([reader.read(), new Promise<'timeout'>(r => (timer = setTimeout(() => r('timeout'), left)))]);
+    const next = await Promise.race([
+      reader.read(),
+      new Promise<'timeout'>(r => (timer = setTimeout(() => r('timeout'), left))),
+    ]);
     clearTimeout(timer);
     if (next === 'timeout') break;
     if (next.done) {
@@ -96,8 +104,17 @@ export function parseFrames(text: string): { id?: string; data: string }[] {
   for (const block of text.split('\n\n')) {
     const lines = block.split('\n').filter(l => l && !l.startsWith(':'));
     if (!lines.some(l => l.startsWith('data:'))) continue;
-    const id = lines.find(l => l.startsWith('id:'))?.slice(3).trim();
-    frames.push({ ...(id !== undefined ? { id } : {}), data: lines.filter(l => l.startsWith('data:')).map(l => l.slice(5).trim()).join('\n') });
+    const id = lines
+      .find(l => l.startsWith('id:'))
+      ?.slice(3)
+      .trim();
+    frames.push({
+      ...(id !== undefined ? { id } : {}),
+      data: lines
+        .filter(l => l.startsWith('data:'))
+        .map(l => l.slice(5).trim())
+        .join('\n'),
+    });
   }
   return frames;
 }

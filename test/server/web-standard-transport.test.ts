@@ -43,7 +43,8 @@ const lines = [
 
 describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ module }) => {
   const Transport = module.WebStandardStreamableHTTPServerTransport;
-  const transportWith = (eventStore: unknown) => hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
+  const transportWith = (eventStore: unknown) =>
+    hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
 
   test('a correct store: replayed, and the gap is exactly the events replayed on the wire', async () => {
     fw = setupForkwatch({}, module);
@@ -57,7 +58,8 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     expect(frames.map(f => f.id)).toEqual(['3', '4', '5', '6', '7']);
     const m = await fw.metrics();
     expect(sample(m, resumes, { ...t, outcome: 'replayed' })).toBe(1);
-    for (const outcome of ['unknown_cursor', 'ignored', 'rejected', 'failed']) expect(sample(m, resumes, { ...t, outcome })).toBe(0);
+    for (const outcome of ['unknown_cursor', 'ignored', 'rejected', 'failed'])
+      expect(sample(m, resumes, { ...t, outcome })).toBe(0);
     expect(sample(m, `${gap}_count`)).toBe(1);
     expect(sample(m, `${gap}_sum`)).toBe(frames.length);
     expect(sample(m, events, t)).toBe(7);
@@ -139,7 +141,10 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     expect(sample(m, events, t)).toBe(1); // the event written on the fresh stream
     const [span] = fw.spans(SPAN.serverResume);
     expect(span!.attributes[ATTR.eventStore]).toBe(false);
-    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toEqual({ [ATTR.serverOutcome]: 'ignored', [ATTR.httpStatusCode]: 200 });
+    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toEqual({
+      [ATTR.serverOutcome]: 'ignored',
+      [ATTR.httpStatusCode]: 200,
+    });
   });
 
   test('4xx from the transport: rejected (400 invalid event id, 404 other session, 409 stream connected)', async () => {
@@ -178,7 +183,10 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     expect(res.status).toBe(500);
     expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'failed' })).toBe(1);
     const [span] = fw.spans(SPAN.serverResume);
-    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toMatchObject({ [ATTR.serverOutcome]: 'failed', [ATTR.errorType]: 'TypeError' });
+    expect(eventAttributes(span!, SPAN_EVENT.replayDone)).toMatchObject({
+      [ATTR.serverOutcome]: 'failed',
+      [ATTR.errorType]: 'TypeError',
+    });
   });
 
   test('events: stored events with a store, written events without one, never both', async () => {
@@ -247,10 +255,12 @@ describe('recording wrapper', () => {
     const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'empty' });
     const slow = store.replayEventsAfter.bind(store);
     store.replayEventsAfter = async (cursor: string, { send }: any) =>
-      slow(cursor, { send: async (id: string, m: unknown) => {
-        await new Promise(r => setTimeout(r, 5));
-        return send(id, m);
-      } });
+      slow(cursor, {
+        send: async (id: string, m: unknown) => {
+          await new Promise(r => setTimeout(r, 5));
+          return send(id, m);
+        },
+      });
     const transport = hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore: store }));
     for (let n = 1; n <= 6; n++) await transport.send(notification(n));
     const [a, b] = await Promise.all([
@@ -261,10 +271,12 @@ describe('recording wrapper', () => {
     await b.body?.cancel();
     await fw.waitForSpans(SPAN.serverResume, 2);
     const byCursor = Object.fromEntries(
-      fw.spans(SPAN.serverResume).map(s => [
-        eventAttributes(s, SPAN_EVENT.resumeCursor)[ATTR.cursor],
-        eventAttributes(s, SPAN_EVENT.replayDone)[ATTR.replayedEvents],
-      ]),
+      fw
+        .spans(SPAN.serverResume)
+        .map(s => [
+          eventAttributes(s, SPAN_EVENT.resumeCursor)[ATTR.cursor],
+          eventAttributes(s, SPAN_EVENT.replayDone)[ATTR.replayedEvents],
+        ]),
     );
     expect(byCursor).toEqual({ '1': 5, '4': 2 });
   });

@@ -32,7 +32,10 @@ describe.each(['esm', 'cjs'] as const)('@ai-sdk/mcp, %s', moduleSystem => {
     const [event] = firstFrameEvents(report);
     expect(event).toMatchObject({ 'forkwatch.resume.outcome': 'unverified', 'forkwatch.codec': 'sdk' });
     // The same span and events as for an SDK transport: cursor event, then first-frame event.
-    expect(resumeSpans(report)[0]!.events.map(e => e.name)).toEqual(['forkwatch.resume.cursor', 'forkwatch.resume.first_frame']);
+    expect(resumeSpans(report)[0]!.events.map(e => e.name)).toEqual([
+      'forkwatch.resume.cursor',
+      'forkwatch.resume.first_frame',
+    ]);
   });
 
   test('a resume on a process whose integer ids start again is forked (id_regressed)', async () => {
@@ -41,7 +44,9 @@ describe.each(['esm', 'cjs'] as const)('@ai-sdk/mcp, %s', moduleSystem => {
     expect(report.received.some(d => d.origin === 'B')).toBe(true);
     expect(sample(report.metrics, forks, { transport: 'streamable_http', reason: 'id_regressed' })).toBe(1);
     expect(sample(report.metrics, resumes, { outcome: 'forked' })).toBe(1);
-    expect(report.forkInfos).toMatchObject([{ outcome: 'forked', reason: 'id_regressed', cursor: '6', firstEventId: '1' }]);
+    expect(report.forkInfos).toMatchObject([
+      { outcome: 'forked', reason: 'id_regressed', cursor: '6', firstEventId: '1' },
+    ]);
     expect(resumeSpans(report)[0]!.status).toBe(2); // ERROR
   });
 });

@@ -26,7 +26,12 @@ const stacks = [
   { name: 'mcp-proxy', folder: 'mcp-proxy', script: 'lab/stacks/mcp-proxy-server.mjs', major: /^6\./ },
   { name: 'fastmcp', folder: 'fastmcp', script: 'lab/stacks/fastmcp-server.mjs', major: /^4\./ },
 ] as const;
-const mcpHandler = { name: 'mcp-handler', folder: 'mcp-handler', script: 'lab/stacks/mcp-handler-server.mjs', major: /^2\./ };
+const mcpHandler = {
+  name: 'mcp-handler',
+  folder: 'mcp-handler',
+  script: 'lab/stacks/mcp-handler-server.mjs',
+  major: /^2\./,
+};
 
 type Stack = (typeof stacks)[number] | typeof mcpHandler;
 
@@ -54,7 +59,8 @@ async function startStack(stack: Stack, server: Record<string, unknown> = {}) {
     for (const deadline = Date.now() + 30_000; ; ) {
       const text = await metrics();
       if ((sample(text, family, labels) ?? 0) >= count) return text;
-      if (Date.now() > deadline) throw new Error(`no ${count} ${family}${JSON.stringify(labels)} on /metrics:\n${text}`);
+      if (Date.now() > deadline)
+        throw new Error(`no ${count} ${family}${JSON.stringify(labels)} on /metrics:\n${text}`);
       await new Promise(r => setTimeout(r, 100));
     }
   };
@@ -74,7 +80,9 @@ async function resume(session: RawMcpSession, cursor: string): Promise<{ stream:
 
 describe.each(stacks)('$name', stack => {
   test('the app folder pins the version under test', () => {
-    const pkg = JSON.parse(readFileSync(join(root, 'test/sdk-versions', stack.folder, 'node_modules', stack.name, 'package.json'), 'utf8'));
+    const pkg = JSON.parse(
+      readFileSync(join(root, 'test/sdk-versions', stack.folder, 'node_modules', stack.name, 'package.json'), 'utf8'),
+    );
     expect(pkg.version).toMatch(stack.major);
   });
 
@@ -84,7 +92,9 @@ describe.each(stacks)('$name', stack => {
       // Under CommonJS, the ESM-only mcp-proxy comes through require(esm), which the ESM loader hooks never see.
       const server = await startStack(stack, { moduleSystem });
       // The module hooks found mcp-proxy's nested @modelcontextprotocol/server copy.
-      expect(server.app.stderr()).toMatch(/patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./);
+      expect(server.app.stderr()).toMatch(
+        /patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./,
+      );
       const session = new RawMcpSession(server.url);
       await session.initialize();
       const first = await session.openGet();
@@ -117,7 +127,8 @@ describe.each(stacks)('$name', stack => {
       await session.callTool('emit', { count: 0 }); // activity: starts the window
       const judged = await server.undeliveredCounted('stream_moved', 1);
       expect(sample(judged, undelivered, { reason: 'stream_moved' })).toBe(1);
-      for (const reason of ['no_listener', 'dropped', 'abandoned']) expect(sample(judged, undelivered, { reason })).toBe(0);
+      for (const reason of ['no_listener', 'dropped', 'abandoned'])
+        expect(sample(judged, undelivered, { reason })).toBe(0);
     },
     STARTUP_MS + 60_000,
   );
@@ -175,7 +186,9 @@ test.each(['esm', 'cjs'] as const)(
   'mcp-handler, %s app: 2025-era traffic is served statelessly, a resume GET is answered 405 by the router: nothing to judge',
   async moduleSystem => {
     const server = await startStack(mcpHandler, { moduleSystem });
-    expect(server.app.stderr()).toMatch(/patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./);
+    expect(server.app.stderr()).toMatch(
+      /patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./,
+    );
     const session = new RawMcpSession(server.url);
     await session.initialize();
     expect(session.sessionId).toBeUndefined(); // no session, so no session log to resume

@@ -1,7 +1,12 @@
 /** ForkwatchInstrumentation on private, in-memory providers, for in-process tests with the manual API. */
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  type ReadableSpan,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { ForkwatchInstrumentation } from '../../src/instrumentation';
 import type { ForkwatchInstrumentationConfig } from '../../src/types';
 

@@ -37,7 +37,10 @@ export async function startLabTarget(scenario: LabScenario): Promise<LabTarget> 
   const child: ChildProcess = spawn(
     process.execPath,
     ['--import', join(labDir, 'esm-hooks.mjs'), join(labDir, 'target.mjs')],
-    { env: { ...process.env, LAB_TARGET: JSON.stringify({ scenario, metricsPort }) }, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      env: { ...process.env, LAB_TARGET: JSON.stringify({ scenario, metricsPort }) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let stderr = '';
   child.stderr!.on('data', c => (stderr += c));

@@ -45,7 +45,11 @@ export async function freePort(): Promise<number> {
 /** Polls `probe` until it returns something other than undefined/false, or throws after `timeoutMs`. */
 export async function waitUntil<T>(
   probe: () => Promise<T | undefined | false> | T | undefined | false,
-  { timeoutMs = 30_000, intervalMs = 250, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  {
+    timeoutMs = 30_000,
+    intervalMs = 250,
+    what = 'condition',
+  }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -57,7 +61,9 @@ export async function waitUntil<T>(
       lastError = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${lastError ? `: ${String(lastError)}` : ''}`,
+      );
     }
     await new Promise(r => setTimeout(r, intervalMs));
   }
@@ -71,7 +77,11 @@ export interface ToolResult {
 }
 
 /** Runs a tool (e.g. `BIN.promtool`, `['check', 'rules', file]`) and collects its output; never throws on exit code. */
-export async function runTool(bin: string, args: string[], opts: { cwd?: string; timeoutMs?: number } = {}): Promise<ToolResult> {
+export async function runTool(
+  bin: string,
+  args: string[],
+  opts: { cwd?: string; timeoutMs?: number } = {},
+): Promise<ToolResult> {
   requireBinary(bin);
   return new Promise((resolve, reject) => {
     const child = spawn(bin, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -105,7 +115,13 @@ interface Daemon {
   stop(): Promise<void>;
 }
 
-async function startDaemon(bin: string, args: string[], readyUrl: string, name: string, timeoutMs = 30_000): Promise<Daemon> {
+async function startDaemon(
+  bin: string,
+  args: string[],
+  readyUrl: string,
+  name: string,
+  timeoutMs = 30_000,
+): Promise<Daemon> {
   requireBinary(bin);
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);

@@ -95,7 +95,10 @@ export function analyzePromQL(expr: string): PromQLAnalysis {
   do {
     const node = cursor.node;
     if (node.type.isError) {
-      errors.push({ from: node.from, near: expr.slice(Math.max(0, node.from - 15), Math.min(expr.length, node.to + 15)) });
+      errors.push({
+        from: node.from,
+        near: expr.slice(Math.max(0, node.from - 15), Math.min(expr.length, node.to + 15)),
+      });
     } else if (node.name === 'VectorSelector') {
       selectors.push(selectorOf(node, expr));
     } else if (node.name === 'FunctionCall') {

@@ -63,7 +63,11 @@ export class RawMcpSession {
   }
 
   async initialize(): Promise<void> {
-    await this.request('initialize', { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 'stack-test', version: '1' } });
+    await this.request('initialize', {
+      protocolVersion: PROTOCOL,
+      capabilities: {},
+      clientInfo: { name: 'stack-test', version: '1' },
+    });
     const res = await this.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
     await res.arrayBuffer();
   }
@@ -85,7 +89,9 @@ export class RawMcpSession {
     if (res.ok && res.body) void readInto(res.body, frames, () => waiters.forEach(w => w()));
     else await res.arrayBuffer().catch(() => {});
     const messages = () =>
-      frames.filter(f => f.data.startsWith('{')).map(f => ({ ...(f.id ? { id: f.id } : {}), message: JSON.parse(f.data) }));
+      frames
+        .filter(f => f.data.startsWith('{'))
+        .map(f => ({ ...(f.id ? { id: f.id } : {}), message: JSON.parse(f.data) }));
     return {
       status: res.status,
       frames,

@@ -5,7 +5,16 @@
  * from a real scrape of the instrumented lab, never from a hand-written list.
  */
 
-export type MetricType = 'counter' | 'gauge' | 'histogram' | 'summary' | 'untyped' | 'info' | 'stateset' | 'gaugehistogram' | 'unknown';
+export type MetricType =
+  | 'counter'
+  | 'gauge'
+  | 'histogram'
+  | 'summary'
+  | 'untyped'
+  | 'info'
+  | 'stateset'
+  | 'gaugehistogram'
+  | 'unknown';
 
 export interface MetricFamily {
   /** From the `# TYPE` line. */
@@ -122,12 +131,18 @@ export function sample(text: string, name: string, labels: Record<string, string
 export function sampleOne(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
   const found = matchingSamples(text, name, labels);
   if (new Set(found.map(f => f.value)).size > 1) {
-    throw new Error(`sampleOne(${name}, ${JSON.stringify(labels)}) is ambiguous:\n${found.map(f => f.line).join('\n')}`);
+    throw new Error(
+      `sampleOne(${name}, ${JSON.stringify(labels)}) is ambiguous:\n${found.map(f => f.line).join('\n')}`,
+    );
   }
   return found[0]?.value;
 }
 
-function matchingSamples(text: string, name: string, labels: Record<string, string>): { line: string; value: number }[] {
+function matchingSamples(
+  text: string,
+  name: string,
+  labels: Record<string, string>,
+): { line: string; value: number }[] {
   const found: { line: string; value: number }[] = [];
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;

@@ -19,7 +19,8 @@ export const notification = (n: number) =>
   JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: { n } } });
 
 /** `id: <id>\ndata: <notification n>\n\n`, or without the id line when id is undefined. */
-export const frame = (id: string | undefined, n: number) => `${id !== undefined ? `id: ${id}\n` : ''}data: ${notification(n)}\n\n`;
+export const frame = (id: string | undefined, n: number) =>
+  `${id !== undefined ? `id: ${id}\n` : ''}data: ${notification(n)}\n\n`;
 
 export function openSse(res: ServerResponse): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -49,7 +50,11 @@ export async function startScriptedServer(protocolVersion = '2025-11-25'): Promi
         JSON.stringify({
           jsonrpc: '2.0',
           id: message.id,
-          result: { protocolVersion, capabilities: { logging: {} }, serverInfo: { name: 'scripted', version: '1.0.0' } },
+          result: {
+            protocolVersion,
+            capabilities: { logging: {} },
+            serverInfo: { name: 'scripted', version: '1.0.0' },
+          },
         }),
       );
       return;

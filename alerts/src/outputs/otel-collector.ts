@@ -39,6 +39,8 @@ export function collectorConfig(config: ForkwatchConfig): Record<string, unknown
 export function scrapeConfig(config: ForkwatchConfig): Record<string, unknown> {
   const port = config.otelCollector.prometheusEndpoint.split(':').pop();
   return {
-    scrape_configs: [{ job_name: 'otel-collector', honor_labels: true, static_configs: [{ targets: [`otel-collector:${port}`] }] }],
+    scrape_configs: [
+      { job_name: 'otel-collector', honor_labels: true, static_configs: [{ targets: [`otel-collector:${port}`] }] },
+    ],
   };
 }

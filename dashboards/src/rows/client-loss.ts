@@ -89,13 +89,18 @@ export function lossVersusHttpPanels(ctx: Ctx) {
     span: 8,
     height: 8,
   })
-    .thresholds(thresholds([[null, 'green'], [errorBudget(ctx.config.clientResumeObjective), 'red']]))
+    .thresholds(
+      thresholds([
+        [null, 'green'],
+        [errorBudget(ctx.config.clientResumeObjective), 'red'],
+      ]),
+    )
     .thresholdsStyle(new common.GraphThresholdsStyleConfigBuilder().mode(common.GraphThresholdsStyleMode.Line));
 
   const unverified = timeseries({
     title: 'Unverified share of 2xx resumes',
     description:
-      'Resumes answered 2xx whose event ids cannot prove continuity (the SDK\'s shared standalone stream key, ' +
+      "Resumes answered 2xx whose event ids cannot prove continuity (the SDK's shared standalone stream key, " +
       'opaque ids): neither lossless nor forked, so the SLO leaves them out of both sides. A large share means ' +
       'the SLO sees little of the traffic. **Share grows:** use ids that carry the stream and a sequence (see the ' +
       'README codecs), or add an event store whose ids forkwatch can read.',

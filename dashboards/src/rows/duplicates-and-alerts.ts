@@ -21,7 +21,7 @@ export function duplicateAndAlertPanels(ctx: Ctx) {
     {
       title: 'Firing alerts and their runbooks',
       description:
-        'The `Forkwatch*` alerts firing now (Prometheus `ALERTS` series: needs forkwatch\'s alert rules loaded in ' +
+        "The `Forkwatch*` alerts firing now (Prometheus `ALERTS` series: needs forkwatch's alert rules loaded in " +
         'this data source). `ForkwatchMetricsAbsent` carries no job, so it shows whatever job is selected. ' +
         '**Click an alert name to open its runbook.**',
       unit: 'short',
@@ -34,7 +34,9 @@ export function duplicateAndAlertPanels(ctx: Ctx) {
   ).overrideByName('alertname', [
     {
       id: 'links',
-      value: [{ title: 'Runbook for ${__value.raw}', url: runbookUrl(ctx.config, '${__value.raw}'), targetBlank: true }],
+      value: [
+        { title: 'Runbook for ${__value.raw}', url: runbookUrl(ctx.config, '${__value.raw}'), targetBlank: true },
+      ],
     },
   ]);
 

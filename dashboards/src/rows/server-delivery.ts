@@ -14,7 +14,7 @@ export function serverDeliveryPanels(ctx: Ctx) {
     title: 'Undelivered events by reason',
     description:
       'Events server processes stored or wrote that never reached a client from that process. `stream_moved`: the ' +
-      'session\'s stream went on on another process; `no_listener`: no client stream was open here; `dropped`: the ' +
+      "session's stream went on on another process; `no_listener`: no client stream was open here; `dropped`: the " +
       'transport could not write them; `abandoned`: the client went away for good (not loss, never alerts). ' +
       '**Red, orange or purple grows:** follow the delivery runbook for that reason; grey alone is clients leaving.',
     unit: 'cps',
@@ -41,7 +41,12 @@ export function serverDeliveryPanels(ctx: Ctx) {
     span: 8,
     height: 8,
   })
-    .thresholds(thresholds([[null, 'green'], [budget, 'red']]))
+    .thresholds(
+      thresholds([
+        [null, 'green'],
+        [budget, 'red'],
+      ]),
+    )
     .thresholdsStyle(new common.GraphThresholdsStyleConfigBuilder().mode(common.GraphThresholdsStyleMode.Line));
 
   const noListener = table(

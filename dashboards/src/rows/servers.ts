@@ -14,9 +14,10 @@ export function serverPanels(ctx: Ctx) {
       'store or sticky routing sends sessions to it; drain it or fix routing.',
     unit: 'reqps',
     targets: [{ expr: ctx.q.serverOutcomes, legend: '{{instance}} {{outcome}}' }],
-    links: ctx.links([ALERT.serverUnknownCursors, ALERT.serverCursorsIgnored, ALERT.serverResumesRejected], [
-      TRACES.unknownCursors,
-    ]),
+    links: ctx.links(
+      [ALERT.serverUnknownCursors, ALERT.serverCursorsIgnored, ALERT.serverResumesRejected],
+      [TRACES.unknownCursors],
+    ),
     span: 12,
     height: 8,
   }).overrides(colorOverrides(OUTCOME_COLORS, n => `.* ${n}$`));

@@ -17,7 +17,12 @@ export function summaryPanels(ctx: Ctx) {
     links: ctx.links([ALERT.forksDetected], [TRACES.forkedResumes]),
     span: 6,
     height: 4,
-  }).thresholds(thresholds([[null, 'green'], [1, 'red']]));
+  }).thresholds(
+    thresholds([
+      [null, 'green'],
+      [1, 'red'],
+    ]),
+  );
 
   const losslessShare = stat({
     title: 'Lossless share of 2xx resumes',
@@ -30,7 +35,13 @@ export function summaryPanels(ctx: Ctx) {
     links: ctx.links([ALERT.lossBudgetBurn]),
     span: 6,
     height: 4,
-  }).thresholds(thresholds([[null, 'red'], [0.99, 'orange'], [1 - errorBudget(ctx.config.clientResumeObjective), 'green']]));
+  }).thresholds(
+    thresholds([
+      [null, 'red'],
+      [0.99, 'orange'],
+      [1 - errorBudget(ctx.config.clientResumeObjective), 'green'],
+    ]),
+  );
 
   const unknownCursors = stat({
     title: 'Unknown cursors on servers',
@@ -43,7 +54,12 @@ export function summaryPanels(ctx: Ctx) {
     links: ctx.links([ALERT.serverUnknownCursors], [TRACES.unknownCursors]),
     span: 6,
     height: 4,
-  }).thresholds(thresholds([[null, 'green'], [1, 'red']]));
+  }).thresholds(
+    thresholds([
+      [null, 'green'],
+      [1, 'red'],
+    ]),
+  );
 
   const alertsFiring = stat({
     title: 'Forkwatch alerts firing',
@@ -55,7 +71,12 @@ export function summaryPanels(ctx: Ctx) {
     links: ctx.links([]),
     span: 6,
     height: 4,
-  }).thresholds(thresholds([[null, 'green'], [1, 'red']]));
+  }).thresholds(
+    thresholds([
+      [null, 'green'],
+      [1, 'red'],
+    ]),
+  );
 
   return [forksInRange, losslessShare, unknownCursors, alertsFiring];
 }
