@@ -1,7 +1,8 @@
 /**
  * The two SLOs and their multi-window, multi-burn-rate alerts (SRE workbook ch. 5), built the same way:
  *  - client resume loss: of the resumes answered 2xx whose ids could prove or disprove continuity, the share that
- *    forked or stayed inconclusive (`unverified`, `rejected` and `failed` are on neither side);
+ *    forked (`unverified`, `inconclusive`, `rejected` and `failed` are on neither side: an idle session's resume
+ *    stays silent until the verdict timeout, which is no evidence of loss, and must never page);
  *  - server delivery: of the events servers stored or wrote, the share lost to a live client (a loss reason of
  *    src/names.ts; `abandoned`, the client gone for good, is not loss).
  */
@@ -13,8 +14,11 @@ import { percent, scope, tidy, windowWords } from './scope';
 
 /** Client SLO: good and bad outcomes; every other outcome is out of the SLI. */
 export const CLIENT_SLO_GOOD: readonly ResumeOutcome[] = ['resumed'];
-export const CLIENT_SLO_BAD: readonly ResumeOutcome[] = ['forked', 'inconclusive'];
-/** Out of the SLI: loud failures (rejected, failed) and resumes whose ids cannot prove continuity (unverified). */
+export const CLIENT_SLO_BAD: readonly ResumeOutcome[] = ['forked'];
+/**
+ * Out of the SLI: loud failures (rejected, failed), resumes whose ids cannot prove continuity (unverified) and
+ * resumes with no frame before the verdict timeout (inconclusive: an idle session looks exactly like this).
+ */
 export const CLIENT_SLO_EXCLUDED: readonly ResumeOutcome[] = RESUME_OUTCOMES.filter(
   o => !CLIENT_SLO_GOOD.includes(o) && !CLIENT_SLO_BAD.includes(o),
 );
@@ -70,7 +74,7 @@ export function sloRecordingRules(config: ForkwatchConfig): RuleSpec[] {
         ? {
             comment:
               `Client resume-loss SLI: of the 2xx resumes whose ids can prove continuity\n(outcome ` +
-              `${[...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD].join('|')}), the share that forked or stayed inconclusive.\n` +
+              `${[...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD].join('|')}), the share that forked.\n` +
               `${CLIENT_SLO_EXCLUDED.join(', ')} are on neither side. 0/0 (no resumes) gives no sample, so no alert.\n` +
               `One window per burn-rate alert window: ${windows.join(', ')}.`,
           }
@@ -140,7 +144,7 @@ export function sloAlerts(config: ForkwatchConfig): { client: RuleSpec[]; server
     CLIENT_LOSS_RATIO,
     {
       summary: 'Successful MCP stream resumes are silently losing events.',
-      describe: w => `successful (2xx) resumes in the last ${windowWords(w.long)} forked or stayed inconclusive`,
+      describe: w => `successful (2xx) resumes in the last ${windowWords(w.long)} forked`,
       sloName: 'SLO',
     },
   );

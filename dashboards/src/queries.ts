@@ -21,7 +21,7 @@ const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
 export const SLO_OUTCOMES = [...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD];
 const sloOutcomes = `outcome=~"${SLO_OUTCOMES.join('|')}"`;
 /** Every 2xx outcome: the SLO's and `unverified`. */
-const twoXxOutcomes = `outcome=~"${[...CLIENT_SLO_GOOD, 'unverified', ...CLIENT_SLO_BAD].join('|')}"`;
+const twoXxOutcomes = `outcome=~"${[...CLIENT_SLO_GOOD, 'unverified', ...CLIENT_SLO_BAD, 'inconclusive'].join('|')}"`;
 
 /** The SLO windows the panels draw (a subset of the recorded ones). */
 export const LOSS_WINDOWS = ['5m', '1h', '6h', '1d'] as const;

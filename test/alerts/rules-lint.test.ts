@@ -109,8 +109,8 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
     for (const w of ['5m', '30m', '1h', '2h', '6h', '1d', '3d']) {
       // unverified, rejected and failed are on neither side of the client SLI.
       expect(norm(byName.get(`job:forkwatch_client_resume_loss:ratio_rate${w}`)?.expr ?? ''), w).toBe(
-        `sum by (${by}) (rate(forkwatch_client_resumes_total{outcome=~"forked|inconclusive"}[${w}])) / ` +
-          `sum by (${by}) (rate(forkwatch_client_resumes_total{outcome=~"resumed|forked|inconclusive"}[${w}]))`,
+        `sum by (${by}) (rate(forkwatch_client_resumes_total{outcome=~"forked"}[${w}])) / ` +
+          `sum by (${by}) (rate(forkwatch_client_resumes_total{outcome=~"resumed|forked"}[${w}]))`,
       );
       // abandoned is not loss.
       expect(norm(byName.get(`job:forkwatch_server_undelivered_loss:ratio_rate${w}`)?.expr ?? ''), w).toBe(

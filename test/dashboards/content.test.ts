@@ -45,7 +45,7 @@ describe('overview dashboard content', () => {
   test('"2xx resumes" beside "lossless resumes"', () => {
     const p = panel('2xx resumes vs lossless resumes');
     expect(p.targets?.map(t => t.legendFormat)).toEqual(['2xx resumes', 'lossless resumes']);
-    expect(exprs(p)[0]).toContain('outcome=~"resumed|forked|inconclusive"');
+    expect(exprs(p)[0]).toContain('outcome=~"resumed|forked"');
     expect(exprs(p)[1]).toContain('outcome="resumed"');
   });
 
