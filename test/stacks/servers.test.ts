@@ -65,7 +65,19 @@ async function startStack(stack: Stack, server: Record<string, unknown> = {}) {
     }
   };
   const resumesCounted = (outcome: string, count: number) => counted(resumes, { outcome }, count);
-  const undeliveredCounted = (reason: string, count: number) => counted(undelivered, { reason }, count);
+  /**
+   * The session goes on talking (`talk`, every 200 ms) until the server counted `count` undelivered events with
+   * `reason`: overdue events count only on a request after the delivery window.
+   */
+  const undeliveredCounted = async (reason: string, count: number, talk: () => Promise<unknown>) => {
+    for (const deadline = Date.now() + 30_000; ; ) {
+      await talk();
+      const text = await metrics();
+      if ((sample(text, undelivered, { reason }) ?? 0) >= count) return text;
+      if (Date.now() > deadline) throw new Error(`no ${count} undelivered ${reason} event(s) on /metrics:\n${text}`);
+      await new Promise(r => setTimeout(r, 200));
+    }
+  };
   return { app, url: `http://127.0.0.1:${port}/mcp`, metrics, resumesCounted, undeliveredCounted };
 }
 
@@ -124,8 +136,7 @@ describe.each(stacks)('$name', stack => {
       // talking here without coming back for it. Exactly that one counts as stream_moved: the two replayed above
       // never count, and nothing else does.
       await session.callTool('emit', { count: 1 });
-      await session.callTool('emit', { count: 0 }); // activity: starts the window
-      const judged = await server.undeliveredCounted('stream_moved', 1);
+      const judged = await server.undeliveredCounted('stream_moved', 1, () => session.callTool('emit', { count: 0 }));
       expect(sample(judged, undelivered, { reason: 'stream_moved' })).toBe(1);
       for (const reason of ['no_listener', 'dropped', 'abandoned'])
         expect(sample(judged, undelivered, { reason })).toBe(0);
@@ -154,7 +165,7 @@ describe.each(stacks)('$name', stack => {
 
       await server.resumesCounted('ignored', 1);
       // The two events emitted while no stream was open had nowhere to go: with no store they are dropped.
-      const text = await server.undeliveredCounted('dropped', 2);
+      const text = await server.undeliveredCounted('dropped', 2, () => session.callTool('emit', { count: 0 }));
       expect(sample(text, undelivered, { reason: 'dropped' })).toBe(2);
       expect(sample(text, resumes, { outcome: 'replayed' })).toBe(0);
       expect(sample(text, resumes, { outcome: 'unknown_cursor' })).toBe(0);
