@@ -34,6 +34,7 @@ import {
   type Wrap,
   versionSatisfies,
 } from './targets';
+import type { ImportInTheMiddleModule } from './internal-types';
 import type { ForkwatchInstrumentationConfig, ResumeVerdictInfo } from './types';
 import { PACKAGE_NAME, PACKAGE_VERSION } from './version';
 
@@ -49,6 +50,7 @@ export class ForkwatchInstrumentation
   declare private _serverDelivery: ServerDelivery | undefined;
   declare private _cjsHook: RequireHook | undefined;
   declare private _esmDependentsHook: RequireHook | undefined;
+  declare private _esmFileHook: { unhook(): void } | undefined;
   declare private _patched: Map<object, PatchTarget>;
   declare private _warnedVersions: Set<string>;
   declare private _removeFetchObserver: (() => void) | undefined;
@@ -160,6 +162,8 @@ export class ForkwatchInstrumentation
     this._cjsHook = undefined;
     this._esmDependentsHook?.unhook();
     this._esmDependentsHook = undefined;
+    this._esmFileHook?.unhook();
+    this._esmFileHook = undefined;
     for (const [proto, target] of this.patchedPrototypes()) this.unpatchPrototype(proto, target);
     this._serverDelivery?.dispose();
     this._serverDelivery = undefined;
@@ -205,6 +209,42 @@ export class ForkwatchInstrumentation
     }
     this.patchAlreadyLoaded(byName);
     this.enableEsmDependentsHook();
+    this.enableEsmFileHook();
+  }
+
+  /**
+   * The ESM files of @modelcontextprotocol/sdk 1.x. @opentelemetry/instrumentation of the OpenTelemetry JS 1.x line
+   * (0.5x) hooks an ESM package by its main module only (`internals: false`), so init()'s file definitions never fire
+   * there. A hook with `internals: true` on the same import-in-the-middle copy (the one whose loader
+   * forkwatch/register installs) does. On newer lines both fire, and patchModule patches a class once.
+   */
+  private enableEsmFileHook(): void {
+    if (this._esmFileHook) return;
+    const byName = new Map<string, SdkFileTarget>();
+    for (const target of SDK_V1_FILES) byName.set(`${SDK_V1_PACKAGE}/dist/esm/${target.file}`, target);
+    try {
+      const fromInstrumentation = createRequire(require.resolve('@opentelemetry/instrumentation'));
+      const { Hook } = fromInstrumentation('import-in-the-middle') as ImportInTheMiddleModule;
+      this._esmFileHook = new Hook([SDK_V1_PACKAGE], { internals: true }, (exports, name, basedir) => {
+        const target = byName.get(name.replace(/\\/g, '/'));
+        if (target && basedir) {
+          this.patchModule(
+            exports,
+            target.targets,
+            SDK_V1_PACKAGE,
+            readPackageVersion(basedir),
+            SDK_V1_SUPPORTED,
+            target.versions,
+          );
+        }
+        return exports;
+      });
+    } catch (error) {
+      this._diag.debug(
+        'no import-in-the-middle beside @opentelemetry/instrumentation: ESM files hooked by it alone',
+        error,
+      );
+    }
   }
 
   /** See SDK_V2_ESM_DEPENDENTS: the ESM build of the 2.x packages such a dependent imports, found from its folder. */

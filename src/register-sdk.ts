@@ -11,7 +11,7 @@ import type { Resource } from '@opentelemetry/resources';
 import type { IMetricReader, MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import type { BasicTracerProvider, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { LogsExporterName, TracesExporterName } from './env-config';
-import type { LoggerProviderLike, LogRecordExporterLike, OptionalPeerModule } from './internal-types';
+import type { LoggerProviderLike, LogRecordExporterLike, OptionalPeerModule, ResourcesLine1 } from './internal-types';
 
 type SdkMetrics = typeof import('@opentelemetry/sdk-metrics');
 type SdkTraceBase = typeof import('@opentelemetry/sdk-trace-base');
@@ -133,14 +133,21 @@ export function otlpMetricReader(say: (line: string) => void): IMetricReader | u
   return peer && periodicReader(new peer.OTLPMetricExporter());
 }
 
+/**
+ * The resource NodeSDK would build, on either release line forkwatch's dependency ranges allow: 2.x has synchronous
+ * `detectResources` and `defaultResource()`; 1.x (1.30) has `detectResourcesSync`, `Resource.default()` and `*Sync`
+ * detectors. Using the app's own copy on both lines is what keeps forkwatch from nesting a second one.
+ */
 function detectResource(): Resource {
-  const { detectResources, defaultResource, ...detectors } = require('@opentelemetry/resources') as Resources;
+  const resources = require('@opentelemetry/resources') as Resources & Partial<ResourcesLine1>;
+  const line1 = typeof resources.defaultResource !== 'function';
+  const detector = (name: string) => (resources as unknown as Record<string, unknown>)[line1 ? `${name}Sync` : name];
   const byName = {
-    env: detectors.envDetector,
-    host: detectors.hostDetector,
-    os: detectors.osDetector,
-    process: detectors.processDetector,
-    serviceinstance: detectors.serviceInstanceIdDetector,
+    env: detector('envDetector'),
+    host: detector('hostDetector'),
+    os: detector('osDetector'),
+    process: detector('processDetector'),
+    serviceinstance: detector('serviceInstanceIdDetector'),
   };
   const requested = envList('OTEL_NODE_RESOURCE_DETECTORS');
   let names: readonly string[] = DEFAULT_RESOURCE_DETECTORS;
@@ -148,14 +155,17 @@ function detectResource(): Resource {
   else if (requested?.includes('none')) names = [];
   else if (requested) names = requested;
   const chosen = names.flatMap(name => {
-    const detector = byName[name as keyof typeof byName];
-    if (!detector)
+    const found = byName[name as keyof typeof byName];
+    if (!found)
       diag.warn(
         `Invalid resource detector "${name}" specified in the environment variable OTEL_NODE_RESOURCE_DETECTORS`,
       );
-    return detector ? [detector] : [];
+    return found ? [found] : [];
   });
-  return defaultResource().merge(detectResources({ detectors: chosen }));
+  if (line1 && resources.Resource && resources.detectResourcesSync) {
+    return resources.Resource.default().merge(resources.detectResourcesSync({ detectors: chosen })) as Resource;
+  }
+  return resources.defaultResource().merge(resources.detectResources({ detectors: chosen as never }));
 }
 
 /** OTEL_PROPAGATORS, for the W3C propagators @opentelemetry/core carries (b3 and jaeger would need more packages). */
@@ -222,6 +232,8 @@ function loggerProvider(settings: SdkSettings, resource: Resource): LoggerProvid
   if (!sdkLogs || !peer) return undefined;
   const processor = new sdkLogs.BatchLogRecordProcessor({ exporter: new peer.OTLPLogExporter() });
   const provider = new sdkLogs.LoggerProvider({ resource, processors: [processor] });
+  // sdk-logs 0.5x (the 1.x line) ignores `processors` and takes them one by one; 0.200 and later have no such method.
+  provider.addLogRecordProcessor?.(processor);
   const { logs } = require('@opentelemetry/api-logs') as typeof import('@opentelemetry/api-logs');
   logs.setGlobalLoggerProvider(provider as never);
   return provider;

@@ -14,10 +14,10 @@
  */
 import { context } from '@opentelemetry/api';
 import { eventIdKey } from '../core/event-id';
-import { decideFirstFrame } from '../core/verdict';
 import { StreamForkDetected } from '../errors';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
+import { FirstFrameWatch } from './first-frame-watch';
 import { type StreamGate, observeStream } from './observed-stream';
 import { isPatchedTransportRequest } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
@@ -161,38 +161,22 @@ function observeBody(
   const session = runtime.clientLedger.touch(get.sessionId, nowMs());
   const abortMode = runtime.settings.onFork === 'abort';
   const instruments = runtime.instruments;
-  const codec = runtime.settings.codec;
-  let pending = attempt !== undefined && !attempt.isConcluded;
+  const watch = new FirstFrameWatch(attempt, session, runtime);
   let cut = false;
   let forkError: StreamForkDetected | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const stopTimer = () => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-  };
-  const gate: StreamGate = { holding: () => abortMode && pending, cut: () => cut, cutError: () => forkError };
+  const gate: StreamGate = { holding: () => abortMode && watch.isPending, cut: () => cut, cutError: () => forkError };
 
   const observed = observeStream(
     body,
     {
       onFrame(id) {
-        if (pending && attempt) {
-          pending = false;
-          stopTimer();
-          const verdict = decideFirstFrame({
-            cursor: attempt.init.heldCursor,
-            firstId: id === undefined || id === '' ? id : eventIdKey(id),
-            codec,
-            wasConsumed: candidate => session.hasConsumed(candidate),
-          });
-          attempt.concludeWithFirstFrame(id, verdict);
-          if (verdict.verdict === 'forked') {
-            const info = attempt.verdictInfo(id);
-            runtime.notifyFork(info);
-            if (abortMode) {
-              cut = true;
-              forkError = new StreamForkDetected(info);
-            }
+        const verdict = watch.judge(id);
+        if (verdict?.verdict === 'forked' && attempt) {
+          const info = attempt.verdictInfo(id);
+          runtime.notifyFork(info);
+          if (abortMode) {
+            cut = true;
+            forkError = new StreamForkDetected(info);
           }
         }
         // A frame withheld in fail-loud mode never reached the application: it was not consumed.
@@ -202,35 +186,16 @@ function observeBody(
         }
       },
       onEnd() {
-        stopTimer();
         session.lostAt = nowMs();
-        if (pending && attempt) {
-          pending = false;
-          attempt.concludeInconclusive('stream_ended');
-        }
+        watch.endWithoutFrame('stream_ended');
       },
       onCancel() {
-        stopTimer();
-        if (pending && attempt) {
-          pending = false;
-          attempt.concludeInconclusive('cancelled');
-        }
+        watch.endWithoutFrame('cancelled');
       },
     },
     gate,
     error => runtime.diag.error('SSE frame observer failed', error),
   );
-
-  if (pending && attempt) {
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (!pending) return;
-      pending = false;
-      attempt.concludeInconclusive('timeout');
-      observed.release();
-    }, runtime.settings.verdictTimeoutMs);
-    // Never keep the host process alive for a verdict.
-    timer.unref?.();
-  }
+  watch.armTimeout(() => observed.release());
   return observed.readable;
 }

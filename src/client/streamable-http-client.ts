@@ -13,10 +13,10 @@
 import { context, createContextKey, propagation } from '@opentelemetry/api';
 import { eventIdKey } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
-import { decideFirstFrame } from '../core/verdict';
 import { StreamForkDetected } from '../errors';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
+import { FirstFrameWatch } from './first-frame-watch';
 import { type StreamGate, observeStream } from './observed-stream';
 import { runAsPatchedTransport } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
@@ -274,37 +274,20 @@ function observeClientStream(
   };
   const abortMode = runtime.settings.onFork === 'abort';
   const instruments = runtime.instruments;
-  const codec = runtime.settings.codec;
-  let pending = attempt !== undefined && !attempt.isConcluded;
+  const watch = new FirstFrameWatch(attempt, session, runtime);
   // A cursor_dropped verdict is reached before any frame: in fail-loud mode that stream is cut at once.
   let cut = abortMode && attempt !== undefined && attempt.outcome === 'forked';
-  let timer: ReturnType<typeof setTimeout> | undefined;
-
-  const stopTimer = () => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-  };
-  const gate: StreamGate = { holding: () => abortMode && pending, cut: () => cut };
+  const gate: StreamGate = { holding: () => abortMode && watch.isPending, cut: () => cut };
 
   const observed = observeStream(
     stream,
     {
       onFrame(id) {
         const now = nowMs();
-        if (pending && attempt) {
-          pending = false;
-          stopTimer();
-          const verdict = decideFirstFrame({
-            cursor: attempt.init.heldCursor,
-            firstId: id === undefined || id === '' ? id : eventIdKey(id),
-            codec,
-            wasConsumed: candidate => session.hasConsumed(candidate),
-          });
-          attempt.concludeWithFirstFrame(id, verdict);
-          if (verdict.verdict === 'forked') {
-            if (abortMode) cut = true;
-            reportFork(transport, attempt, id, runtime);
-          }
+        const verdict = watch.judge(id);
+        if (verdict?.verdict === 'forked' && attempt) {
+          if (abortMode) cut = true;
+          reportFork(transport, attempt, id, runtime);
         }
         // A frame withheld in fail-loud mode never reached the application: it was not consumed.
         if (cut || !id) return;
@@ -313,38 +296,19 @@ function observeClientStream(
           instruments.clientDuplicateEvents.add(1, { transport: 'streamable_http' });
       },
       onEnd() {
-        stopTimer();
         record.endedAt = nowMs();
         session.lostAt = record.endedAt;
         state.lastEnded = record;
-        if (pending && attempt) {
-          pending = false;
-          attempt.concludeInconclusive('stream_ended');
-        }
+        watch.endWithoutFrame('stream_ended');
       },
       onCancel() {
-        stopTimer();
-        if (pending && attempt) {
-          pending = false;
-          attempt.concludeInconclusive('cancelled');
-        }
+        watch.endWithoutFrame('cancelled');
       },
     },
     gate,
     error => runtime.diag.error('SSE frame observer failed', error),
   );
-
-  if (pending && attempt) {
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (!pending) return;
-      pending = false;
-      attempt.concludeInconclusive('timeout');
-      observed.release();
-    }, runtime.settings.verdictTimeoutMs);
-    // Never keep the host process alive for a verdict.
-    timer.unref?.();
-  }
+  watch.armTimeout(() => observed.release());
   if (cut) observed.cutNow(new Error('forkwatch: resumed without its cursor (fail-loud mode)'));
   return observed.readable;
 }

@@ -1,7 +1,7 @@
 /**
  * The packed tarball in apps that run their own OpenTelemetry SDK, one per release line on Node 20: 1.x (sdk-node
- * 0.57, api 1.9.0, the lowest API forkwatch's peer range allows) and 2.x (sdk-node 0.223). `npm ls` shows how many
- * copies of each OpenTelemetry package the app ends up with, and forkwatch's metrics reach the app's own
+ * 0.57, api 1.9.0, the lowest API forkwatch's peer range allows) and 2.x (sdk-node 0.223). `npm ls` proves one
+ * copy of each OpenTelemetry package (forkwatch's dependency ranges take the app's own line), and forkwatch's metrics reach the app's own
  * Prometheus exporter, both as a library (ForkwatchInstrumentation in the app's NodeSDK) and with
  * `--require forkwatch/register`.
  */
@@ -80,7 +80,8 @@ beforeAll(async () => {
     (Object.keys(LINES) as Line[]).map(async line => {
       const dir = join(work, line);
       mkdirSync(dir);
-      for (const file of ['client-app.cjs', 'own-sdk-any-line.cjs']) cpSync(join(FIXTURES, file), join(dir, file));
+      for (const file of ['client-app.cjs', 'client-app.mjs', 'own-sdk-any-line.cjs'])
+        cpSync(join(FIXTURES, file), join(dir, file));
       writeFileSync(
         join(dir, 'package.json'),
         `${JSON.stringify({ name: `app-${line}`, version: '1.0.0', private: true })}\n`,
@@ -106,22 +107,40 @@ describe.each(Object.keys(LINES) as Line[])('an app on the OpenTelemetry JS %s l
     expect(copies['@opentelemetry/api']).toEqual(['1.9.0']);
   });
 
-  if (line === '2.x') {
-    test('one copy of every OpenTelemetry package: forkwatch adds none of its own', async () => {
-      const copies = await otelCopies(apps[line]);
-      const duplicated = Object.entries(copies).filter(([, versions]) => versions.length > 1);
-      expect(duplicated).toEqual([]);
-    });
-  } else {
-    test("forkwatch's 2.x SDK packages stay nested under forkwatch, the app's own are the ones at the top", async () => {
-      const { stdout } = await run(
-        process.execPath,
-        ['-p', "require('@opentelemetry/sdk-metrics/package.json').version"],
-        { cwd: apps[line] },
-      );
-      expect(stdout.trim()).toMatch(/^1\./);
-    });
-  }
+  test('one copy of every OpenTelemetry package: forkwatch uses the app own and adds none', async () => {
+    const copies = await otelCopies(apps[line]);
+    const duplicated = Object.entries(copies).filter(([, versions]) => versions.length > 1);
+    expect(duplicated).toEqual([]);
+    // The SDK packages forkwatch builds on are the app's own release line, not a newer one beside it.
+    expect(copies['@opentelemetry/sdk-metrics']).toEqual([expect.stringMatching(line === '1.x' ? /^1\./ : /^2\./)]);
+    expect(copies['@opentelemetry/instrumentation']).toHaveLength(1);
+  });
+
+  test.each([
+    { flag: '--require', file: 'client-app.cjs' },
+    { flag: '--import', file: 'client-app.mjs' },
+  ])(
+    'node $flag forkwatch/register $file, no SDK of the app: forkwatch starts one from the app packages',
+    async ({ flag, file }) => {
+      const port = await freePort();
+      const proc = startApp({
+        cwd: apps[line],
+        args: [flag, 'forkwatch/register', file],
+        env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port), OTEL_TRACES_EXPORTER: 'console' },
+      });
+      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+      const text = await scrapeText(port);
+      expect(
+        sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' }),
+      ).toBe(1);
+      // The resource the SDK detected on this line: the process detector ran.
+      expect(text).toMatch(/target_info\{[^}]*process_pid="\d+"/);
+      expect(await proc.stop('SIGTERM')).toEqual({ code: null, signal: 'SIGTERM' });
+      expect(proc.stdout()).toBe('');
+      // The console span exporter writes to stderr: a span of the resume reached it.
+      expect(proc.stderr()).toMatch(/name: 'forkwatch\.client\.resume',/);
+    },
+  );
 
   test.each([
     {
