@@ -175,6 +175,43 @@ describe.each([
     expect(await counts()).toEqual({ ...none, abandoned: 1 });
   });
 
+  test('an event stored while an async store replays is written nowhere and never replayed: stream_moved', async () => {
+    // The SDK registers a resumed stream only after `await replayEventsAfter(...)`: with a store that answers over
+    // the network (Redis, the fleet lab's shared store), an event sent during that await is stored, finds no
+    // connection, and comes after what the replay read. The client's ids look continuous; only the server knows.
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
+    let replayRead!: () => void;
+    const replayReadDone = new Promise<void>(resolve => (replayRead = resolve));
+    let releaseReplay!: () => void;
+    const slowStore = {
+      getStreamIdForEventId: (id: string) => store.getStreamIdForEventId!(id),
+      storeEvent: (streamId: string, message: unknown) => store.storeEvent(streamId, message),
+      async replayEventsAfter(cursor: string, sink: { send(id: string, message: unknown): Promise<void> }) {
+        const streamId = await store.replayEventsAfter(cursor, sink);
+        replayRead();
+        await new Promise<void>(resolve => (releaseReplay = resolve)); // the network round trip
+        return streamId;
+      },
+    };
+    const transport = transportWith(slowStore);
+    const first = await transport.handleRequest(getRequest({}));
+    await transport.send(notification(1));
+    expect((await readFrames(first.body)).map(f => f.id)).toEqual(['1']); // then the connection drops
+    await transport.send(notification(2));
+    const resuming = transport.handleRequest(getRequest({ 'last-event-id': '1' }));
+    await replayReadDone;
+    await transport.send(notification(3)); // during the replay's round trip
+    releaseReplay();
+    const resumed = await resuming;
+    await transport.send(notification(4));
+    const frames = (await readFrames(resumed.body, { count: 2 })).map(f => f.id);
+    expect(frames).toEqual(['2', '4']); // 3 is lost, and 2 -> 4 is a gap no client can see in session-wide ids
+    await transport.handleRequest(ping());
+    await talkAfterWindow(transport);
+    expect(await counts()).toEqual({ ...none, stream_moved: 1 });
+  });
+
   test('events written live count nothing, and nothing is pending', async () => {
     fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
     const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
