@@ -1,9 +1,11 @@
 /**
  * forkwatch's metric instruments, created in one place from the specs in names.ts.
- * Counters start every label combination at 0 so that rate() and increase() see the very first fork.
+ * Counters start every label combination at 0 so that rate() and increase() see the very first fork. A counter
+ * recorded once per event (`tallied` in names.ts) is a TallyCounter.
  */
 import { type Attributes, type Counter, type Histogram, type Meter, ValueType } from '@opentelemetry/api';
 import { METRICS, type MetricKey, type MetricSpec, labelCombinations } from './names';
+import { TallyCounter } from './tally-counter';
 
 type CounterKeys = { [K in MetricKey]: (typeof METRICS)[K]['kind'] extends 'counter' ? K : never }[MetricKey];
 type HistogramKeys = Exclude<MetricKey, CounterKeys>;
@@ -15,12 +17,14 @@ export function createInstruments(meter: Meter): ForkwatchInstruments {
   for (const key of Object.keys(METRICS) as MetricKey[]) {
     const spec: MetricSpec = METRICS[key];
     if (spec.kind === 'counter') {
-      const counter = meter.createCounter(spec.otelName, {
-        description: spec.description,
-        unit: spec.unit,
-        valueType: ValueType.INT,
-      });
-      for (const attributes of labelCombinations(spec)) counter.add(0, attributes as Attributes);
+      const options = { description: spec.description, unit: spec.unit, valueType: ValueType.INT };
+      const zeros: Attributes[] = labelCombinations(spec);
+      if (spec.tallied) {
+        instruments[key] = new TallyCounter(meter, spec.otelName, options, zeros);
+        continue;
+      }
+      const counter = meter.createCounter(spec.otelName, options);
+      for (const attributes of zeros) counter.add(0, attributes);
       instruments[key] = counter;
     } else {
       instruments[key] = meter.createHistogram(spec.otelName, {

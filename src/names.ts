@@ -50,6 +50,12 @@ export interface MetricSpec {
   /** Every label with every value it can take: all combinations are created at 0 on start. */
   readonly labels: Readonly<Record<string, readonly string[]>>;
   readonly buckets?: readonly number[];
+  /**
+   * Counted once per event on a server's hot path: tallied in plain numbers and reported by an observable counter
+   * at each collection, because a synchronous add() hashes its attributes every time (about 1 µs). Same family,
+   * type, labels and zeros as any other counter.
+   */
+  readonly tallied?: boolean;
 }
 
 /** Time from losing a stream to the first frame of its resume: 10 ms to 10 min. */
@@ -125,6 +131,7 @@ export const METRICS = {
     unit: '{event}',
     description: 'Events the server stored in its event store or sent on an SSE stream.',
     labels: { transport: SERVER_TRANSPORTS },
+    tallied: true,
   },
   serverUndeliveredEvents: {
     otelName: 'forkwatch.server.undelivered_events',

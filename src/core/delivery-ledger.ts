@@ -8,7 +8,14 @@
  *   client comes back here for it (a resume whose replay sends it). Without an event store it can never come back:
  *   it is pending as `dropped`;
  * - a replay of a stream here settles as many of its pending events as it sent (a store that vouches for a cursor
- *   it does not know and sends nothing settles nothing).
+ *   it does not know and sends nothing settles nothing);
+ * - an event written live to the session's standalone stream at most `inflightMs` before the client's connection
+ *   dropped (closed by the other end, not ended by the server) may never have reached the client: bytes in flight
+ *   in a proxy or a socket die with the connection. It is pending as *in flight*. Any replay of that stream here
+ *   settles all of them, since what was written before the drop came either before the client's cursor or in the
+ *   replay. Otherwise they count like other pending events, but only when the stream has no event stored after the
+ *   drop: those are the firmer evidence, and the in-flight ones may all have been read (a clean cut has none in
+ *   flight). Only the standalone stream: a client that drops a request stream may simply have given up on it.
  *
  * When pending events count as undelivered (the decision, made to never page on a healthy or crashed client):
  * - Nothing is judged while the session shows no sign of life here. The window starts at the first *activity* of
@@ -29,8 +36,8 @@
  *   window (30 s) is ten times the SDK's full retry schedule and its maximum reconnect delay.
  *
  * Memory: per session with pending events, a few numbers and one small record per stream with pending events
- * (capped at `maxPendingStreams`); a session with nothing pending holds two fields in a WeakMap keyed by its
- * transport. No per-event storage. Sessions with pending events are capped at `maxSessions` (oldest forgotten first).
+ * (capped at `maxPendingStreams`); a session with nothing pending holds two fields and the times of its last
+ * INFLIGHT_WRITES_KEPT live standalone writes in a WeakMap keyed by its transport. No per-event storage. Sessions with pending events are capped at `maxSessions` (oldest forgotten first).
  */
 
 /** Mirrors SERVER_UNDELIVERED_REASONS in names.ts (the core imports nothing from outside). */
@@ -45,6 +52,8 @@ export interface DeliveryLedgerOptions {
   maxIdleMs: number;
   /** Streams with pending events per session. Default 32. */
   maxPendingStreams: number;
+  /** Writes this recent when the client's connection drops may not have reached it. Default 500 ms. */
+  inflightMs: number;
 }
 
 /** SDK client defaults: first retry after 1 s, then x1.5, at most 30 s apart, 2 retries. */
@@ -55,7 +64,11 @@ export const DEFAULT_DELIVERY_LEDGER_OPTIONS: DeliveryLedgerOptions = {
   maxSessions: 10_000,
   maxIdleMs: 30 * 60_000,
   maxPendingStreams: 32,
+  inflightMs: 500,
 };
+
+/** Live writes remembered per session for the in-flight check: more in flight at once count as this many. */
+export const INFLIGHT_WRITES_KEPT = 8;
 
 /** How an event was stored. */
 export interface StoredEvent {
@@ -67,10 +80,14 @@ export interface StoredEvent {
   standalone: boolean;
 }
 
+const STANDALONE_REPLAYABLE: StoredEvent = { open: false, replayable: true, standalone: true };
+
 export type UndeliveredReport<K> = (key: K, reason: UndeliveredReason, events: number) => void;
 
 class PendingStream {
   count = 0;
+  /** Written live just before the client's connection dropped: settled by any replay of the stream here. */
+  inflight = 0;
   /** First activity of the session after these events became pending; the window runs from here. */
   awakeAt: number | undefined = undefined;
   constructor(
@@ -84,6 +101,9 @@ class SessionAccount {
   /** A GET (standalone stream or resume) of this session reached this process. */
   listenerSeen = false;
   pending: Map<string, PendingStream> | undefined = undefined;
+  /** Times of the last live writes on the standalone stream (a ring), for the in-flight check. */
+  recentWrites: number[] | undefined = undefined;
+  recentNext = 0;
   constructor(now: number) {
     this.lastActiveAt = now;
   }
@@ -105,6 +125,7 @@ export class DeliveryLedger<K extends object> {
       maxSessions: positiveInt(options.maxSessions, d.maxSessions),
       maxIdleMs: positiveInt(options.maxIdleMs, d.maxIdleMs),
       maxPendingStreams: positiveInt(options.maxPendingStreams, d.maxPendingStreams),
+      inflightMs: nonNegative(options.inflightMs, d.inflightMs),
     };
   }
 
@@ -128,7 +149,7 @@ export class DeliveryLedger<K extends object> {
   /** Pending events of a session (all its streams), for tests and diagnostics. */
   pendingEvents(key: K): number {
     let total = 0;
-    for (const stream of this.accounts.get(key)?.pending?.values() ?? []) total += stream.count;
+    for (const stream of this.accounts.get(key)?.pending?.values() ?? []) total += pendingCount(stream);
     return total;
   }
 
@@ -136,10 +157,44 @@ export class DeliveryLedger<K extends object> {
   stored(key: K, streamId: string, event: StoredEvent, now: number): void {
     if (event.open) {
       // Written to a connection here: the client is reading from this process.
+      if (event.standalone && event.replayable) this.rememberWrite(this.account(key, now), now);
       this.activity(key, now);
       return;
     }
-    const account = this.account(key, now);
+    this.pendingStream(key, this.account(key, now), streamId, event, now).count++;
+  }
+
+  /**
+   * The client's connection for the session's standalone stream dropped (the other end closed it; the server did
+   * not end it). Its writes of the last `inflightMs` become pending as in flight.
+   */
+  connectionDropped(key: K, streamId: string, now: number): void {
+    const account = this.accounts.get(key);
+    const writes = account?.recentWrites;
+    if (account === undefined || writes === undefined) return;
+    let inflight = 0;
+    for (const at of writes) if (now - at <= this.options.inflightMs) inflight++;
+    account.recentWrites = undefined;
+    if (inflight === 0) return;
+    this.pendingStream(key, account, streamId, STANDALONE_REPLAYABLE, now).inflight += inflight;
+  }
+
+  private rememberWrite(account: SessionAccount, now: number): void {
+    if (account.recentWrites === undefined) {
+      account.recentWrites = [];
+      account.recentNext = 0;
+    }
+    account.recentWrites[account.recentNext] = now;
+    account.recentNext = (account.recentNext + 1) % INFLIGHT_WRITES_KEPT;
+  }
+
+  private pendingStream(
+    key: K,
+    account: SessionAccount,
+    streamId: string,
+    event: StoredEvent,
+    now: number,
+  ): PendingStream {
     let pending = account.pending;
     if (pending === undefined) {
       pending = account.pending = new Map();
@@ -156,7 +211,7 @@ export class DeliveryLedger<K extends object> {
       stream = new PendingStream(event.replayable, event.standalone);
       pending.set(streamId, stream);
     }
-    stream.count++;
+    return stream;
   }
 
   /** The session sent a request (of any method) to this process, or an event of it was delivered live here. */
@@ -166,7 +221,10 @@ export class DeliveryLedger<K extends object> {
 
   /** A GET of the session reached this process: it listens here (or tried to, maybe to resume overdue events). */
   listenerOpened(key: K, now: number): void {
-    this.account(key, now).listenerSeen = true;
+    const account = this.account(key, now);
+    account.listenerSeen = true;
+    // Writes of an earlier connection are not in flight on the new one.
+    account.recentWrites = undefined;
     this.touch(key, now, false);
   }
 
@@ -186,12 +244,16 @@ export class DeliveryLedger<K extends object> {
     this.pendingSessions.set(key, account);
   }
 
-  /** A resume here replayed `events` events of `streamId`: that many pending events reached the client. */
+  /**
+   * A resume here replayed `events` events of `streamId` (its store resolved the cursor to this stream): that many
+   * pending events reached the client, and every in-flight one either had before the drop or did now.
+   */
   replayed(key: K, streamId: string, events: number): void {
     const account = this.accounts.get(key);
     const stream = account?.pending?.get(streamId);
-    if (account === undefined || stream === undefined || !(events > 0)) return;
-    stream.count -= Math.min(stream.count, events);
+    if (account === undefined || stream === undefined) return;
+    stream.inflight = 0;
+    if (events > 0) stream.count -= Math.min(stream.count, events);
     if (stream.count === 0) account.pending!.delete(streamId);
     this.dropIfSettled(key, account);
   }
@@ -243,7 +305,10 @@ export class DeliveryLedger<K extends object> {
     const due = !closing && this.isDue(stream, now);
     if (!due && !closing) return;
     account.pending?.delete(id);
-    if (stream.count > 0) this.safeReport(key, due ? this.lossReason(stream, account) : 'abandoned', stream.count);
+    // In-flight events are the weaker evidence (a clean cut had none in flight, and the client may have read them
+    // all): they count only when no event stored after the drop shows the loss.
+    const events = pendingCount(stream);
+    if (events > 0) this.safeReport(key, due ? this.lossReason(stream, account) : 'abandoned', events);
   }
 
   private lossReason(stream: PendingStream, account: SessionAccount): UndeliveredReason {
@@ -281,6 +346,11 @@ export class DeliveryLedger<K extends object> {
       // the reporter is the caller's; a failure there must not corrupt the ledger
     }
   }
+}
+
+/** What a stream's pending events would count as now (see judgeStream). */
+function pendingCount(stream: PendingStream): number {
+  return stream.count > 0 ? stream.count : stream.inflight;
 }
 
 function positiveInt(value: number | undefined, fallback: number): number {

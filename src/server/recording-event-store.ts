@@ -64,7 +64,8 @@ export interface RecordingHooks {
   active(transport: object): boolean;
   /**
    * A storeEvent call is about to go to the store; what it returns is called once the store resolved, before the
-   * SDK continues (one more event in the session's log, and the SDK now decides where to write it).
+   * SDK continues (one more event in the session's log, and the SDK now decides where to write it). It must not
+   * throw: it runs as a promise reaction, where nobody would catch it.
    */
   onStore(transport: object, streamId: unknown, message: unknown): (() => void) | undefined;
   onError(what: string, error: unknown): void;
@@ -126,7 +127,8 @@ function createRecordingStore(original: any, transport: any, hooks: RecordingHoo
       }
     }
     const result = (original.storeEvent as Fn).apply(original, args);
-    if (onStored) observe(result, onStored, undefined, hooks);
+    // Once per event: one reaction on the store's own promise (attached before the SDK's await, so it runs first).
+    if (onStored) Promise.resolve(result).then(onStored, ignoreRejection);
     return result;
   });
 
@@ -192,6 +194,9 @@ function createRecordingStore(original: any, transport: any, hooks: RecordingHoo
 
   return wrapper;
 }
+
+/** The SDK sees a failed storeEvent itself; the reaction only keeps it from being reported unhandled twice. */
+function ignoreRejection(): void {}
 
 /**
  * Watches a store result without changing what the SDK awaits. For a native promise, the callbacks are attached

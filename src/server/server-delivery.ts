@@ -62,6 +62,16 @@ export class ServerDelivery {
     this.guard('recording a GET', () => this.ledger.listenerOpened(session, this.host.now()));
   }
 
+  /** The client dropped the connection of the session's standalone stream (see the ledger's in-flight rule). */
+  connectionDropped(session: object, streamId: string): void {
+    try {
+      this.ledger.connectionDropped(session, streamId, this.host.now());
+      if (this.ledger.sessionsWithPending > 0) this.schedule();
+    } catch (error) {
+      this.host.onError('recording a dropped connection', error);
+    }
+  }
+
   replayed(session: object, streamId: string, events: number): void {
     this.guard('recording a replay', () => this.ledger.replayed(session, streamId, events));
   }

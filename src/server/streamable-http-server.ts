@@ -32,7 +32,14 @@ import type { ForkwatchRuntime } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { type RecordingHooks, ensureRecordingStore, runInReplayScope } from './recording-event-store';
 import { ServerResume } from './server-resume';
-import { isPrimingMessage, sendTarget, storedEvent, storedEventOf, streamIsOpen } from './transport-delivery';
+import {
+  isPrimingMessage,
+  sendTarget,
+  standaloneStreamId,
+  storedEvent,
+  storedEventOf,
+  streamIsOpen,
+} from './transport-delivery';
 
 export const WEB_STANDARD_SERVER_METHODS = [
   'handleRequest',
@@ -61,6 +68,8 @@ interface Flavor {
   wrote(result: unknown): boolean;
   /** `send` looks up a request stream's connection before storing the event (up to 1.24), not after. */
   lookupBeforeStore: boolean;
+  /** Calls `dropped` once if the client closes the GET's connection before the server ends the response. */
+  onClientDrop(req: any, args: unknown[], dropped: () => void): void;
 }
 
 const webFlavor: Flavor = {
@@ -79,6 +88,14 @@ const webFlavor: Flavor = {
   // The web-standard writeSSEEvent returns false when the stream is gone.
   wrote: result => result === true,
   lookupBeforeStore: false,
+  // The Node adapter (@hono/node-server) aborts the request's signal when the connection closes before the response
+  // finished; Deno, Bun and workers abort it on a client disconnect as well.
+  onClientDrop(req, _args, dropped) {
+    const signal = req?.signal;
+    if (signal && !signal.aborted && typeof signal.addEventListener === 'function') {
+      signal.addEventListener('abort', dropped, { once: true });
+    }
+  },
 };
 
 const nodeFlavor: Flavor = {
@@ -98,6 +115,13 @@ const nodeFlavor: Flavor = {
   // ServerResponse.write returns false for back-pressure, with the data queued: it was still sent.
   wrote: () => true,
   lookupBeforeStore: true,
+  onClientDrop(_req, args, dropped) {
+    const res = args[1] as { once?: unknown; writableFinished?: unknown } | undefined;
+    if (typeof res?.once !== 'function') return;
+    (res.once as (event: string, listener: () => void) => void).call(res, 'close', () => {
+      if (res.writableFinished !== true) dropped();
+    });
+  },
 };
 
 /** Latest MCP-Protocol-Version each transport instance received: from 2026-07-28 forkwatch stays silent. */
@@ -134,26 +158,34 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       const priming = isPrimingMessage(message);
       const openAtCall = streamIsOpen(transport, streamId);
       return () => {
-        runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-        if (!priming && typeof streamId === 'string') {
-          runtime.serverDelivery.stored(
-            transport,
-            streamId,
-            storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore),
-          );
+        try {
+          runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+          if (!priming && typeof streamId === 'string') {
+            runtime.serverDelivery.stored(
+              transport,
+              streamId,
+              storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore),
+            );
+          }
+        } catch (error) {
+          runtime.diag.error('recording a stored event failed', error);
         }
       };
     },
     onError: (what, error) => runtime.diag.error(`${what} failed`, error),
   };
-  const prepare = (transport: any, req?: unknown) =>
-    guard('wrapping the event store', () => {
+  // Runs on every request and every send: no closure per call.
+  const prepare = (transport: any, req?: unknown) => {
+    try {
       if (req !== undefined) {
         const version = flavor.header(req, 'mcp-protocol-version');
         if (version !== undefined) protocolVersions.set(transport, version);
       }
       ensureRecordingStore(transport, hooks);
-    });
+    } catch (error) {
+      runtime.diag.error('wrapping the event store failed; this request is not recorded', error);
+    }
+  };
 
   wrap(
     proto,
@@ -177,7 +209,12 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       function send(this: any, ...args: unknown[]) {
         if (runtime.enabled) {
           prepare(this);
-          guard('recording a send without an event store', () => recordSendWithoutStore(this, args, runtime));
+          try {
+            // With a store, the event is recorded by the store wrapper: nothing more per event here.
+            if (!this._eventStore) recordSendWithoutStore(this, args, runtime);
+          } catch (error) {
+            runtime.diag.error('recording a send without an event store failed; this request is not recorded', error);
+          }
         }
         return original.apply(this, args);
       },
@@ -212,11 +249,14 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       function writeSSEEvent(this: any, ...args: unknown[]) {
         const result = original.apply(this, args);
         if (runtime.enabled) {
-          guard('counting an SSE event', () => {
+          try {
+            // With a store, every event was counted by storeEvent already.
             if (!this._eventStore && flavor.wrote(result) && protocolHasResumability(protocolVersions.get(this))) {
               runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
             }
-          });
+          } catch (error) {
+            runtime.diag.error('counting an SSE event failed', error);
+          }
         }
         return result;
       },
@@ -229,12 +269,28 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
       function handleGetRequest(this: any, req: unknown, ...rest: unknown[]) {
         if (!runtime.enabled) return original.call(this, req, ...rest);
         prepare(this, req);
-        if (protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.listenerOpened(this);
         let resume: ServerResume | undefined;
+        let connection: StandaloneConnection | undefined;
+        if (protocolHasResumability(protocolVersions.get(this))) {
+          runtime.serverDelivery.listenerOpened(this);
+          guard('watching a GET connection', () => {
+            connection = watchStandaloneConnection(this, req, rest, flavor, runtime);
+          });
+        }
         guard('starting a server resume', () => {
           resume = beginResume(this, req, flavor, runtime);
         });
-        if (!resume) return original.call(this, req, ...rest);
+        if (!resume) {
+          const result = original.call(this, req, ...rest);
+          if (connection) {
+            const watched = connection;
+            Promise.resolve(result).then(
+              value => guard('watching a GET connection', () => watched.answered(flavor.status(value, [req, ...rest]))),
+              () => {},
+            );
+          }
+          return result;
+        }
         const started = resume;
         let result: unknown;
         try {
@@ -248,13 +304,47 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
         // Observe the answer without touching the promise the caller gets.
         Promise.resolve(result)
           .then(
-            value => started.concludeAnswered(flavor.status(value, [req, ...rest])),
+            value => {
+              const status = flavor.status(value, [req, ...rest]);
+              const streamId = started.record.replayStreamId;
+              guard('watching a GET connection', () => connection?.answered(status, streamId));
+              return started.concludeAnswered(status);
+            },
             error => started.concludeFailed(error),
           )
           .then(undefined, error => runtime.diag.error('recording a server resume failed', error));
         return result;
       },
   );
+}
+
+/** The GET connection of a session, which may come to carry its standalone stream. */
+interface StandaloneConnection {
+  /** The answer: a 200 that serves the standalone stream (a fresh GET, or a resume whose store resolved to it). */
+  answered(status: number | undefined, resumedStreamId?: unknown): void;
+}
+
+/**
+ * Tells the delivery ledger when the client drops a connection that carries the session's standalone stream: the
+ * events written on it just before may never have reached the client (see delivery-ledger.ts). A drop before the
+ * answer, or of a GET answered otherwise (409, 404, a request stream's resume), says nothing.
+ */
+function watchStandaloneConnection(
+  transport: any,
+  req: unknown,
+  rest: unknown[],
+  flavor: Flavor,
+  runtime: ForkwatchRuntime,
+): StandaloneConnection {
+  let carries = false;
+  flavor.onClientDrop(req, [req, ...rest], () => {
+    if (carries) runtime.serverDelivery.connectionDropped(transport, standaloneStreamId(transport));
+  });
+  return {
+    answered(status, resumedStreamId) {
+      carries = status === 200 && (resumedStreamId === undefined || resumedStreamId === standaloneStreamId(transport));
+    },
+  };
 }
 
 /**

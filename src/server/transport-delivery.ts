@@ -14,7 +14,10 @@ import type { StoredEvent } from '../core/delivery-ledger';
 
 /** The SDK's priming event (`storeEvent(streamId, {})`) carries no message: it is not an event to deliver. */
 export function isPrimingMessage(message: unknown): boolean {
-  return message !== null && typeof message === 'object' && Object.keys(message).length === 0;
+  if (message === null || typeof message !== 'object') return false;
+  // Stops at the first own key (a message's first is `jsonrpc`): no array of keys per event.
+  for (const key in message) if (Object.hasOwn(message, key)) return false;
+  return true;
 }
 
 export function standaloneStreamId(transport: any): string {

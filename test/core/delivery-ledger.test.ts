@@ -1,15 +1,23 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { DeliveryLedger, type UndeliveredReason } from '../../src/core';
+import { INFLIGHT_WRITES_KEPT } from '../../src/core/delivery-ledger';
 
 const WINDOW = 1000;
 const STORED = { open: false, replayable: true, standalone: false };
 const STANDALONE = { open: false, replayable: true, standalone: true };
 const LIVE = { open: true, replayable: true, standalone: false };
+const LIVE_STANDALONE = { open: true, replayable: true, standalone: true };
 const NO_STORE = { open: false, replayable: false, standalone: false };
 
 function ledger(
-  options: Partial<{ windowMs: number; maxSessions: number; maxIdleMs: number; maxPendingStreams: number }> = {},
+  options: Partial<{
+    windowMs: number;
+    maxSessions: number;
+    maxIdleMs: number;
+    maxPendingStreams: number;
+    inflightMs: number;
+  }> = {},
 ) {
   const reports: Record<string, number> = {};
   const l = new DeliveryLedger<object>({ windowMs: WINDOW, ...options }, (_key, reason, events) => {
@@ -195,6 +203,79 @@ describe('DeliveryLedger', () => {
     expect(reports).toEqual({ abandoned: 2 });
   });
 
+  test('in flight: live standalone writes just before the client dropped the connection are pending; old ones are not', () => {
+    const { l, reports } = ledger({ inflightMs: 100 });
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', LIVE_STANDALONE, 10); // long delivered
+    l.stored(s, '_GET_stream', LIVE_STANDALONE, 900);
+    l.stored(s, '_GET_stream', LIVE_STANDALONE, 950);
+    l.stored(s, 'req-1', LIVE, 960); // a request stream: not watched
+    l.connectionDropped(s, '_GET_stream', 1000);
+    expect(l.pendingEvents(s)).toBe(2);
+    // The client resumed elsewhere and keeps talking here: stream_moved after the window.
+    l.activity(s, 1100);
+    l.activity(s, 1100 + WINDOW);
+    expect(reports).toEqual({ stream_moved: 2 });
+  });
+
+  test('in flight: any replay of the stream here settles them, even one that sends nothing (the client had them)', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    for (let t = 10; t < 50; t += 10) l.stored(s, '_GET_stream', LIVE_STANDALONE, t);
+    l.connectionDropped(s, '_GET_stream', 60);
+    expect(l.pendingEvents(s)).toBe(4);
+    l.stored(s, '_GET_stream', STANDALONE, 70); // sent while the client is away: the firmer evidence
+    expect(l.pendingEvents(s)).toBe(1);
+    l.listenerOpened(s, 300); // the resume
+    l.replayed(s, '_GET_stream', 1);
+    expect(l.pendingEvents(s)).toBe(0);
+    l.activity(s, 400 + 5 * WINDOW);
+    expect(reports).toEqual({});
+  });
+
+  test('in flight: with events stored after the drop, only those count (a clean cut had nothing in flight)', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    for (let t = 10; t < 50; t += 10) l.stored(s, '_GET_stream', LIVE_STANDALONE, t);
+    l.connectionDropped(s, '_GET_stream', 60);
+    l.stored(s, '_GET_stream', STANDALONE, 70);
+    l.stored(s, '_GET_stream', STANDALONE, 80);
+    l.activity(s, 100);
+    l.activity(s, 100 + WINDOW);
+    expect(reports).toEqual({ stream_moved: 2 });
+  });
+
+  test('in flight: a crashed client (no request after the drop) ends abandoned; a drop with no recent writes adds nothing', () => {
+    const { l, reports } = ledger({ inflightMs: 100 });
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', LIVE_STANDALONE, 10);
+    l.connectionDropped(s, '_GET_stream', 500); // idle connection, then dropped
+    expect(l.pendingEvents(s)).toBe(0);
+    l.listenerOpened(s, 600);
+    l.stored(s, '_GET_stream', LIVE_STANDALONE, 610);
+    l.connectionDropped(s, '_GET_stream', 620);
+    expect(l.pendingEvents(s)).toBe(1);
+    l.closed(s, 10 * WINDOW);
+    expect(reports).toEqual({ abandoned: 1 });
+  });
+
+  test('in flight: at most INFLIGHT_WRITES_KEPT per drop; a new connection forgets the writes of the old one', () => {
+    const { l } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    for (let i = 0; i < 3 * INFLIGHT_WRITES_KEPT; i++) l.stored(s, '_GET_stream', LIVE_STANDALONE, 10 + i);
+    l.listenerOpened(s, 100); // e.g. a 409'd duplicate GET, or a reconnect
+    l.connectionDropped(s, '_GET_stream', 110);
+    expect(l.pendingEvents(s)).toBe(0);
+    for (let i = 0; i < 3 * INFLIGHT_WRITES_KEPT; i++) l.stored(s, '_GET_stream', LIVE_STANDALONE, 200 + i);
+    l.connectionDropped(s, '_GET_stream', 250);
+    expect(l.pendingEvents(s)).toBe(INFLIGHT_WRITES_KEPT);
+  });
+
   test('a reporter that throws does not break the ledger', () => {
     const l = new DeliveryLedger<object>({ windowMs: WINDOW }, () => {
       throw new Error('boom');
@@ -213,6 +294,7 @@ type Step =
   | { kind: 'get' }
   | { kind: 'replay'; stream: number; events: number }
   | { kind: 'sweep' }
+  | { kind: 'drop' }
   | { kind: 'wait'; ms: number };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
@@ -221,11 +303,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('get' as const) }),
   fc.record({ kind: fc.constant('replay' as const), stream: fc.nat(3), events: fc.nat(5) }),
   fc.record({ kind: fc.constant('sweep' as const) }),
+  fc.record({ kind: fc.constant('drop' as const) }),
   fc.record({ kind: fc.constant('wait' as const), ms: fc.nat(3 * WINDOW) }),
 );
 
 describe('DeliveryLedger properties', () => {
-  test('every pending event is reported exactly once, settled by a replay, or still pending', () => {
+  test('every pending event is reported at most once, settled by a replay, or still pending; in-flight events add at most what drops made pending', () => {
     fc.assert(
       fc.property(fc.array(step, { maxLength: 60 }), fc.boolean(), (steps, close) => {
         const reported: Partial<Record<UndeliveredReason, number>> = {};
@@ -236,6 +319,8 @@ describe('DeliveryLedger properties', () => {
         const s = {};
         let now = 0;
         let pendingStored = 0;
+        let inflightAdded = 0;
+        let liveWrites: number[] = [];
         let settledByReplay = 0;
         for (const st of steps) {
           if (st.kind === 'store') {
@@ -246,18 +331,30 @@ describe('DeliveryLedger properties', () => {
               now,
             );
             if (!st.open) pendingStored++;
+            else if (st.stream === 0 && st.replayable) liveWrites.push(now);
           } else if (st.kind === 'activity') l.activity(s, now);
-          else if (st.kind === 'get') l.listenerOpened(s, now);
-          else if (st.kind === 'replay') {
+          else if (st.kind === 'get') {
+            l.listenerOpened(s, now);
+            liveWrites = [];
+          } else if (st.kind === 'replay') {
             const before = l.pendingEvents(s);
             l.replayed(s, `s${st.stream}`, st.events);
             settledByReplay += before - l.pendingEvents(s);
           } else if (st.kind === 'sweep') l.sweep(now);
-          else now += st.ms;
+          else if (st.kind === 'drop') {
+            // The model: the last INFLIGHT_WRITES_KEPT live standalone writes, those within inflightMs of the drop.
+            const kept = liveWrites.slice(-INFLIGHT_WRITES_KEPT);
+            inflightAdded += kept.filter(at => now - at <= l.options.inflightMs).length;
+            liveWrites = [];
+            l.connectionDropped(s, 's0', now);
+          } else now += st.ms;
         }
         if (close) l.closed(s, now);
         const total = Object.values(reported).reduce((a, b) => a + (b ?? 0), 0);
-        expect(total + settledByReplay + l.pendingEvents(s)).toBe(pendingStored);
+        // Events stored while pending are each accounted once; in-flight ones count only where no stored event does.
+        const accounted = total + settledByReplay + l.pendingEvents(s);
+        expect(accounted).toBeLessThanOrEqual(pendingStored + inflightAdded);
+        if (inflightAdded === 0) expect(accounted).toBe(pendingStored);
         if (close) expect(l.sessionsWithPending).toBe(0);
       }),
     );
@@ -286,10 +383,12 @@ describe('DeliveryLedger properties', () => {
           else if (st.kind === 'get') l.listenerOpened(s, now);
           else if (st.kind === 'replay') l.replayed(s, `s${st.stream}`, st.events);
           else if (st.kind === 'sweep') l.sweep(now);
+          else if (st.kind === 'drop') l.connectionDropped(s, 's0', now);
           else now += st.ms;
         }
         current = 'close';
         if (close) l.closed(s, now + 100 * WINDOW);
+        // A drop proves nothing about the client either: it never reports a loss by itself.
         for (const kind of reportedDuring) expect(['activity', 'store']).toContain(kind);
       }),
     );

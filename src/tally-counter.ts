@@ -1,0 +1,52 @@
+/**
+ * A counter for the per-event hot path. The SDK's synchronous Counter.add() hashes its attributes on every call
+ * (sorted, stringified: about 1 µs, the largest part of forkwatch's cost per stored event). A TallyCounter's add()
+ * only adds to a number kept for that attributes object; an ObservableCounter of the same name reports the sums at
+ * each collection. The exported family is the same: a monotonic cumulative sum (a Prometheus counter), every label
+ * combination present from the start at 0.
+ */
+import type { Attributes, Counter, Meter, MetricOptions, ObservableResult } from '@opentelemetry/api';
+
+interface Tally {
+  readonly attributes: Attributes;
+  sum: number;
+}
+
+const NO_ATTRIBUTES: Attributes = Object.freeze({});
+
+export class TallyCounter implements Counter {
+  /** One tally per distinct label set, found by the attributes object first (callers pass shared constants). */
+  private readonly byObject = new WeakMap<Attributes, Tally>();
+  /** Reported at every collection: the label sets created at 0, then each one counted since. */
+  private readonly byKey = new Map<string, Tally>();
+
+  constructor(meter: Meter, name: string, options: MetricOptions, zeros: readonly Attributes[]) {
+    for (const attributes of zeros) this.tallyFor(attributes);
+    meter.createObservableCounter(name, options).addCallback(result => this.report(result));
+  }
+
+  add(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
+    // As the SDK's counter: negative and non-finite values are not counted.
+    if (!(value >= 0) || value === Number.POSITIVE_INFINITY) return;
+    (this.byObject.get(attributes) ?? this.tallyFor(attributes)).sum += value;
+  }
+
+  private tallyFor(attributes: Attributes): Tally {
+    const key = JSON.stringify(
+      Object.keys(attributes)
+        .sort()
+        .map(k => [k, attributes[k]]),
+    );
+    let tally = this.byKey.get(key);
+    if (tally === undefined) {
+      tally = { attributes: { ...attributes }, sum: 0 };
+      this.byKey.set(key, tally);
+    }
+    this.byObject.set(attributes, tally);
+    return tally;
+  }
+
+  private report(result: ObservableResult): void {
+    for (const tally of this.byKey.values()) result.observe(tally.sum, tally.attributes);
+  }
+}
