@@ -34,7 +34,7 @@ import {
   type Wrap,
   versionSatisfies,
 } from './targets';
-import type { ImportInTheMiddleModule } from './internal-types';
+import type { ClassLike, ImportInTheMiddleModule, ModuleExportsLike, PrototypeLike } from './internal-types';
 import type { ForkwatchInstrumentationConfig, ResumeVerdictInfo } from './types';
 import { PACKAGE_NAME, PACKAGE_VERSION } from './version';
 
@@ -51,7 +51,7 @@ export class ForkwatchInstrumentation
   declare private _cjsHook: RequireHook | undefined;
   declare private _esmDependentsHook: RequireHook | undefined;
   declare private _esmFileHook: { unhook(): void } | undefined;
-  declare private _patched: Map<object, PatchTarget>;
+  declare private _patched: Map<PrototypeLike, PatchTarget>;
   declare private _warnedVersions: Set<string>;
   declare private _removeFetchObserver: (() => void) | undefined;
 
@@ -128,9 +128,9 @@ export class ForkwatchInstrumentation
             `${SDK_V1_PACKAGE}/dist/${flavor}/${file}`,
             // Accept every version here and check it in patchModule, so an unsupported one gets a diagnostic.
             ['*'],
-            (exports: any, version?: string) =>
+            (exports: unknown, version?: string) =>
               this.patchModule(exports, targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, versions),
-            (exports: any) => this.unpatchModule(exports, targets),
+            (exports: unknown) => this.unpatchModule(exports, targets),
           ),
       ),
     );
@@ -141,8 +141,8 @@ export class ForkwatchInstrumentation
           new InstrumentationNodeModuleDefinition(
             name,
             ['*'],
-            (exports: any, version?: string) => this.patchModule(exports, targets, name, version, SDK_V2_SUPPORTED),
-            (exports: any) => this.unpatchModule(exports, targets),
+            (exports: unknown, version?: string) => this.patchModule(exports, targets, name, version, SDK_V2_SUPPORTED),
+            (exports: unknown) => this.unpatchModule(exports, targets),
           ),
       ),
     ];
@@ -303,14 +303,15 @@ export class ForkwatchInstrumentation
     }
   }
 
-  private patchModule(
-    moduleExports: any,
+  /** Returns the module's exports unchanged (the hooks hand them on); only the classes' prototypes are patched. */
+  private patchModule<Exports>(
+    moduleExports: Exports,
     targets: readonly PatchTarget[],
     packageName: string,
     version: string | undefined,
     supported: string | undefined,
     fileVersions?: string,
-  ): any {
+  ): Exports {
     if (!this.isEnabled() || !moduleExports) return moduleExports;
     if (supported && version !== undefined && !versionSatisfies(version, supported)) {
       this.warnOnce(
@@ -329,7 +330,8 @@ export class ForkwatchInstrumentation
     for (const target of targets) {
       const cls = safeGet(moduleExports, target.exportName);
       if (typeof cls !== 'function') continue;
-      const proto = cls.prototype;
+      // A class's prototype; a plain function export without one fails the method check below.
+      const proto: PrototypeLike = cls.prototype;
       const skipped = safeSkip(target, proto);
       if (skipped) {
         this._diag.debug(`${packageName}@${version ?? '?'} ${target.exportName} left alone: ${skipped}`);
@@ -352,19 +354,19 @@ export class ForkwatchInstrumentation
     return moduleExports;
   }
 
-  private unpatchModule(moduleExports: any, targets: readonly PatchTarget[]): void {
+  private unpatchModule(moduleExports: unknown, targets: readonly PatchTarget[]): void {
     for (const target of targets) {
-      const proto = safeGet(moduleExports, target.exportName)?.prototype;
+      const proto = (safeGet(moduleExports, target.exportName) as ClassLike | null | undefined)?.prototype;
       if (proto) this.unpatchPrototype(proto, target);
     }
   }
 
-  private unpatchPrototype(proto: any, target: PatchTarget): void {
+  private unpatchPrototype(proto: PrototypeLike, target: PatchTarget): void {
     for (const m of target.methods) if (isWrapped(proto[m])) this._unwrap(proto, m);
     this.patchedPrototypes().delete(proto);
   }
 
-  private patchedPrototypes(): Map<object, PatchTarget> {
+  private patchedPrototypes(): Map<PrototypeLike, PatchTarget> {
     if (!this._patched) this._patched = new Map();
     return this._patched;
   }
@@ -418,15 +420,15 @@ export class ForkwatchInstrumentation
   }
 }
 
-function safeGet(moduleExports: any, name: string): any {
+function safeGet(moduleExports: unknown, name: string): unknown {
   try {
-    return moduleExports?.[name];
+    return (moduleExports as ModuleExportsLike | null | undefined)?.[name];
   } catch {
     return undefined;
   }
 }
 
-function safeSkip(target: PatchTarget, proto: any): string | undefined {
+function safeSkip(target: PatchTarget, proto: PrototypeLike | undefined): string | undefined {
   try {
     return target.skip?.(proto);
   } catch {

@@ -55,6 +55,7 @@ export class ForkwatchMetricReader extends MetricReader {
  * app's own copy of prom-client) has it.
  */
 export interface PromClientRegistry {
+  // biome-ignore lint/suspicious/noExplicitAny: public type; takes every prom-client major's Metric, and apps' own registries
   registerMetric(metric: any): void;
   getSingleMetric(name: string): unknown;
   removeSingleMetric(name: string): void;

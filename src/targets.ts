@@ -2,6 +2,7 @@
  * The classes forkwatch patches, where they live in each package, and which versions are supported.
  * The instrumentation hooks (module definitions, the CommonJS hook, the manual API) all work from this table.
  */
+import type { PrototypeLike, Wrap } from './internal-types';
 import type { ForkwatchRuntime } from './runtime';
 import { SSE_CLIENT_METHODS, patchSseClient } from './client/sse-client';
 import { STREAMABLE_HTTP_CLIENT_METHODS, patchStreamableHttpClient } from './client/streamable-http-client';
@@ -13,8 +14,7 @@ import {
   patchWebStandardStreamableHttpServer,
 } from './server/streamable-http-server';
 
-type Fn = (...args: any[]) => any;
-export type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
+export type { Wrap };
 
 export interface PatchTarget {
   /** Export name of the class in its module. */
@@ -26,7 +26,7 @@ export interface PatchTarget {
    * Optional: why a class with this export name is deliberately left alone (a reason for a debug message), or
    * undefined to patch it. Used where one export name means different classes across versions.
    */
-  skip?(proto: any): string | undefined;
+  skip?(proto: PrototypeLike | undefined): string | undefined;
 }
 
 export const STREAMABLE_HTTP_CLIENT: PatchTarget = {

@@ -15,6 +15,7 @@
 import { context } from '@opentelemetry/api';
 import { eventIdKey } from '../core/event-id';
 import { StreamForkDetected } from '../errors';
+import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { FirstFrameWatch } from './first-frame-watch';
@@ -22,7 +23,8 @@ import { type StreamGate, observeStream } from './observed-stream';
 import { isPatchedTransportRequest } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
 
-type Fetch = (input: unknown, init?: any) => Promise<any>;
+/** A fetch, and forkwatch's mark on the one it installed. */
+type Fetch = FetchLike & { readonly [FETCH_MARK]?: true };
 
 /** The session stream a GET opens, read from its headers. */
 export interface SseGet {
@@ -38,9 +40,10 @@ const FETCH_MARK = Symbol.for('forkwatch.fetch-observer');
  * Reads a fetch call's method and headers, for the MCP session streams only; undefined for everything else. Never
  * reads a body and never throws.
  */
-export function sseGetOf(input: unknown, init: any): SseGet | undefined {
+export function sseGetOf(input: unknown, init: RequestInitLike | undefined): SseGet | undefined {
   try {
-    const request = typeof input === 'object' && input !== null && !(input instanceof URL) ? (input as any) : undefined;
+    const request =
+      typeof input === 'object' && input !== null && !(input instanceof URL) ? (input as RequestInitLike) : undefined;
     const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase();
     if (method !== 'GET') return undefined;
     const header = headerReader(init?.headers ?? request?.headers);
@@ -52,9 +55,9 @@ export function sseGetOf(input: unknown, init: any): SseGet | undefined {
   }
 }
 
-function headerReader(headers: any): (name: string) => string | undefined {
+function headerReader(headers: HeadersInitLike | undefined): (name: string) => string | undefined {
   if (!headers) return () => undefined;
-  if (typeof headers.get === 'function') return name => headers.get(name) ?? undefined;
+  if (typeof headers.get === 'function') return name => headers.get!(name) ?? undefined;
   const entries: [string, unknown][] = Array.isArray(headers) ? headers : Object.entries(headers);
   return name => {
     for (const [key, value] of entries) {
@@ -68,8 +71,8 @@ function headerReader(headers: any): (name: string) => string | undefined {
 /** Installs the observer on `globalThis.fetch`; returns the function that takes it off again. */
 export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
   const original = globalThis.fetch as unknown as Fetch | undefined;
-  if (typeof original !== 'function' || (original as any)[FETCH_MARK]) return () => {};
-  const observed = function fetch(this: unknown, input: unknown, init?: any) {
+  if (typeof original !== 'function' || original[FETCH_MARK]) return () => {};
+  const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
     if (!runtime.enabled || isPatchedTransportRequest()) return original.call(this, input, init);
     const get = sseGetOf(input, init);
     if (!get || !protocolHasResumability(get.protocolVersion)) return original.call(this, input, init);
@@ -83,7 +86,14 @@ export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
   };
 }
 
-function observeGet(original: Fetch, self: unknown, input: unknown, init: any, get: SseGet, runtime: ForkwatchRuntime) {
+function observeGet(
+  original: Fetch,
+  self: unknown,
+  input: unknown,
+  init: RequestInitLike | undefined,
+  get: SseGet,
+  runtime: ForkwatchRuntime,
+) {
   let attempt: ResumeAttempt | undefined;
   try {
     if (get.cursor !== undefined) {
@@ -125,7 +135,12 @@ function observeGet(original: Fetch, self: unknown, input: unknown, init: any, g
   );
 }
 
-function watchResponse(response: any, get: SseGet, attempt: ResumeAttempt | undefined, runtime: ForkwatchRuntime) {
+function watchResponse(
+  response: WebResponseLike | null | undefined,
+  get: SseGet,
+  attempt: ResumeAttempt | undefined,
+  runtime: ForkwatchRuntime,
+) {
   const status = typeof response?.status === 'number' ? response.status : undefined;
   const contentType = String(response?.headers?.get?.('content-type') ?? '');
   const body = response?.body;

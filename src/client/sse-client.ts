@@ -12,14 +12,21 @@
 import { eventIdKey } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
 import { decideFirstFrame } from '../core/verdict';
+import type {
+  EventSourceEventLike,
+  EventSourceLike,
+  FetchLike,
+  HeadersInitLike,
+  RequestInitLike,
+  SseClientTransportLike,
+  WebResponseLike,
+  Wrap,
+} from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { ResumeAttempt } from './resume-attempt';
 import { httpStatusOf } from './streamable-http-client';
 
 export const SSE_CLIENT_METHODS = ['_startOrAuth'] as const;
-
-type Fn = (...args: any[]) => any;
-type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
 
 interface LegacyState {
   session: SessionRecord | undefined;
@@ -34,15 +41,15 @@ interface LegacyState {
 
 const attached = new WeakSet<object>();
 /** The fetch each transport's EventSource used before forkwatch wrapped it. */
-const baseFetches = new WeakMap<object, Fn>();
+const baseFetches = new WeakMap<object, FetchLike>();
 let legacyCounter = 0;
 
-export function patchSseClient(proto: any, runtime: ForkwatchRuntime, wrap: Wrap): void {
+export function patchSseClient(proto: SseClientTransportLike, runtime: ForkwatchRuntime, wrap: Wrap): void {
   wrap(
     proto,
     '_startOrAuth',
     original =>
-      function startOrAuth(this: any, ...args: unknown[]) {
+      function startOrAuth(this: SseClientTransportLike, ...args: unknown[]) {
         let state: LegacyState | undefined;
         if (runtime.enabled) {
           try {
@@ -65,7 +72,7 @@ export function patchSseClient(proto: any, runtime: ForkwatchRuntime, wrap: Wrap
 }
 
 /** Routes the EventSource's requests through an observing fetch that delegates to the one the SDK would use. */
-function observeConnections(transport: any, runtime: ForkwatchRuntime): LegacyState {
+function observeConnections(transport: SseClientTransportLike, runtime: ForkwatchRuntime): LegacyState {
   const state: LegacyState = {
     session: undefined,
     connections: 0,
@@ -80,11 +87,11 @@ function observeConnections(transport: any, runtime: ForkwatchRuntime): LegacySt
   // not to the previous observing fetch (wrappers would nest and every request would count once per start).
   let baseFetch = baseFetches.get(transport);
   if (baseFetch === undefined) {
-    baseFetch = (init?.fetch ?? transport._fetch ?? globalThis.fetch) as Fn;
+    baseFetch = (init?.fetch ?? transport._fetch ?? globalThis.fetch) as FetchLike;
     baseFetches.set(transport, baseFetch);
   }
   const delegate = baseFetch;
-  const observingFetch = (url: unknown, requestInit?: any) => {
+  const observingFetch = (url: unknown, requestInit?: RequestInitLike) => {
     try {
       onRequest(state, requestInit, runtime);
     } catch (error) {
@@ -93,7 +100,7 @@ function observeConnections(transport: any, runtime: ForkwatchRuntime): LegacySt
     const attempt = state.attempt;
     const response = delegate(url, requestInit);
     Promise.resolve(response).then(
-      (res: any) => {
+      (res: WebResponseLike | null | undefined) => {
         if (attempt && !attempt.isConcluded && res && !res.ok) attempt.concludeRejected(res.status);
       },
       (error: unknown) => {
@@ -110,7 +117,7 @@ function observeConnections(transport: any, runtime: ForkwatchRuntime): LegacySt
   return state;
 }
 
-function onRequest(state: LegacyState, requestInit: any, runtime: ForkwatchRuntime): void {
+function onRequest(state: LegacyState, requestInit: RequestInitLike | undefined, runtime: ForkwatchRuntime): void {
   state.connections++;
   if (state.connections === 1) {
     state.session = runtime.clientLedger.touch(`legacy-sse#${++legacyCounter}`, nowMs());
@@ -142,7 +149,7 @@ function onRequest(state: LegacyState, requestInit: any, runtime: ForkwatchRunti
   state.timer.unref?.();
 }
 
-function attachEventSource(es: any, state: LegacyState, runtime: ForkwatchRuntime): void {
+function attachEventSource(es: EventSourceLike | undefined, state: LegacyState, runtime: ForkwatchRuntime): void {
   if (!es || typeof es.addEventListener !== 'function' || attached.has(es)) return;
   attached.add(es);
   const pending = () => (state.attempt && !state.attempt.isConcluded ? state.attempt : undefined);
@@ -151,7 +158,7 @@ function attachEventSource(es: any, state: LegacyState, runtime: ForkwatchRuntim
     // CONNECTING: the connection was lost and the EventSource will reconnect.
     if (es.readyState === 0) state.lostAt = nowMs();
   });
-  es.addEventListener('endpoint', (event: any) => {
+  es.addEventListener('endpoint', (event: EventSourceEventLike | undefined) => {
     const sessionId = sessionIdOfEndpoint(event?.data);
     const attempt = pending();
     if (attempt) {
@@ -164,7 +171,7 @@ function attachEventSource(es: any, state: LegacyState, runtime: ForkwatchRuntim
     }
     state.endpointSession = sessionId;
   });
-  es.addEventListener('message', (event: any) => {
+  es.addEventListener('message', (event: EventSourceEventLike | undefined) => {
     const id = typeof event?.lastEventId === 'string' && event.lastEventId !== '' ? event.lastEventId : undefined;
     const attempt = pending();
     const session = state.session;
@@ -188,7 +195,7 @@ function attachEventSource(es: any, state: LegacyState, runtime: ForkwatchRuntim
   });
 }
 
-function readHeader(headers: any, name: string): string | undefined {
+function readHeader(headers: HeadersInitLike | undefined, name: string): string | undefined {
   try {
     if (!headers) return undefined;
     const value =

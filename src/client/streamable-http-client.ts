@@ -14,6 +14,12 @@ import { context, createContextKey, propagation } from '@opentelemetry/api';
 import { eventIdKey } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
 import { StreamForkDetected } from '../errors';
+import type {
+  StartSseOptionsLike,
+  StreamableHttpClientTransportLike,
+  WritableHeadersLike,
+  Wrap,
+} from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { FirstFrameWatch } from './first-frame-watch';
@@ -27,9 +33,6 @@ export const STREAMABLE_HTTP_CLIENT_METHODS = [
   '_scheduleReconnection',
   '_commonHeaders',
 ] as const;
-
-type Fn = (...args: any[]) => any;
-type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
 
 /** What forkwatch remembers of one SSE stream of a transport. */
 interface StreamRecord {
@@ -79,8 +82,9 @@ function readString(read: () => unknown): string | undefined {
   }
 }
 
-const sessionIdOf = (t: any) => readString(() => t.sessionId ?? t._sessionId);
-const protocolVersionOf = (t: any) => readString(() => t.protocolVersion ?? t._protocolVersion);
+const sessionIdOf = (t: StreamableHttpClientTransportLike) => readString(() => t.sessionId ?? t._sessionId);
+const protocolVersionOf = (t: StreamableHttpClientTransportLike) =>
+  readString(() => t.protocolVersion ?? t._protocolVersion);
 
 /** HTTP status carried by the SDK's errors: `code` in 1.x (StreamableHTTPError), `status` in 2.x (SdkHttpError). */
 export function httpStatusOf(error: unknown): number | undefined {
@@ -92,7 +96,11 @@ export function httpStatusOf(error: unknown): number | undefined {
   return undefined;
 }
 
-export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime, wrap: Wrap): void {
+export function patchStreamableHttpClient(
+  proto: StreamableHttpClientTransportLike,
+  runtime: ForkwatchRuntime,
+  wrap: Wrap,
+): void {
   const guard = (what: string, fn: () => void) => {
     try {
       fn();
@@ -102,7 +110,7 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
   };
 
   wrap(proto, '_startOrAuthSse', original => {
-    function startOrAuthSseObserved(this: any, options: any, ...rest: unknown[]) {
+    function startOrAuthSseObserved(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
       if (!options || typeof options !== 'object' || attempts.has(options)) {
         return original.call(this, options, ...rest);
       }
@@ -133,7 +141,7 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
       );
       return result;
     }
-    return function startOrAuthSse(this: any, options: any, ...rest: unknown[]) {
+    return function startOrAuthSse(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
       // The GET goes through fetch: the wire-level fetch observer must leave it to this patch.
       if (!runtime.enabled) return original.call(this, options, ...rest);
       return runAsPatchedTransport(() => startOrAuthSseObserved.call(this, options, ...rest));
@@ -144,7 +152,12 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
     proto,
     '_handleSseStream',
     original =>
-      function handleSseStream(this: any, stream: any, options: any, ...rest: unknown[]) {
+      function handleSseStream(
+        this: StreamableHttpClientTransportLike,
+        stream: ReadableStream<Uint8Array> | null | undefined,
+        options: StartSseOptionsLike | undefined,
+        ...rest: unknown[]
+      ) {
         let body = stream;
         if (runtime.enabled && stream && typeof stream.getReader === 'function') {
           guard('observing an SSE stream', () => {
@@ -159,7 +172,7 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
     proto,
     '_scheduleReconnection',
     original =>
-      function scheduleReconnection(this: any, options: any, ...rest: unknown[]) {
+      function scheduleReconnection(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
         if (runtime.enabled) {
           let suppress = false;
           guard('tracking a reconnection', () => {
@@ -189,17 +202,18 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
     proto,
     '_commonHeaders',
     original =>
-      function commonHeaders(this: any, ...args: unknown[]) {
+      function commonHeaders(this: StreamableHttpClientTransportLike, ...args: unknown[]) {
         const result = original.apply(this, args);
         const ctx = context.active();
         if (!runtime.enabled || !runtime.settings.propagateContext || ctx.getValue(RESUME_CONTEXT) !== true) {
           return result;
         }
-        return Promise.resolve(result).then((headers: any) => {
+        // A Headers in every version (`_commonHeaders(): Promise<Headers>`); its methods are checked before use.
+        return Promise.resolve(result as Promise<WritableHeadersLike | null | undefined>).then(headers => {
           guard('propagating trace context', () => {
             if (headers && typeof headers.set === 'function' && typeof headers.has === 'function') {
               propagation.inject(ctx, headers, {
-                set: (carrier: any, key: string, value: string) => {
+                set: (carrier: WritableHeadersLike, key: string, value: string) => {
                   if (!carrier.has(key)) carrier.set(key, value);
                 },
               });
@@ -213,7 +227,11 @@ export function patchStreamableHttpClient(proto: any, runtime: ForkwatchRuntime,
 
 const openedAttempts = new WeakSet<ResumeAttempt>();
 
-function beginAttempt(transport: any, options: any, runtime: ForkwatchRuntime): ResumeAttempt | undefined {
+function beginAttempt(
+  transport: StreamableHttpClientTransportLike,
+  options: StartSseOptionsLike,
+  runtime: ForkwatchRuntime,
+): ResumeAttempt | undefined {
   const protocolVersion = protocolVersionOf(transport);
   if (!protocolHasResumability(protocolVersion)) return undefined;
   const token = options.resumptionToken;
@@ -241,7 +259,12 @@ function beginAttempt(transport: any, options: any, runtime: ForkwatchRuntime): 
 }
 
 /** Runs the fork hook and, in fail-loud mode, tells the application through the transport's onerror. */
-function reportFork(transport: any, attempt: ResumeAttempt, firstId: string | undefined, runtime: ForkwatchRuntime) {
+function reportFork(
+  transport: StreamableHttpClientTransportLike,
+  attempt: ResumeAttempt,
+  firstId: string | undefined,
+  runtime: ForkwatchRuntime,
+) {
   const info = attempt.verdictInfo(firstId);
   runtime.notifyFork(info);
   if (runtime.settings.onFork !== 'abort') return;
@@ -255,9 +278,9 @@ function reportFork(transport: any, attempt: ResumeAttempt, firstId: string | un
 }
 
 function observeClientStream(
-  transport: any,
+  transport: StreamableHttpClientTransportLike,
   stream: ReadableStream<Uint8Array>,
-  options: any,
+  options: StartSseOptionsLike | undefined,
   runtime: ForkwatchRuntime,
 ): ReadableStream<Uint8Array> | undefined {
   if (!protocolHasResumability(protocolVersionOf(transport))) return undefined;

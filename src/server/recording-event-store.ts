@@ -12,6 +12,7 @@
  * handling of one resume request, so concurrent resumes on one transport never mix their counts.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { EventStoreLike, StreamableHttpServerTransportLike } from '../internal-types';
 
 /** What the store did for one resume request. */
 export interface ReplayRecord {
@@ -71,13 +72,14 @@ export interface RecordingHooks {
   onError(what: string, error: unknown): void;
 }
 
-type Fn = (...args: any[]) => any;
+/** A store method called with the SDK's own arguments, whatever they are. */
+type StoreMethod = (this: unknown, ...args: unknown[]) => unknown;
 
 /** Wrapper -> the store it wraps. */
 const originals = new WeakMap<object, object>();
 
 /** Puts a recording wrapper in place of `transport._eventStore`, once; does nothing if there is no usable store. */
-export function ensureRecordingStore(transport: any, hooks: RecordingHooks): void {
+export function ensureRecordingStore(transport: StreamableHttpServerTransportLike, hooks: RecordingHooks): void {
   const store = transport._eventStore;
   if (!store || (typeof store !== 'object' && typeof store !== 'function') || originals.has(store)) return;
   if (typeof store.storeEvent !== 'function' || typeof store.replayEventsAfter !== 'function') return;
@@ -90,8 +92,12 @@ export function unwrapEventStore<T>(store: T): T {
   return (store && typeof store === 'object' && (originals.get(store) as T)) || store;
 }
 
-function createRecordingStore(original: any, transport: any, hooks: RecordingHooks): object {
-  const wrapper = Object.create(original);
+function createRecordingStore(
+  original: EventStoreLike,
+  transport: StreamableHttpServerTransportLike,
+  hooks: RecordingHooks,
+): EventStoreLike {
+  const wrapper: EventStoreLike = Object.create(original);
   originals.set(wrapper, original);
 
   /** Steps aside for good once forkwatch no longer instruments this transport: the field gets its store back. */
@@ -114,7 +120,7 @@ function createRecordingStore(original: any, transport: any, hooks: RecordingHoo
     record.storeFailed = true;
     record.storeError = error;
   };
-  const define = (name: string, fn: Fn) =>
+  const define = <Name extends keyof EventStoreLike>(name: Name, fn: NonNullable<EventStoreLike[Name]>) =>
     Object.defineProperty(wrapper, name, { value: fn, writable: true, configurable: true, enumerable: false });
 
   define('storeEvent', function storeEvent(...args: unknown[]) {
@@ -126,7 +132,7 @@ function createRecordingStore(original: any, transport: any, hooks: RecordingHoo
         hooks.onError('recording a stored event', error);
       }
     }
-    const result = (original.storeEvent as Fn).apply(original, args);
+    const result = (original.storeEvent as StoreMethod).apply(original, args);
     // Once per event: one reaction on the store's own promise (attached before the SDK's await, so it runs first).
     if (onStored) Promise.resolve(result).then(onStored, ignoreRejection);
     return result;
@@ -138,7 +144,7 @@ function createRecordingStore(original: any, transport: any, hooks: RecordingHoo
       if (record) record.lookupCalled = true;
       let result: unknown;
       try {
-        result = (original.getStreamIdForEventId as Fn).apply(original, args);
+        result = (original.getStreamIdForEventId as StoreMethod).apply(original, args);
       } catch (error) {
         failed(record)(error);
         throw error;
@@ -150,7 +156,8 @@ function createRecordingStore(original: any, transport: any, hooks: RecordingHoo
     });
   }
 
-  define('replayEventsAfter', function replayEventsAfter(lastEventId: unknown, options: any, ...rest: unknown[]) {
+  // `options` is the SDK's `{ send }` (EventStoreLike.replayEventsAfter).
+  define('replayEventsAfter', function replayEventsAfter(lastEventId: unknown, options, ...rest: unknown[]) {
     const record = live() ? recordOf() : undefined;
     let forwarded = options;
     if (record) {
@@ -168,7 +175,7 @@ function createRecordingStore(original: any, transport: any, hooks: RecordingHoo
     }
     let result: unknown;
     try {
-      result = (original.replayEventsAfter as Fn).call(original, lastEventId, forwarded, ...rest);
+      result = (original.replayEventsAfter as StoreMethod).call(original, lastEventId, forwarded, ...rest);
     } catch (error) {
       failed(record)(error);
       throw error;

@@ -27,6 +27,17 @@
  */
 import { type Context, type TextMapGetter, context, propagation, trace } from '@opentelemetry/api';
 import { isWrapped } from '@opentelemetry/instrumentation';
+import type {
+  HttpRequestLike,
+  NodeHeadersLike,
+  NodeRequestLike,
+  NodeServerResponseLike,
+  StreamableHttpServerTransportLike,
+  TransportSendOptionsLike,
+  WebHeadersLike,
+  WebRequestLike,
+  Wrap,
+} from '../internal-types';
 import type { ServerTransportLabel } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
 import { protocolHasResumability } from '../session-id';
@@ -51,17 +62,15 @@ export const WEB_STANDARD_SERVER_METHODS = [
 ] as const;
 export const NODE_SERVER_METHODS = WEB_STANDARD_SERVER_METHODS;
 
-type Fn = (...args: any[]) => any;
-type Wrap = (target: object, name: string, wrapper: (original: Fn) => Fn) => void;
-
 const TRANSPORT: ServerTransportLabel = 'streamable_http';
 /** Metric attributes, shared: nothing is allocated per event. */
 const TRANSPORT_ATTRS = { transport: TRANSPORT };
 
 /** How each flavour reads its request and its answer. */
 interface Flavor {
-  header(req: any, name: string): string | undefined;
-  getter: TextMapGetter<any>;
+  /** Each flavour reads its own request type (web Request, Node IncomingMessage); both take whatever the SDK got. */
+  header(req: HttpRequestLike | undefined, name: string): string | undefined;
+  getter: TextMapGetter<unknown>;
   /** HTTP status of the answer once handleGetRequest settled, if one was written. */
   status(result: unknown, args: unknown[]): number | undefined;
   /** Whether a writeSSEEvent call with this result put an event on the wire. */
@@ -69,17 +78,17 @@ interface Flavor {
   /** `send` looks up a request stream's connection before storing the event (up to 1.24), not after. */
   lookupBeforeStore: boolean;
   /** Calls `dropped` once if the client closes the GET's connection before the server ends the response. */
-  onClientDrop(req: any, args: unknown[], dropped: () => void): void;
+  onClientDrop(req: HttpRequestLike | undefined, args: unknown[], dropped: () => void): void;
 }
 
 const webFlavor: Flavor = {
-  header(req, name) {
+  header(req: WebRequestLike | undefined, name) {
     const value = req?.headers?.get?.(name);
     return typeof value === 'string' && value !== '' ? value : undefined;
   },
   getter: {
-    get: (carrier, key) => carrier?.get?.(key) ?? undefined,
-    keys: carrier => (typeof carrier?.keys === 'function' ? [...carrier.keys()] : []),
+    get: (carrier: WebHeadersLike | undefined, key) => carrier?.get?.(key) ?? undefined,
+    keys: (carrier: WebHeadersLike | undefined) => (typeof carrier?.keys === 'function' ? [...carrier.keys()] : []),
   },
   status(result) {
     const status = (result as { status?: unknown } | undefined)?.status;
@@ -90,7 +99,7 @@ const webFlavor: Flavor = {
   lookupBeforeStore: false,
   // The Node adapter (@hono/node-server) aborts the request's signal when the connection closes before the response
   // finished; Deno, Bun and workers abort it on a client disconnect as well.
-  onClientDrop(req, _args, dropped) {
+  onClientDrop(req: WebRequestLike | undefined, _args, dropped) {
     const signal = req?.signal;
     if (signal && !signal.aborted && typeof signal.addEventListener === 'function') {
       signal.addEventListener('abort', dropped, { once: true });
@@ -99,26 +108,27 @@ const webFlavor: Flavor = {
 };
 
 const nodeFlavor: Flavor = {
-  header(req, name) {
+  header(req: NodeRequestLike | undefined, name) {
     let value = req?.headers?.[name];
     if (Array.isArray(value)) value = value[value.length - 1];
     return typeof value === 'string' && value !== '' ? value : undefined;
   },
   getter: {
-    get: (carrier, key) => carrier?.[key],
-    keys: carrier => (carrier && typeof carrier === 'object' ? Object.keys(carrier) : []),
+    get: (carrier: NodeHeadersLike | undefined, key) => carrier?.[key],
+    keys: (carrier: NodeHeadersLike | undefined) =>
+      carrier && typeof carrier === 'object' ? Object.keys(carrier) : [],
   },
   status(_result, args) {
-    const res = args[1] as { headersSent?: unknown; statusCode?: unknown } | undefined;
+    const res = args[1] as NodeServerResponseLike | undefined;
     return res?.headersSent === true && typeof res.statusCode === 'number' ? res.statusCode : undefined;
   },
   // ServerResponse.write returns false for back-pressure, with the data queued: it was still sent.
   wrote: () => true,
   lookupBeforeStore: true,
   onClientDrop(_req, args, dropped) {
-    const res = args[1] as { once?: unknown; writableFinished?: unknown } | undefined;
+    const res = args[1] as NodeServerResponseLike | undefined;
     if (typeof res?.once !== 'function') return;
-    (res.once as (event: string, listener: () => void) => void).call(res, 'close', () => {
+    res.once('close', () => {
       if (res.writableFinished !== true) dropped();
     });
   },
@@ -127,23 +137,36 @@ const nodeFlavor: Flavor = {
 /** Latest MCP-Protocol-Version each transport instance received: from 2026-07-28 forkwatch stays silent. */
 const protocolVersions = new WeakMap<object, string>();
 
-export function patchWebStandardStreamableHttpServer(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void {
+export function patchWebStandardStreamableHttpServer(
+  proto: StreamableHttpServerTransportLike,
+  runtime: ForkwatchRuntime,
+  wrap: Wrap,
+): void {
   patchServer(proto, runtime, wrap, webFlavor);
 }
 
-export function patchNodeStreamableHttpServer(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void {
+export function patchNodeStreamableHttpServer(
+  proto: StreamableHttpServerTransportLike,
+  runtime: ForkwatchRuntime,
+  wrap: Wrap,
+): void {
   patchServer(proto, runtime, wrap, nodeFlavor);
 }
 
 /** From SDK 1.25, `StreamableHTTPServerTransport` only wraps the web-standard class, which is patched instead. */
-export function describeNodeServerWrapper(proto: any): string | undefined {
+export function describeNodeServerWrapper(proto: StreamableHttpServerTransportLike | undefined): string | undefined {
   if (typeof proto?.handleRequest === 'function' && typeof proto?.replayEvents !== 'function') {
     return 'a wrapper of WebStandardStreamableHTTPServerTransport (SDK >= 1.25), which is instrumented instead';
   }
   return undefined;
 }
 
-function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: Flavor): void {
+function patchServer(
+  proto: StreamableHttpServerTransportLike,
+  runtime: ForkwatchRuntime,
+  wrap: Wrap,
+  flavor: Flavor,
+): void {
   const guard = (what: string, fn: () => void) => {
     try {
       fn();
@@ -152,7 +175,8 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     }
   };
   const hooks: RecordingHooks = {
-    active: transport => runtime.enabled && isWrapped((transport as any).handleGetRequest),
+    active: transport =>
+      runtime.enabled && isWrapped((transport as StreamableHttpServerTransportLike).handleGetRequest),
     onStore: (transport, streamId, message) => {
       if (!protocolHasResumability(protocolVersions.get(transport))) return undefined;
       const priming = isPrimingMessage(message);
@@ -175,7 +199,7 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     onError: (what, error) => runtime.diag.error(`${what} failed`, error),
   };
   // Runs on every request and every send: no closure per call.
-  const prepare = (transport: any, req?: unknown) => {
+  const prepare = (transport: StreamableHttpServerTransportLike, req?: HttpRequestLike) => {
     try {
       if (req !== undefined) {
         const version = flavor.header(req, 'mcp-protocol-version');
@@ -191,11 +215,15 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     proto,
     'handleRequest',
     original =>
-      function handleRequest(this: any, req: unknown, ...rest: unknown[]) {
+      function handleRequest(
+        this: StreamableHttpServerTransportLike,
+        req: HttpRequestLike | undefined,
+        ...rest: unknown[]
+      ) {
         if (runtime.enabled) {
           prepare(this, req);
           // A GET is recorded by handleGetRequest: it may be a late resume, which is no proof that events were lost.
-          const isGet = (req as { method?: unknown } | undefined)?.method === 'GET';
+          const isGet = req?.method === 'GET';
           if (!isGet && protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.activity(this);
         }
         return original.call(this, req, ...rest);
@@ -206,7 +234,7 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     proto,
     'send',
     original =>
-      function send(this: any, ...args: unknown[]) {
+      function send(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
         if (runtime.enabled) {
           prepare(this);
           try {
@@ -224,7 +252,7 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     proto,
     'close',
     original =>
-      function close(this: any, ...args: unknown[]) {
+      function close(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
         const result = original.apply(this, args);
         // The SDK's close() tears its streams down synchronously; nothing can come back for pending events now.
         if (runtime.enabled) runtime.serverDelivery.closed(this);
@@ -236,7 +264,7 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     proto,
     'replayEvents',
     original =>
-      function replayEvents(this: any, ...args: unknown[]) {
+      function replayEvents(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
         if (runtime.enabled) prepare(this);
         return original.apply(this, args);
       },
@@ -246,7 +274,7 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     proto,
     'writeSSEEvent',
     original =>
-      function writeSSEEvent(this: any, ...args: unknown[]) {
+      function writeSSEEvent(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
         const result = original.apply(this, args);
         if (runtime.enabled) {
           try {
@@ -266,7 +294,11 @@ function patchServer(proto: any, runtime: ForkwatchRuntime, wrap: Wrap, flavor: 
     proto,
     'handleGetRequest',
     original =>
-      function handleGetRequest(this: any, req: unknown, ...rest: unknown[]) {
+      function handleGetRequest(
+        this: StreamableHttpServerTransportLike,
+        req: HttpRequestLike | undefined,
+        ...rest: unknown[]
+      ) {
         if (!runtime.enabled) return original.call(this, req, ...rest);
         prepare(this, req);
         let resume: ServerResume | undefined;
@@ -330,8 +362,8 @@ interface StandaloneConnection {
  * answer, or of a GET answered otherwise (409, 404, a request stream's resume), says nothing.
  */
 function watchStandaloneConnection(
-  transport: any,
-  req: unknown,
+  transport: StreamableHttpServerTransportLike,
+  req: HttpRequestLike | undefined,
   rest: unknown[],
   flavor: Flavor,
   runtime: ForkwatchRuntime,
@@ -351,9 +383,13 @@ function watchStandaloneConnection(
  * Without an event store, `send` writes an event at once or drops it (no connection for its stream): dropped events
  * go to the ledger (as `dropped` unless the client went away) and count as events the server produced.
  */
-function recordSendWithoutStore(transport: any, args: unknown[], runtime: ForkwatchRuntime): void {
+function recordSendWithoutStore(
+  transport: StreamableHttpServerTransportLike,
+  args: unknown[],
+  runtime: ForkwatchRuntime,
+): void {
   if (transport._eventStore || !protocolHasResumability(protocolVersions.get(transport))) return;
-  const target = sendTarget(transport, args[0], args[1]);
+  const target = sendTarget(transport, args[0], args[1] as TransportSendOptionsLike | undefined);
   if (!target) return;
   const open = streamIsOpen(transport, target.streamId);
   if (!open) runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
@@ -361,8 +397,8 @@ function recordSendWithoutStore(transport: any, args: unknown[], runtime: Forkwa
 }
 
 function beginResume(
-  transport: any,
-  req: unknown,
+  transport: StreamableHttpServerTransportLike,
+  req: HttpRequestLike | undefined,
   flavor: Flavor,
   runtime: ForkwatchRuntime,
 ): ServerResume | undefined {
@@ -387,7 +423,7 @@ function beginResume(
  * The server span joins the HTTP server span when an HTTP instrumentation made one; otherwise the trace context
  * the client sent on the resume GET (forkwatch's client patch injects it), so both sides share one trace.
  */
-function parentContext(req: any, flavor: Flavor): Context {
+function parentContext(req: HttpRequestLike | undefined, flavor: Flavor): Context {
   const active = context.active();
   if (trace.getSpan(active)) return active;
   const headers = req?.headers;

@@ -11,6 +11,7 @@
  * Only read, never written; any surprise in these private fields reads as "unknown" and records nothing.
  */
 import type { StoredEvent } from '../core/delivery-ledger';
+import type { StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../internal-types';
 
 /** The SDK's priming event (`storeEvent(streamId, {})`) carries no message: it is not an event to deliver. */
 export function isPrimingMessage(message: unknown): boolean {
@@ -20,18 +21,18 @@ export function isPrimingMessage(message: unknown): boolean {
   return true;
 }
 
-export function standaloneStreamId(transport: any): string {
+export function standaloneStreamId(transport: StreamableHttpServerTransportLike | undefined): string {
   const id = transport?._standaloneSseStreamId;
   return typeof id === 'string' ? id : '_GET_stream';
 }
 
 /** Whether the transport holds a connection for the stream right now. */
-export function streamIsOpen(transport: any, streamId: unknown): boolean {
+export function streamIsOpen(transport: StreamableHttpServerTransportLike | undefined, streamId: unknown): boolean {
   const mapping = transport?._streamMapping;
   return typeof mapping?.get === 'function' && mapping.get(streamId) !== undefined;
 }
 
-function isResponse(message: any): boolean {
+function isResponse(message: unknown): boolean {
   return (
     message !== null && typeof message === 'object' && ('result' in message || 'error' in message) && 'id' in message
   );
@@ -42,9 +43,9 @@ function isResponse(message: any): boolean {
  * response mode, a request id it does not know: it throws to the caller).
  */
 export function sendTarget(
-  transport: any,
+  transport: StreamableHttpServerTransportLike | undefined,
   message: unknown,
-  options: any,
+  options: TransportSendOptionsLike | undefined,
 ): { streamId: string; standalone: boolean } | undefined {
   let requestId = options?.relatedRequestId;
   if (isResponse(message)) requestId = (message as { id: unknown }).id;
@@ -67,7 +68,7 @@ export function storedEventOf(open: boolean, replayable: boolean, standalone: bo
 
 /** How a storeEvent call's event is delivered, decided the way the SDK decides it. */
 export function storedEvent(
-  transport: any,
+  transport: StreamableHttpServerTransportLike | undefined,
   streamId: string,
   openAtCall: boolean,
   lookupBeforeStore: boolean,
