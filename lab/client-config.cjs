@@ -12,6 +12,7 @@ function readConfig() {
     proxyUrl: config.proxyUrl,
     scenario: config.scenario ?? 'healthy',
     resumeTo: config.resumeTo ?? 'B',
+    listens: config.listens ?? true,
     verdictTimeoutMs: config.verdictTimeoutMs ?? 1500,
     keepTalkingAfterMs: config.keepTalkingAfterMs ?? 0,
     metricsPort: config.metricsPort,

@@ -14,7 +14,16 @@ async function waitFor(what, predicate, timeoutMs = 8000) {
   }
 }
 
-async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutMs, resumeTo, keepTalkingAfterMs }) {
+async function runScenario({
+  sdk,
+  telemetry,
+  proxyUrl,
+  scenario,
+  verdictTimeoutMs,
+  resumeTo,
+  keepTalkingAfterMs,
+  listens = true,
+}) {
   const { Client, StreamableHTTPClientTransport, LoggingMessageNotificationSchema } = sdk;
   const control = async (path, body) => {
     const res = await fetch(`${proxyUrl}/__lab/${path}`, {
@@ -52,9 +61,14 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
     (await proxyLog()).filter(e => e.kind === 'resume' && (!target || e.target === target));
 
   await client.connect(transport);
-  await waitFor('the standalone SSE stream', async () =>
-    (await proxyLog()).some(e => e.kind === 'get' && e.status === 200),
-  );
+  if (listens) {
+    await waitFor('the standalone SSE stream', async () =>
+      (await proxyLog()).some(e => e.kind === 'get' && e.status === 200),
+    );
+  } else {
+    // The SDK takes a 405 as "this server offers no GET stream" and never retries it.
+    await waitFor('the refused GET', async () => (await proxyLog()).some(e => e.kind === 'get' && e.status === 405));
+  }
 
   const steps = {
     async healthy() {
@@ -143,6 +157,11 @@ async function runScenario({ sdk, telemetry, proxyUrl, scenario, verdictTimeoutM
       await sleep(300);
       report.emittedTotal = 8;
       report.receivedTotal = received.length;
+    },
+    async 'no-get-stream'() {
+      // Notifications not tied to a request go to the standalone stream, which this client never opened.
+      await emit(3);
+      await sleep(300);
     },
     async rejected() {
       await emit(2);

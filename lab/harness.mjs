@@ -130,6 +130,16 @@ export const SCENARIOS = {
     story: 'round-robin POSTs with no resume: the GET stream sits on A, half the tool calls run on B',
     serverStory: "B: no_listener for every notification of the session's standalone stream",
   },
+  'no-get-stream': {
+    a: { store: { idFormat: 'integer' } },
+    b: null,
+    routes: { get: 'refuse' },
+    client: 'no-get-stream',
+    judgedByServers: true,
+    story:
+      'a gateway answers the GET stream 405, so the client never listens: every notification of the session is lost',
+    serverStory: 'A: no_listener for every notification of the standalone stream (the session never opened a GET here)',
+  },
   'sdk-store-same-process': {
     a: { store: 'sdk-example', keepAliveMs: 200 },
     b: null, // the proxy's route B is process A: the resume lands on the process that holds the log
@@ -247,7 +257,7 @@ export async function runLabScenario(name, options = {}) {
       servers.B = await startServer({ name: 'B', ...scenario.b, ...serverOverrides(options) }, serverOptions);
     proxy = await startProxy(
       { A: servers.A.url, B: (servers.B ?? servers.A).url },
-      { post: 'A', get: 'A', resume: 'A' },
+      { post: 'A', get: 'A', resume: 'A', ...scenario.routes },
     );
     const reportFile = join(work, 'report.json');
     const esm = options.moduleSystem === 'esm';
@@ -264,6 +274,7 @@ export async function runLabScenario(name, options = {}) {
         proxyUrl: proxy.url,
         scenario: options.client === 'ai-sdk' ? (scenario.aiSdkClient ?? scenario.client) : scenario.client,
         resumeTo: scenario.resumeTo ?? 'B',
+        listens: scenario.routes?.get !== 'refuse',
         verdictTimeoutMs: options.verdictTimeoutMs ?? 1500,
         // A live client goes on talking: its servers' overdue events count only on a request after the window.
         keepTalkingAfterMs: options.deliveryVerdicts

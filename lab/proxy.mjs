@@ -3,7 +3,8 @@
 //
 // Control API (JSON over HTTP on the same port):
 //   POST /__lab/routes {post, get, resume}  where each is 'A' or 'B' (resume = GET carrying Last-Event-ID), or a
-//                                           list of them, taken in turn (round robin)
+//                                           list of them, taken in turn (round robin), or 'refuse': the proxy
+//                                           answers 405 itself (a gateway that does not pass GET streams)
 //   POST /__lab/cut {kinds?: ['get'|'resume'|'post'], midFrame?: true, keepUpstream?: false, sessionId?}
 //   GET  /__lab/log  every proxied request: {seq, method, kind, target, lastEventId, status}
 import { request as httpRequest, createServer } from 'node:http';
@@ -57,6 +58,12 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
     log.push(entry);
     // A long-running lab keeps only the recent past.
     if (log.length > 5000) log.splice(0, log.length - 5000);
+    if (target === 'refuse') {
+      entry.status = 405;
+      req.resume();
+      res.writeHead(405, { allow: 'POST, DELETE' }).end();
+      return;
+    }
     const upstream = new URL(req.url, upstreams[target]);
     const upstreamReq = httpRequest(
       upstream,

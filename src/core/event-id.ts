@@ -56,7 +56,6 @@ export function displayEventId(id: string | undefined, maxLength = 256): string 
   if (id === undefined) return undefined;
   if (isOversizedKey(id)) return `<oversized id: ${id.slice(OVERSIZED_PREFIX.length)}>`;
   // Control characters (C0, DEL and C1, such as the 8-bit CSI U+009B) would corrupt log lines and span viewers.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
   const printable = id.replace(/[\u0000-\u001f\u007f-\u009f]/g, '\uFFFD');
   if (printable.length <= maxLength) return printable;
   // Never cut a surrogate pair in half: a lone surrogate is not valid UTF-8 on export.

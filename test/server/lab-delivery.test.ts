@@ -85,6 +85,13 @@ describe('delivery ledger in the fork lab (servers instrumented only)', () => {
     expect(lossEvents(r.servers.A!)).toBe(0);
   });
 
+  test('a client that never opens a GET stream (a gateway answers it 405): A counts no_listener for exactly the notifications lost', async () => {
+    const r = await runLab('no-get-stream', options);
+    expect(r.httpLog.filter(e => e.kind === 'get').map(e => e.status)).toEqual([405]);
+    expect(r.lost).toEqual([1, 2, 3]);
+    expect(reasons(r.servers.A!)).toEqual({ stream_moved: 0, no_listener: 3, dropped: 0, abandoned: 0 });
+  });
+
   test.each([
     ['live-fork-no-store', 'ignored'],
     ['live-fork-integer-ids', 'replayed'],
