@@ -4,9 +4,11 @@
 // rounds with a rotated order. Per round: the ratio of CPU per event (forkwatch / bare NodeSDK) and the difference
 // (forkwatch's cost per stored event). Then the ledger's memory per session with pending events.
 //
+// Then the sampling profiler's attribution in one NodeSDK + forkwatch process.
+//
 //   node scripts/build.mjs && node bench/server-delivery.mjs [--rounds 6] [--count 2000] [--sessions 10]
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { summarize } from './stats.mjs';
@@ -27,11 +29,11 @@ mkdirSync(snapshot, { recursive: true });
 cpSync(join(root, 'build', 'src'), join(snapshot, 'src'), { recursive: true });
 const forkwatchEntry = join(snapshot, 'src', 'index.js');
 
-function run(variant) {
+function run(variant, perProcess = sessions, nodeArgs = []) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [join(here, 'server-delivery-child.cjs'), variant, forkwatchEntry, count, sessions, warmup],
+      [...nodeArgs, join(here, 'server-delivery-child.cjs'), variant, forkwatchEntry, count, perProcess, warmup],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },
@@ -53,6 +55,24 @@ for (let round = 0; round < rounds; round++) {
     `round ${round + 1}/${rounds}: ${variants.map(v => `${v} ${results[v].toFixed(2)} µs/event`).join(', ')}\n`,
   );
 }
+
+// The sampling profiler's view of one NodeSDK + forkwatch process: CPU spent in forkwatch's own code and in the
+// metrics SDK it calls, per stored event. Less noisy than the ratios (GC pauses land anywhere), but it misses what
+// forkwatch makes others do (the GC of its allocations, one promise reaction per event).
+const profileDir = join(snapshot, 'profile');
+const profiled = await run('sdk+forkwatch', sessions, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+const profile = JSON.parse(readFileSync(join(profileDir, readdirSync(profileDir)[0]), 'utf8'));
+const selfUs = new Map();
+profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+let forkwatchUs = 0;
+let metricsSdkUs = 0;
+for (const node of profile.nodes) {
+  const url = node.callFrame.url;
+  const us = selfUs.get(node.id) ?? 0;
+  if (url.includes(snapshot)) forkwatchUs += us;
+  else if (/@opentelemetry[\\/](sdk-metrics|core)[\\/]/.test(url)) metricsSdkUs += us;
+}
+const profiledEvents = (sessions + warmup) * count * 2;
 const ratio = summarize(perRound.map(r => r['sdk+forkwatch'] / r.sdk));
 const cost = summarize(perRound.map(r => r['sdk+forkwatch'] - r.sdk));
 const base = summarize(perRound.map(r => r.sdk));
@@ -83,6 +103,10 @@ console.log(
 console.log(`  bare NodeSDK:                 ${fmt(base)} µs CPU per stored event`);
 console.log(`  forkwatch cost per event:     ${fmt(cost)} µs (target <= 1)`);
 console.log(`  overhead ratio vs NodeSDK:    ${fmt(ratio)} (target <= 1.02)`);
+console.log(`  sampling profiler, one NodeSDK + forkwatch process (${profiled.events} measured events + warm-up):`);
+console.log(
+  `    forkwatch's own code ${(forkwatchUs / profiledEvents).toFixed(2)} µs per stored event, the metrics SDK ${(metricsSdkUs / profiledEvents).toFixed(2)} µs (target <= 1 together)`,
+);
 console.log(
   `  ledger memory: ${Math.round(memory.bytesPerSession)} B per session with pending events (${memory.sessions} sessions, 2 streams each)`,
 );
