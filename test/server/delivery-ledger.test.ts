@@ -212,6 +212,90 @@ describe.each([
     expect(await counts()).toEqual({ ...none, stream_moved: 1 });
   });
 
+  /** A GET whose connection the test can drop, as the Node adapter (@hono/node-server) signals a premature close. */
+  function droppableGet(headers: Record<string, string> = {}): { request: Request; drop(): void } {
+    const connection = new AbortController();
+    const plain = getRequest(headers);
+    const request = new Request(plain, { signal: connection.signal });
+    return { request, drop: () => connection.abort(new Error('Client connection prematurely closed.')) };
+  }
+
+  test('in flight: events written just before the client dropped the connection count stream_moved when it resumes elsewhere', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    const get = droppableGet();
+    const stream = await transport.handleRequest(get.request);
+    for (let n = 1; n <= 3; n++) await transport.send(notification(n));
+    expect((await readFrames(stream.body, { count: 3 })).length).toBe(3); // written to the wire
+    get.drop(); // the proxy died with the bytes: the client resumes on another replica
+    expect(delivery().ledger.pendingEvents(transport)).toBe(3);
+    await transport.handleRequest(ping());
+    await talkAfterWindow(transport);
+    expect(await counts()).toEqual({ ...none, stream_moved: 3 });
+  });
+
+  test('in flight: a resume here settles them, even when it replays nothing (the client had them all)', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    const get = droppableGet();
+    const stream = await transport.handleRequest(get.request);
+    for (let n = 1; n <= 3; n++) await transport.send(notification(n));
+    await readFrames(stream.body, { count: 3 });
+    get.drop();
+    expect(delivery().ledger.pendingEvents(transport)).toBe(3);
+    const resumed = await transport.handleRequest(getRequest({ 'last-event-id': '3' }));
+    expect(resumed.status).toBe(200);
+    await fw.settle();
+    expect(delivery().ledger.pendingEvents(transport)).toBe(0);
+    await transport.handleRequest(ping());
+    await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
+    await transport.handleRequest(ping());
+    expect(await counts()).toEqual(none);
+  });
+
+  test('in flight: a drop after a quiet stretch, a 409 duplicate GET, and a crash count nothing', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    const get = droppableGet();
+    const stream = await transport.handleRequest(get.request);
+    await transport.send(notification(1)); // written live (queued on the open stream)
+    const duplicate = droppableGet();
+    expect((await transport.handleRequest(duplicate.request)).status).toBe(409); // the stream is connected
+    duplicate.drop(); // its answer was never a stream
+    await new Promise(resolve => setTimeout(resolve, delivery().ledger.options.inflightMs + 50));
+    // Idle for longer than anything stays in flight, then the connection drops (the adapter cancels the body and
+    // aborts the request's signal).
+    await stream.body!.cancel();
+    get.drop();
+    expect(delivery().ledger.pendingEvents(transport)).toBe(0);
+    await transport.send(notification(2)); // then the client crashed: no request ever again
+    await transport.close();
+    expect(await counts()).toEqual({ ...none, abandoned: 1 });
+  });
+
+  test('a slow reconnect within the window and a resume after it, with no request between: nothing counted', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    const first = await transport.handleRequest(getRequest({}));
+    await transport.send(notification(1));
+    await readFrames(first.body, { count: 1 }); // then the connection drops
+    await transport.send(notification(2));
+    await transport.handleRequest(ping()); // the window starts
+    await new Promise(resolve => setTimeout(resolve, WINDOW_MS / 2));
+    const slow = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
+    expect((await readFrames(slow.body, { count: 1 })).map(f => f.id)).toEqual(['2']);
+    await fw.settle();
+    await transport.send(notification(3)); // dropped again
+    const sweeps = delivery().sweeps;
+    await waitUntil(() => delivery().sweeps >= sweeps + 3, { intervalMs: 20, what: 'sweeps past the window' });
+    const late = await transport.handleRequest(getRequest({ 'last-event-id': '2' })); // the first sign of life
+    expect((await readFrames(late.body, { count: 1 })).map(f => f.id)).toEqual(['3']);
+    await fw.settle();
+    await transport.handleRequest(ping());
+    expect(delivery().ledger.sessionsWithPending).toBe(0);
+    expect(await counts()).toEqual(none);
+  });
+
   test('events written live count nothing, and nothing is pending', async () => {
     fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
     const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
