@@ -87,9 +87,12 @@ async function connectThroughProxy(upstream: string) {
   const transport = new sseClient.SSEClientTransport(new URL(`${proxy.url}/sse`));
   const client = new Client({ name: 'legacy-app', version: '1.0.0' });
   client.onerror = () => {};
+  // What the app received: an event the app got was seen (and its id held) by forkwatch first.
+  const notifications: unknown[] = [];
+  client.fallbackNotificationHandler = async notification => void notifications.push(notification);
   await client.connect(transport);
   closers.push(() => client.close());
-  return { proxy, client };
+  return { proxy, client, notifications };
 }
 
 test('an EventSource reconnect lands in a new server session: forked, stream_changed', async () => {
@@ -106,8 +109,8 @@ test('an EventSource reconnect lands in a new server session: forked, stream_cha
 
 test('a held event id is dropped by the SDK on reconnect: forked, cursor_dropped', async () => {
   const upstream = await startLegacyServer(res => res.write(`id: 41\ndata: ${notification(1)}\n\n`));
-  const { proxy } = await connectThroughProxy(upstream);
-  await sleep(100);
+  const { proxy, notifications } = await connectThroughProxy(upstream);
+  await waitFor('the event with id 41', () => notifications.length >= 1);
   await fetch(`${proxy.url}/__lab/cut`, { method: 'POST', body: JSON.stringify({ midFrame: false }) });
   await waitFor('the reconnect GET', () => proxy.log.filter((e: any) => e.method === 'GET').length >= 2);
   await waitFor('the verdict', () => spans.getFinishedSpans().length >= 1);

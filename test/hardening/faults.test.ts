@@ -6,7 +6,7 @@
  */
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS, SPAN } from '../../src/names';
 import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
 // @ts-expect-error: plain ESM module without types
@@ -19,7 +19,6 @@ import {
   connectApp,
   diagnostics,
   setupForkwatch,
-  sleep,
   startLabServer,
   waitFor,
 } from './support';
@@ -218,7 +217,8 @@ describe('connections cut in the middle of a frame', () => {
 async function startStormServer(getsPerSession: number, cycle: 'healthy' | 'empty-streams') {
   let counter = 0;
   const sessions = new Map<string, { gets: number; done: () => void; finished: Promise<void> }>();
-  const stats = { resumeGets: 0 };
+  /** GETs of known sessions (every one after a session's first is a resume attempt of its client), and resumes. */
+  const stats = { gets: 0, resumeGets: 0 };
   const open = new Set<ServerResponse>();
   const framesAfter = (cursor: number, count: number) => {
     let text = '';
@@ -261,6 +261,7 @@ async function startStormServer(getsPerSession: number, cycle: 'healthy' | 'empt
       return;
     }
     const gets = ++session.gets;
+    stats.gets++;
     const lastEventId = req.headers['last-event-id'];
     if (lastEventId !== undefined) stats.resumeGets++;
     const cursor = lastEventId === undefined ? 0 : Number(lastEventId);
@@ -327,7 +328,8 @@ describe('retry storms', () => {
       ),
     );
     await storm.finishedAll();
-    await sleep(50);
+    // Every resume GET's attempt concludes on the client (the last, a 405, after the server answered it).
+    await fw.waitForSpans(SPAN.clientResume, storm.stats.resumeGets, 60_000);
     const outcomes = clientOutcomes(fw);
     noFork(outcomes);
     // One concluded attempt per resume GET (the 31st GET of each session is a 405: rejected).
@@ -356,8 +358,11 @@ describe('retry storms', () => {
       ),
     );
     await storm.finishedAll();
-    await sleep(50);
+    // Every GET after a session's first is an attempt (a resume, or a reconnect that dropped its cursor): all of them
+    // conclude on the client, the last (a 405) after the server answered it.
+    await fw.waitForSpans(SPAN.clientResume, storm.stats.gets - apps.length, 60_000);
     const outcomes = clientOutcomes(fw);
+    expect(outcomes).toHaveLength(storm.stats.gets - apps.length);
     // Each empty stream is inconclusive; the reconnect after it drops the cursor: forked, cursor_dropped. The server
     // then starts its log again, and the next resume's first id was consumed long ago: forked, id_reused.
     const empty = outcomes.filter(o => o === 'inconclusive:stream_ended').length;
