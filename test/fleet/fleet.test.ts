@@ -69,6 +69,13 @@ describe('fleet lab, CI size', () => {
     // is not what catches this policy (docs/fleet.md).
     expect(score.recall.server).toBeGreaterThanOrEqual(0.5);
     expect(score.recall.either).toBeGreaterThanOrEqual(0.7);
-    expect(raised(score, 'ForkwatchServerUnknownCursors')).toBe(true);
+    expect(score.serverOutcomes.unknown_cursor ?? 0).toBeGreaterThan(0);
+    // ForkwatchServerUnknownCursors needs more than 5 % of an instance's resumes unknown. How many resumes land on a
+    // restarted replica's successor varies from run to run (CI-size runs: 8-13 %, and once 7 of 168, 4 %), so the
+    // alert must be raised whenever the whole fleet is clearly past that share (then some instance is too).
+    const resumesServed = Object.values(score.serverOutcomes).reduce((a, b) => a + b, 0);
+    if ((score.serverOutcomes.unknown_cursor ?? 0) / resumesServed > 0.06) {
+      expect(raised(score, 'ForkwatchServerUnknownCursors')).toBe(true);
+    }
   }, 600_000);
 });
