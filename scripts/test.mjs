@@ -1,9 +1,9 @@
 // The test command of the README: provision what the tests need (scripts/provision.mjs), build, run the vitest
-// suites, check and unit-test the Prometheus rules with promtool, then print one closing line
-// `tests: N passed, M failed`. A skipped or todo test counts as failed: the suite has none on purpose.
+// suites, type-check src/ and the tests, check and unit-test the Prometheus rules with promtool, then print one
+// closing line `tests: N passed, M failed`. A skipped or todo test counts as failed: the suite has none on purpose.
 //
 // `npm test -- <vitest arguments>` (e.g. a file filter) runs only the vitest files they select, and says so: the
-// promtool steps run with the whole suite only.
+// type-check, Biome and promtool steps run with the whole suite only.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -80,6 +80,19 @@ if (existsSync(report)) {
   console.error('test: vitest wrote no report');
 }
 if (vitest.status !== 0 && failed === 0) failed++;
+
+// The type-check of src/ and of the tests (`npm run typecheck`), with the whole suite only: vitest strips types
+// without checking them, so only this keeps the tests' types honest in CI.
+if (args.length === 0) {
+  const tsc = 'node_modules/typescript/bin/tsc';
+  const checks = [
+    ['-p', 'tsconfig.json', '--noEmit'],
+    ['-p', 'test/tsconfig.json'],
+  ];
+  const typecheck = checks.every(check => run(process.execPath, [tsc, ...check]).status === 0);
+  if (!typecheck) console.error('test: the type-check failed: `npm run typecheck` shows where');
+  typecheck ? passed++ : failed++;
+}
 
 // Biome: one linter and formatter for the whole tree (biome.json), with the whole suite only.
 if (args.length === 0) {

@@ -1,6 +1,8 @@
 /**
  * The delivery ledger of this process's server transports (src/core/delivery-ledger.ts), with its clock: one
- * unref'd timer that exists only while some session holds pending events, and the counter it reports to.
+ * unref'd timer that exists only while some session holds pending events, and the counter it reports to. The timer
+ * comes from `node:timers`, not the global `setTimeout`: a host that fakes timers (test suites counting them with
+ * vi.getTimerCount()) neither sees nor discards it, and it is cleared as soon as nothing is pending.
  *
  * Only the server session observer (session-observer.ts) tells it, per transport instance (one session), what the
  * transport did: each event stored (or written without a store) and whether its stream had an open connection here,
@@ -15,6 +17,7 @@ import {
   type UndeliveredReason,
   probeDeliveryLedger,
 } from '../core/delivery-ledger';
+import { clearTimeout, setTimeout } from 'node:timers';
 import type { ServerTransportLabel, ServerUndeliveredReason } from '../names';
 
 export interface ServerDeliveryHost {
@@ -51,6 +54,7 @@ export class ServerDelivery {
     try {
       this.ledger.stored(session, streamId, event, this.host.now());
       if (!event.open) this.schedule();
+      else this.stopWhenSettled();
     } catch (error) {
       this.host.onError('recording a stored event', error);
     }
@@ -59,10 +63,12 @@ export class ServerDelivery {
   /** A request of the session other than a GET. */
   requestReceived(session: object): void {
     this.guard('recording session activity', () => this.ledger.activity(session, this.host.now()));
+    this.stopWhenSettled();
   }
 
   getReceived(session: object): void {
     this.guard('recording a GET', () => this.ledger.listenerOpened(session, this.host.now()));
+    this.stopWhenSettled();
   }
 
   /** The client dropped the connection of the session's standalone stream (see the ledger's in-flight rule). */
@@ -77,10 +83,12 @@ export class ServerDelivery {
 
   replaySent(session: object, streamId: string, events: number): void {
     this.guard('recording a replay', () => this.ledger.replayed(session, streamId, events));
+    this.stopWhenSettled();
   }
 
   sessionClosed(session: object): void {
     this.guard('recording a closed session', () => this.ledger.closed(session, this.host.now()));
+    this.stopWhenSettled();
   }
 
   /** Judges what is due now (the timer does this on its own). */
@@ -96,6 +104,13 @@ export class ServerDelivery {
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
     this.ledger.clear();
+  }
+
+  /** Nothing pending any more: no timer is left armed. Cheap enough for every event (one field read). */
+  private stopWhenSettled(): void {
+    if (this.timer === undefined || this.ledger.hasPending) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
   }
 
   private schedule(): void {

@@ -6,18 +6,17 @@ import { createParser } from 'eventsource-parser';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { eventIdKey } from '../../src/core';
+import {
+  concat,
+  encoder,
+  ended,
+  hasParserBomQuirk,
+  lineEnd,
+  sseText,
+  streamPrefix,
+  utf8,
+} from '../support/sse-arbitraries';
 import { byteByByte, observeChunks, splitAt } from './sse-helpers';
-
-const encoder = new TextEncoder();
-const concat = (parts: Uint8Array[]) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
-  return out;
-};
 
 /** What eventsource-parser reports for the chunks, decoded with a streaming TextDecoder as the SDK does. */
 function parseWithReference(chunks: Uint8Array[]): { ids: (string | undefined)[]; comments: number } {
@@ -38,28 +37,7 @@ function parseWithReference(chunks: Uint8Array[]): { ids: (string | undefined)[]
 const terminate = (bytes: Uint8Array) => concat([bytes, Uint8Array.of(10)]);
 
 // Characters that matter to SSE, plus ASCII and the whole Unicode range.
-const special = fc.constantFrom(
-  '\u0000',
-  '\uFEFF',
-  ':',
-  ' ',
-  '  ',
-  '\r',
-  '\n',
-  'id',
-  'data',
-  'é',
-  '💥',
-  '\u2028',
-  '\u0085',
-);
-const unit = fc.oneof(
-  { arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 }), weight: 4 },
-  { arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), weight: 2 },
-  { arbitrary: special, weight: 1 },
-);
-const text = (maxLength: number) => fc.string({ unit, maxLength });
-const utf8 = (arb: fc.Arbitrary<string>) => arb.map(s => encoder.encode(s));
+const text = sseText({ specials: ['  '], binaryWeight: 2 });
 
 const line: fc.Arbitrary<Uint8Array> = fc.oneof(
   { arbitrary: fc.constant(new Uint8Array(0)), weight: 4 }, // blank line: ends a frame
@@ -76,14 +54,7 @@ const line: fc.Arbitrary<Uint8Array> = fc.oneof(
   { arbitrary: utf8(text(20)), weight: 2 }, // garbage text
   { arbitrary: fc.uint8Array({ maxLength: 12 }), weight: 1 }, // raw bytes, invalid UTF-8 included
 );
-const lineEnd = fc.constantFrom('\n', '\r', '\r\n').map(e => encoder.encode(e));
-/** Mostly ended lines; an unended one runs into the next line. */
-const ended = fc.oneof({ arbitrary: fc.constant(true), weight: 9 }, { arbitrary: fc.constant(false), weight: 1 });
-const prefix = fc.oneof(
-  { arbitrary: fc.constant(new Uint8Array(0)), weight: 6 },
-  { arbitrary: fc.constant(Uint8Array.of(0xef, 0xbb, 0xbf)), weight: 2 }, // BOM
-  { arbitrary: fc.constantFrom(Uint8Array.of(0xef), Uint8Array.of(0xef, 0xbb)), weight: 1 }, // partial BOM
-);
+const prefix = streamPrefix({ bomWeight: 2, partialBom: true });
 
 const stream = fc
   .tuple(prefix, fc.array(fc.tuple(line, lineEnd, ended), { minLength: 1, maxLength: 60, size: 'large' }))
@@ -93,12 +64,6 @@ const stream = fc
     return terminate(body);
   });
 const cuts = fc.array(fc.nat({ max: 4000 }), { maxLength: 24 });
-
-/**
- * eventsource-parser strips a BOM by comparing the first chunk's code units with EF BB BF, so a stream whose text
- * starts with "ï»¿" loses those three characters there (a quirk; the BOM itself is removed by TextDecoder).
- */
-const hasParserBomQuirk = (bytes: Uint8Array) => new TextDecoder().decode(bytes).startsWith('\u00EF\u00BB\u00BF');
 
 describe('SseFrameObserver agrees with eventsource-parser', () => {
   test('frame ids and comments for random byte streams and chunkings (1000 cases)', () => {

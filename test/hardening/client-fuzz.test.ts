@@ -8,6 +8,16 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { eventIdKey } from '../../src/core';
 import {
+  concat,
+  encoder,
+  ended,
+  hasParserBomQuirk,
+  lineEnd,
+  sseText,
+  streamPrefix,
+  utf8,
+} from '../support/sse-arbitraries';
+import {
   type Forkwatch,
   type ReplayCase,
   type ReplayServer,
@@ -20,43 +30,12 @@ import {
 } from './support';
 
 const SESSION = 'fuzz-session';
-const encoder = new TextEncoder();
 
 // --- generators: SSE as servers write it, and as they break it ---
 
-const concat = (parts: Uint8Array[]) => {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const p of parts) {
-    out.set(p, offset);
-    offset += p.length;
-  }
-  return out;
-};
 const notification = (n: number) =>
   JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: { n } } });
-const special = fc.constantFrom(
-  '\u0000',
-  '\uFEFF',
-  ':',
-  ' ',
-  '\r',
-  '\n',
-  'id',
-  'data',
-  'é',
-  '💥',
-  '\u2028',
-  '\u0085',
-  '\u001b[31m',
-  '\u009b',
-);
-const unit = fc.oneof(
-  { arbitrary: fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 1 }), weight: 4 },
-  { arbitrary: fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }), weight: 1 },
-  { arbitrary: special, weight: 1 },
-);
-const text = (maxLength: number) => fc.string({ unit, maxLength });
+const text = sseText({ specials: ['\u001b[31m', '\u009b'], binaryWeight: 1 });
 const realisticId = fc.oneof(
   fc.nat({ max: 10_000 }).map(String),
   fc
@@ -66,7 +45,6 @@ const realisticId = fc.oneof(
     .tuple(fc.stringMatching(/^[a-z0-9-]{1,12}$/), fc.nat({ max: 0xffff }))
     .map(([s, n]) => `${s}:${n.toString(16).padStart(16, '0')}`),
 );
-const utf8 = (arb: fc.Arbitrary<string>) => arb.map(s => encoder.encode(s));
 const line: fc.Arbitrary<Uint8Array> = fc.oneof(
   { arbitrary: fc.constant(new Uint8Array(0)), weight: 5 },
   { arbitrary: utf8(fc.tuple(fc.constantFrom('id: ', 'id:'), realisticId).map(([f, v]) => f + v)), weight: 4 },
@@ -92,12 +70,7 @@ const line: fc.Arbitrary<Uint8Array> = fc.oneof(
   { arbitrary: utf8(text(20)), weight: 1 },
   { arbitrary: fc.uint8Array({ maxLength: 12 }), weight: 1 },
 );
-const lineEnd = fc.constantFrom('\n', '\r', '\r\n').map(e => encoder.encode(e));
-const ended = fc.oneof({ arbitrary: fc.constant(true), weight: 9 }, { arbitrary: fc.constant(false), weight: 1 });
-const prefix = fc.oneof(
-  { arbitrary: fc.constant(new Uint8Array(0)), weight: 6 },
-  { arbitrary: fc.constant(Uint8Array.of(0xef, 0xbb, 0xbf)), weight: 1 },
-);
+const prefix = streamPrefix({ bomWeight: 1, partialBom: false });
 /** After the random bytes: a blank line, then a known frame, so the test knows when the app has seen everything. */
 const SENTINEL = encoder.encode(SENTINEL_FRAME);
 /** A well-formed frame as the SDK server writes it, with any line ending. */
@@ -128,8 +101,7 @@ const fuzzCase: fc.Arbitrary<ReplayCase> = fc.tuple(body, fc.array(fc.nat(), { m
 });
 
 /** eventsource-parser drops a leading "ï»¿" from the first chunk's text (see the differential test): not comparable. */
-const hasParserBomQuirk = (c: ReplayCase) =>
-  new TextDecoder().decode(concat(c.chunks)).startsWith('\u00EF\u00BB\u00BF');
+const hasCaseBomQuirk = (c: ReplayCase) => hasParserBomQuirk(concat(c.chunks));
 
 let server: ReplayServer;
 let fw: Forkwatch;
@@ -149,7 +121,7 @@ describe('random SSE through the real SDK client, with and without forkwatch', (
     let withCursor = 0;
     await fc.assert(
       fc.asyncProperty(fuzzCase, async c => {
-        fc.pre(!hasParserBomQuirk(c));
+        fc.pre(!hasCaseBomQuirk(c));
         const before = diagnostics.length;
         const { bare, patched } = await playBothWays(server, fw, c);
         expect(patched).toEqual(bare);
