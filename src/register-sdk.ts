@@ -6,6 +6,7 @@
  * The OTLP and Zipkin exporters are optional peer dependencies: they are loaded only when a variable asks for them,
  * and one missing gives one stderr line naming the package to install; every other signal is set up regardless.
  */
+import { positive } from './core/numbers';
 import { context, diag, propagation, trace, type TextMapPropagator } from '@opentelemetry/api';
 import type { Resource } from '@opentelemetry/resources';
 import type { IMetricReader, MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
@@ -80,8 +81,8 @@ function envList(name: string): string[] | undefined {
 function envPositive(name: string): number | undefined {
   const raw = envString(name);
   if (raw === undefined) return undefined;
-  const value = Number(raw);
-  if (Number.isFinite(value) && value > 0) return value;
+  const value = positive(Number(raw));
+  if (value !== undefined) return value;
   diag.warn(`${name} (${raw}) is invalid, expected number greater than 0, using default.`);
   return undefined;
 }

@@ -16,6 +16,8 @@ export interface ResolvedSettings {
   captureEventIds: boolean;
   captureRawSessionId: boolean;
   propagateContext: boolean;
+  /** The delivery ledger's window (deliveryWindowMs). */
+  deliveryWindowMs: number;
 }
 
 export interface ForkwatchRuntime {

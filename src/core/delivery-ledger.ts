@@ -25,6 +25,7 @@
  */
 
 import { type DeliveryTrigger, type UndeliveredReason, judgePendingStream } from './delivery-rules';
+import { atLeast, positiveWhole } from './numbers';
 
 export type { UndeliveredReason } from './delivery-rules';
 
@@ -106,11 +107,11 @@ export class DeliveryLedger<K extends object> {
   ) {
     const d = DEFAULT_DELIVERY_LEDGER_OPTIONS;
     this.options = {
-      windowMs: nonNegative(options.windowMs, d.windowMs),
-      maxSessions: positiveInt(options.maxSessions, d.maxSessions),
-      maxIdleMs: positiveInt(options.maxIdleMs, d.maxIdleMs),
-      maxPendingStreams: positiveInt(options.maxPendingStreams, d.maxPendingStreams),
-      inflightMs: nonNegative(options.inflightMs, d.inflightMs),
+      windowMs: atLeast(options.windowMs, 0) ?? d.windowMs,
+      maxSessions: positiveWhole(options.maxSessions) ?? d.maxSessions,
+      maxIdleMs: positiveWhole(options.maxIdleMs) ?? d.maxIdleMs,
+      maxPendingStreams: positiveWhole(options.maxPendingStreams) ?? d.maxPendingStreams,
+      inflightMs: atLeast(options.inflightMs, 0) ?? d.inflightMs,
     };
   }
 
@@ -307,14 +308,6 @@ export class DeliveryLedger<K extends object> {
 /** What a stream's pending events would count as now (see judge). */
 function pendingCount(stream: PendingStream): number {
   return stream.count > 0 ? stream.count : stream.inflight;
-}
-
-function positiveInt(value: number | undefined, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 1 ? Math.floor(value) : fallback;
-}
-
-function nonNegative(value: number | undefined, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : fallback;
 }
 
 /** Read-only views of a ledger for tests and the lab; forkwatch itself never reads them. */

@@ -5,6 +5,7 @@
  * `maxIdleMs` are dropped, and each session remembers only its last `recentIds` ids (a fixed ring of hashes).
  * Per frame the work is one hash and a bounded ring scan, with no allocation.
  */
+import { positiveWhole } from './numbers';
 import { hashEventId } from './event-id';
 
 export interface LedgerLimits {
@@ -79,9 +80,9 @@ export class SessionLedger {
 
   constructor(limits: Partial<LedgerLimits> = {}) {
     this.limits = {
-      maxSessions: positiveInt(limits.maxSessions, DEFAULT_LEDGER_LIMITS.maxSessions),
-      maxIdleMs: positiveInt(limits.maxIdleMs, DEFAULT_LEDGER_LIMITS.maxIdleMs),
-      recentIds: positiveInt(limits.recentIds, DEFAULT_LEDGER_LIMITS.recentIds),
+      maxSessions: positiveWhole(limits.maxSessions) ?? DEFAULT_LEDGER_LIMITS.maxSessions,
+      maxIdleMs: positiveWhole(limits.maxIdleMs) ?? DEFAULT_LEDGER_LIMITS.maxIdleMs,
+      recentIds: positiveWhole(limits.recentIds) ?? DEFAULT_LEDGER_LIMITS.recentIds,
     };
   }
 
@@ -140,8 +141,4 @@ export class SessionLedger {
       }
     }
   }
-}
-
-function positiveInt(value: number | undefined, fallback: number): number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 1 ? Math.floor(value) : fallback;
 }

@@ -7,6 +7,7 @@
  * data lines are skipped with a native byte search, so memory stays bounded whatever the server sends.
  */
 
+import { atLeast } from './numbers';
 import { MAX_EVENT_ID_BYTES, oversizedIdKey } from './event-id';
 
 const LF = 10;
@@ -77,8 +78,8 @@ export class SseFrameObserver {
   ) {
     const max = options.maxIdBytes;
     // NaN would keep no id bytes at all (every id would read as ''), Infinity would keep ids unbounded.
-    this.maxIdBytes =
-      typeof max === 'number' && Number.isFinite(max) && max >= 0 ? Math.floor(max) : MAX_EVENT_ID_BYTES;
+    const bytes = atLeast(max, 0);
+    this.maxIdBytes = bytes === undefined ? MAX_EVENT_ID_BYTES : Math.floor(bytes);
   }
 
   /** Feeds a chunk of the response body. Never throws on malformed input. */

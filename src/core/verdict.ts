@@ -4,6 +4,7 @@
  * A resume is only lossless when the first event after it continues the session's own log right after the
  * cursor. "HTTP 200" proves nothing; the id of the first frame does. Pure: no I/O, no clocks.
  */
+import { isFiniteNumber } from './numbers';
 import { type DecodedEventId, type EventIdCodec, detectCodec, safeDecode } from './codecs';
 
 /** Why a resumed stream counts as forked. */
@@ -102,8 +103,4 @@ function compareDecoded(before: DecodedEventId, after: DecodedEventId, codec: st
     ...(clockRegressed ? { clockRegressed } : {}),
     codec,
   };
-}
-
-function isFiniteNumber(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value);
 }

@@ -1,0 +1,111 @@
+/**
+ * Patches the transport classes of a module forkwatch found (module-discovery.ts) or was handed
+ * (manuallyInstrument): checks the version, that each class has every method, and that nobody patched it yet; and
+ * unpatches them again. Returns nothing and never throws: a class it cannot patch gets a diagnostic.
+ */
+import type { DiagLogger } from '@opentelemetry/api';
+import { isWrapped } from '@opentelemetry/instrumentation';
+import type { ClassLike, ModuleExportsLike, PrototypeLike, Wrap } from './internal-types';
+import type { ModuleMatch } from './module-discovery';
+import type { ForkwatchRuntime } from './runtime';
+import { type PatchTarget, versionSatisfies } from './targets';
+
+export type Unwrap = (target: object, name: string) => void;
+
+export class ModulePatcher {
+  private readonly patched = new Map<PrototypeLike, PatchTarget>();
+  private readonly warned = new Set<string>();
+
+  constructor(
+    private readonly runtime: ForkwatchRuntime,
+    private readonly wrap: Wrap,
+    private readonly unwrap: Unwrap,
+  ) {}
+
+  private get diag(): DiagLogger {
+    return this.runtime.diag;
+  }
+
+  patch({ exports, targets, packageName, version, supported, fileVersions }: ModuleMatch): void {
+    if (!this.runtime.enabled || !exports) return;
+    if (supported && version !== undefined && !versionSatisfies(version, supported)) {
+      this.warnOnce(
+        `${packageName}@${version}`,
+        `${packageName}@${version} is outside the supported range ${supported}: not instrumented`,
+      );
+      return;
+    }
+    if (fileVersions && version !== undefined && !versionSatisfies(version, fileVersions)) {
+      // A file whose classes moved elsewhere in this version (e.g. the 1.x Node server transport from 1.25 on).
+      this.diag.debug(
+        `${packageName}@${version}: ${targets.map(t => t.exportName).join(', ')} left alone here (${fileVersions})`,
+      );
+      return;
+    }
+    for (const target of targets) this.patchClass(exports, target, packageName, version);
+  }
+
+  private patchClass(exports: unknown, target: PatchTarget, packageName: string, version: string | undefined): void {
+    const label = `${packageName}@${version ?? '?'}`;
+    const cls = safeGet(exports, target.exportName);
+    if (typeof cls !== 'function') return;
+    // A class's prototype; a plain function export without one fails the method check below.
+    const proto: PrototypeLike = cls.prototype;
+    const skipped = safeSkip(target, proto);
+    if (skipped) {
+      this.diag.debug(`${label} ${target.exportName} left alone: ${skipped}`);
+      return;
+    }
+    const missing = target.methods.filter(m => typeof proto?.[m] !== 'function');
+    if (missing.length > 0) {
+      this.warnOnce(
+        `${packageName}@${version}:${target.exportName}`,
+        `${label} ${target.exportName} lacks ${missing.join(', ')}: not instrumented`,
+      );
+      return;
+    }
+    // ESM and CommonJS hooks can both match one file, and two instrumentations can share a class.
+    if (target.methods.some(m => isWrapped(proto[m]))) return;
+    target.patch(proto, this.runtime, this.wrap);
+    this.patched.set(proto, target);
+    this.diag.debug(`patched ${target.exportName} of ${label}`);
+  }
+
+  unpatch(exports: unknown, targets: readonly PatchTarget[]): void {
+    for (const target of targets) {
+      const proto = (safeGet(exports, target.exportName) as ClassLike | null | undefined)?.prototype;
+      if (proto) this.unpatchPrototype(proto, target);
+    }
+  }
+
+  unpatchAll(): void {
+    for (const [proto, target] of [...this.patched]) this.unpatchPrototype(proto, target);
+  }
+
+  private unpatchPrototype(proto: PrototypeLike, target: PatchTarget): void {
+    for (const m of target.methods) if (isWrapped(proto[m])) this.unwrap(proto, m);
+    this.patched.delete(proto);
+  }
+
+  private warnOnce(key: string, message: string): void {
+    if (this.warned.has(key)) return;
+    this.warned.add(key);
+    this.diag.warn(message);
+  }
+}
+
+function safeGet(moduleExports: unknown, name: string): unknown {
+  try {
+    return (moduleExports as ModuleExportsLike | null | undefined)?.[name];
+  } catch {
+    return undefined;
+  }
+}
+
+function safeSkip(target: PatchTarget, proto: PrototypeLike | undefined): string | undefined {
+  try {
+    return target.skip?.(proto);
+  } catch {
+    return undefined;
+  }
+}

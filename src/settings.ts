@@ -1,0 +1,44 @@
+/**
+ * The instrumentation's settings, resolved from its config by one pure function: every value checked by the one
+ * number guard (core/numbers.ts), a fallback for each bad one, and a warning that says so. The instrumentation logs
+ * the warnings; nothing here reads the environment (env-config.ts turns FORKWATCH_* variables into a config).
+ */
+import { resolveCodec } from './core/codecs';
+import { DEFAULT_DELIVERY_WINDOW_MS } from './core/delivery-ledger';
+import { atLeast, positive } from './core/numbers';
+import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
+import type { ResolvedSettings } from './runtime';
+import type { ForkwatchInstrumentationConfig } from './types';
+
+export interface SettingsResolution {
+  settings: ResolvedSettings;
+  /** One line per config value that was replaced by its default. */
+  warnings: string[];
+}
+
+export function resolveSettings(config: ForkwatchInstrumentationConfig): SettingsResolution {
+  const warnings: string[] = [];
+  const codec = resolveCodec(config.codec);
+  if (!codec) warnings.push(`unknown codec ${JSON.stringify(config.codec)}; using auto`);
+  const timeout = positive(config.verdictTimeoutMs);
+  if (config.verdictTimeoutMs !== undefined && timeout === undefined)
+    warnings.push(`invalid verdictTimeoutMs ${config.verdictTimeoutMs}; using ${DEFAULT_VERDICT_TIMEOUT_MS}`);
+  if (config.onFork !== undefined && config.onFork !== 'record' && config.onFork !== 'abort') {
+    warnings.push(`invalid onFork ${JSON.stringify(config.onFork)}; using 'record'`);
+  }
+  const window = atLeast(config.deliveryWindowMs, 0);
+  if (config.deliveryWindowMs !== undefined && window === undefined)
+    warnings.push(`invalid deliveryWindowMs ${config.deliveryWindowMs}; using ${DEFAULT_DELIVERY_WINDOW_MS}`);
+  return {
+    settings: {
+      onFork: config.onFork === 'abort' ? 'abort' : 'record',
+      codec: codec ?? resolveCodec('auto')!,
+      verdictTimeoutMs: timeout ?? DEFAULT_VERDICT_TIMEOUT_MS,
+      captureEventIds: config.captureEventIds !== false,
+      captureRawSessionId: config.captureRawSessionId === true,
+      propagateContext: config.propagateContext !== false,
+      deliveryWindowMs: window ?? DEFAULT_DELIVERY_WINDOW_MS,
+    },
+    warnings,
+  };
+}
