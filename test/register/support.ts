@@ -15,6 +15,7 @@ import {
   mkdtempSync,
   readFileSync,
   readdirSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -39,7 +40,7 @@ export const FIXTURES = join(__dirname, 'fixtures');
 // The package
 
 /** Files that make up the package (and so the build key). */
-function packageInputs(): string[] {
+function packageInputs(root: string): string[] {
   const files: string[] = [];
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -48,9 +49,9 @@ function packageInputs(): string[] {
       else files.push(path);
     }
   };
-  for (const dir of ['src', 'dashboards', 'alerts']) if (existsSync(join(ROOT, dir))) walk(join(ROOT, dir));
+  for (const dir of ['src', 'dashboards', 'alerts']) if (existsSync(join(root, dir))) walk(join(root, dir));
   for (const file of ['package.json', 'tsconfig.json', 'README.md'])
-    if (existsSync(join(ROOT, file))) files.push(join(ROOT, file));
+    if (existsSync(join(root, file))) files.push(join(root, file));
   return files.sort();
 }
 
@@ -62,7 +63,7 @@ let stagedPackage: string | undefined;
  * Copies the repository as `npm pack` would see it, minus node_modules (at any depth), .git, build/, .tmp/. Files that
  * vanish while it copies (other jobs work in the same checkout) are skipped rather than failing the copy.
  */
-function copyTree(from: string, to: string): void {
+export function copyTree(from: string, to: string, root = from): void {
   mkdirSync(to, { recursive: true });
   let entries: import('node:fs').Dirent[];
   try {
@@ -72,10 +73,10 @@ function copyTree(from: string, to: string): void {
   }
   for (const entry of entries) {
     if (entry.name === 'node_modules' || entry.name.endsWith('.tgz')) continue;
-    if (from === ROOT && SKIP_IN_STAGE.has(entry.name)) continue;
+    if (from === root && SKIP_IN_STAGE.has(entry.name)) continue;
     const source = join(from, entry.name);
     const target = join(to, entry.name);
-    if (entry.isDirectory()) copyTree(source, target);
+    if (entry.isDirectory()) copyTree(source, target, root);
     else if (entry.isFile()) {
       try {
         cpSync(source, target);
@@ -102,27 +103,36 @@ function removeStaleStages(keep: string): void {
 /**
  * A folder that is the forkwatch repository as `npm pack` sees it (everything but node_modules, .git, build/,
  * .tmp/), with a fresh build/ (tsc + the ESM entry wrappers, as scripts/build.mjs writes them) and a node_modules
- * link to the repository's dependencies. Built once per content of the package's sources.
+ * link to the checkout's dependencies. Built once per content of the package's sources and per node_modules it
+ * links: a stage of another clone of the same commit would break when that clone is deleted.
  */
-export function forkwatchPackage(): string {
-  if (stagedPackage) return stagedPackage;
+export function forkwatchPackage(root = ROOT): string {
+  if (root === ROOT && stagedPackage) return stagedPackage;
   const hash = createHash('sha256');
-  for (const file of packageInputs())
-    hash.update(relative(ROOT, file)).update('\0').update(readFileSync(file)).update('\0');
+  for (const file of packageInputs(root))
+    hash.update(relative(root, file)).update('\0').update(readFileSync(file)).update('\0');
+  hash.update(realpathSync(join(root, 'node_modules')));
   const final = join(tmpdir(), `forkwatch-register-pkg-${hash.digest('hex').slice(0, 16)}`);
-  if (existsSync(join(final, 'build/src/register.js'))) return (stagedPackage = final);
+  const remember = (stage: string) => {
+    if (root === ROOT) stagedPackage = stage;
+    return stage;
+  };
+  if (existsSync(join(final, 'build/src/register.js')) && existsSync(join(final, 'node_modules/@opentelemetry/api')))
+    return remember(final);
   removeStaleStages(final);
+  // A stage whose linked node_modules went away (its clone deleted and made again at the same path) is rebuilt.
+  rmSync(final, { recursive: true, force: true });
 
   const work = `${final}.tmp-${process.pid}-${Date.now()}`;
-  copyTree(ROOT, work);
-  const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
+  copyTree(root, work);
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
   try {
     execFileSync(process.execPath, [tsc, '-p', join(work, 'tsconfig.json')], { stdio: 'pipe', cwd: work });
   } catch (error) {
     // tsc emits even when files elsewhere in src/ have type errors (`npx tsc --noEmit` is what checks types).
     if (!existsSync(join(work, 'build/src/register.js'))) throw error;
   }
-  symlinkSync(join(ROOT, 'node_modules'), join(work, 'node_modules'), 'dir');
+  symlinkSync(join(root, 'node_modules'), join(work, 'node_modules'), 'dir');
   // The ESM entry wrappers, exactly as scripts/build.mjs derives them from the CommonJS exports.
   const wrapperScript = `
     const { mkdirSync, writeFileSync } = require('node:fs');
@@ -141,7 +151,7 @@ export function forkwatchPackage(): string {
     // Another test file finished the same build first.
     rmSync(work, { recursive: true, force: true });
   }
-  return (stagedPackage = final);
+  return remember(final);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
