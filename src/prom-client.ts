@@ -12,18 +12,7 @@
  * MetricReader, and only rendered through prom-client. Names come from names.ts; the tests scrape both paths in one
  * process and compare them.
  */
-import {
-  type Attributes,
-  type BatchObservableCallback,
-  type BatchObservableResult,
-  type Meter,
-  type MeterOptions,
-  type MeterProvider as ApiMeterProvider,
-  type MetricOptions,
-  type Observable,
-  type ObservableCallback,
-  metrics,
-} from '@opentelemetry/api';
+import { type Attributes, metrics } from '@opentelemetry/api';
 import {
   AggregationTemporality,
   DataPointType,
@@ -35,6 +24,12 @@ import {
 } from '@opentelemetry/sdk-metrics';
 import type { ForkwatchInstrumentation } from './instrumentation';
 import { METRIC_SPECS, type MetricSpec } from './names';
+import { teeMeterProvider } from './meter-provider-tee';
+import { getRegistration } from './registration';
+
+export type { ForkwatchRegistration } from './registration';
+/** @internal Kept in this entry's export list; the tee lives in meter-provider-tee.ts. */
+export { teeMeterProvider };
 
 /**
  * A pull MetricReader (cumulative, default aggregation: what the Prometheus exporter uses) that only collects when
@@ -139,30 +134,6 @@ function resolveReader(options: RegisterForkwatchMetricsOptions): Promise<Forkwa
 function ownReader(): { reader: ForkwatchMetricReader; provider: MeterProvider } {
   const reader = new ForkwatchMetricReader();
   return { reader, provider: new MeterProvider({ readers: [reader] }) };
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// The contract with forkwatch/register (which publishes it under a global symbol).
-
-const REGISTRATION_KEY = Symbol.for('forkwatch.register');
-
-/** @internal What forkwatch/register publishes about the instrumentation it runs. */
-export interface ForkwatchRegistration {
-  /** `pending` until register decided (one tick after it was loaded). */
-  readonly mode: 'pending' | 'sdk' | 'app-sdk' | 'disabled' | 'failed';
-  readonly instrumentation: ForkwatchInstrumentation | undefined;
-  /** Settles once mode is decided. Never rejects. */
-  readonly ready: Promise<void>;
-  /** Set when register started an SDK with a MeterProvider: a reader in it, kept for prom-client. */
-  readonly promClientReader: ForkwatchMetricReader | undefined;
-  /** Makes the instrumentation report to this MeterProvider too, whatever register reports to. */
-  addMeterProvider(provider: ApiMeterProvider): void;
-  /** Flushes and shuts down what register started (idempotent). */
-  shutdown(): Promise<void>;
-}
-
-function getRegistration(): ForkwatchRegistration | undefined {
-  return (globalThis as Record<symbol, ForkwatchRegistration | undefined>)[REGISTRATION_KEY];
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -280,89 +251,4 @@ function labelsOf(attributes: Attributes): Record<string, string> {
       typeof value === 'string' ? value : JSON.stringify(value);
   }
   return labels;
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// A MeterProvider that hands every instrument call to several providers, so that prom-client gets forkwatch's
-// metrics without taking them away from the OpenTelemetry pipeline the app already has.
-
-const PARTS = Symbol('forkwatch.tee.parts');
-type TeeObservable = Observable & { [PARTS]: Observable[] };
-
-/** @internal */
-export function teeMeterProvider(providers: ApiMeterProvider[]): ApiMeterProvider {
-  if (providers.length === 1) return providers[0]!;
-  return {
-    getMeter(name: string, version?: string, options?: MeterOptions): Meter {
-      return teeMeter(providers.map(p => p.getMeter(name, version, options)));
-    },
-  };
-}
-
-function teeMeter(meters: Meter[]): Meter {
-  const adders = (name: string, options: MetricOptions | undefined, kind: 'createCounter' | 'createUpDownCounter') => {
-    const parts = meters.map(m => m[kind](name, options));
-    return {
-      add: (value: number, attributes?: Attributes, ctx?: never) => {
-        for (const p of parts) p.add(value, attributes, ctx);
-      },
-    };
-  };
-  const recorders = (name: string, options: MetricOptions | undefined, kind: 'createHistogram' | 'createGauge') => {
-    const parts = meters.map(m => m[kind](name, options));
-    return {
-      record: (value: number, attributes?: Attributes, ctx?: never) => {
-        for (const p of parts) p.record(value, attributes, ctx);
-      },
-    };
-  };
-  const observable = (
-    name: string,
-    options: MetricOptions | undefined,
-    kind: 'createObservableGauge' | 'createObservableCounter' | 'createObservableUpDownCounter',
-  ): TeeObservable => {
-    const parts = meters.map(m => m[kind](name, options));
-    return {
-      [PARTS]: parts,
-      addCallback: (cb: ObservableCallback) => {
-        for (const p of parts) p.addCallback(cb);
-      },
-      removeCallback: (cb: ObservableCallback) => {
-        for (const p of parts) p.removeCallback(cb);
-      },
-    };
-  };
-  const batchCallbacks = new Map<BatchObservableCallback, BatchObservableCallback[]>();
-  const partOf = (o: Observable, i: number) => (o as Partial<TeeObservable>)[PARTS]?.[i] ?? o;
-  return {
-    createCounter: (name, options) => adders(name, options, 'createCounter'),
-    createUpDownCounter: (name, options) => adders(name, options, 'createUpDownCounter'),
-    createHistogram: (name, options) => recorders(name, options, 'createHistogram'),
-    createGauge: (name, options) => recorders(name, options, 'createGauge'),
-    createObservableGauge: (name, options) => observable(name, options, 'createObservableGauge'),
-    createObservableCounter: (name, options) => observable(name, options, 'createObservableCounter'),
-    createObservableUpDownCounter: (name, options) => observable(name, options, 'createObservableUpDownCounter'),
-    addBatchObservableCallback(callback: BatchObservableCallback, observables: Observable[]) {
-      const wrapped = meters.map((meter, i) => {
-        const perMeter: BatchObservableCallback = (result: BatchObservableResult) =>
-          callback({ observe: (o, value, attributes) => result.observe(partOf(o, i), value, attributes) });
-        meter.addBatchObservableCallback(
-          perMeter,
-          observables.map(o => partOf(o, i)),
-        );
-        return perMeter;
-      });
-      batchCallbacks.set(callback, wrapped);
-    },
-    removeBatchObservableCallback(callback: BatchObservableCallback, observables: Observable[]) {
-      const wrapped = batchCallbacks.get(callback);
-      if (!wrapped) return;
-      batchCallbacks.delete(callback);
-      for (const [i, meter] of meters.entries())
-        meter.removeBatchObservableCallback(
-          wrapped[i]!,
-          observables.map(o => partOf(o, i)),
-        );
-    },
-  };
 }

@@ -6,11 +6,11 @@
  * The OTLP and Zipkin exporters are optional peer dependencies: they are loaded only when a variable asks for them,
  * and one missing gives one stderr line naming the package to install; every other signal is set up regardless.
  */
-import { positive } from './core/numbers';
 import { context, diag, propagation, trace, type TextMapPropagator } from '@opentelemetry/api';
 import type { Resource } from '@opentelemetry/resources';
 import type { IMetricReader, MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import type { BasicTracerProvider, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { positive } from './core/numbers';
 import type { LogsExporterName, TracesExporterName } from './env-config';
 import type { LoggerProviderLike, LogRecordExporterLike, OptionalPeerModule, ResourcesLine1 } from './internal-types';
 

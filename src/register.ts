@@ -14,32 +14,34 @@
  *     OpenTelemetry providers the app registered (its own SDK), or through a NodeSDK that it starts itself, by default
  *     serving Prometheus metrics on :9464.
  *
+ *  5. on SIGTERM/SIGINT (and once when the event loop runs dry) it flushes and shuts down what it started.
+ *
+ * Read as a script, main() at the bottom: environment (env-config.ts) → registration (this file: instrumentation,
+ * then the SDK decision) → SDK (register-sdk.ts, with its exporters in register-exporters.ts) → shutdown
+ * (register-shutdown.ts). What prom-client reads of it is the contract in registration.ts.
+ *
  * It never writes to stdout (an stdio MCP server's stdout is its protocol stream) and never throws into the app: a bad
  * setting or a busy port gives one diagnostic on stderr and the app keeps running, uninstrumented if need be.
  */
 import type { MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
 import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import type { IMetricReader } from '@opentelemetry/sdk-metrics';
 import type { Server } from 'node:http';
 import { isMainThread } from 'node:worker_threads';
-import { StderrDiagLogger, StderrMetricExporter, StderrSpanProcessor, writeStderr } from './register-stderr';
 import { type LogLevelName, type RegisterEnvConfig, readRegisterEnv } from './env-config';
 import type { ForkwatchInstrumentation } from './instrumentation';
-import type { ForkwatchMetricReader, ForkwatchRegistration } from './prom-client';
+import type { ForkwatchMetricReader } from './prom-client';
+import { createMetricExporters, describeError, servePrometheus } from './register-exporters';
 import type { StartedSdk } from './register-sdk';
+import { installExitHandlers, withTimeout } from './register-shutdown';
+import { StderrDiagLogger, StderrSpanProcessor, writeStderr } from './register-stderr';
+import { type ForkwatchRegistration, REGISTRATION_KEY } from './registration';
 
-/** Same symbol as prom-client.ts REGISTRATION_KEY (Symbol.for is process-wide, so copies of forkwatch agree too). */
-const REGISTRATION_KEY = Symbol.for('forkwatch.register');
 const ESM_HOOK_KEY = Symbol.for('forkwatch.esm-hook');
 const OTEL_API_KEY = Symbol.for('opentelemetry.js.api.1');
-/** How long a SIGTERM/SIGINT waits for the last export before the signal takes its course. */
-const SHUTDOWN_TIMEOUT_MS = 5_000;
 /** The longest a scrape of the Prometheus endpoint waits for resource detection. */
 const RESOURCE_TIMEOUT_MS = 2_000;
 /** How often, when the app runs its own SDK, register looks whether the global MeterProvider changed. */
 const FOLLOW_INTERVAL_MS = 500;
-/** Where the Prometheus exporter serves, as its own server would. */
-const PROMETHEUS_PATH = '/metrics';
 
 /** DiagLogLevel values of @opentelemetry/api. */
 const LEVEL: Record<LogLevelName, number> = {
@@ -59,10 +61,6 @@ type Globals = Record<symbol, unknown>;
 /** The global registry of @opentelemetry/api 1.x: which providers someone registered, whatever copy of the API. */
 function otelGlobals(): Record<string, unknown> {
   return ((globalThis as Globals)[OTEL_API_KEY] as Record<string, unknown> | undefined) ?? {};
-}
-
-function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -157,9 +155,12 @@ class Registration implements ForkwatchRegistration {
       suppressOverrideMessage: true,
     });
     const { startSdk } = require('./register-sdk') as typeof import('./register-sdk');
+    const exporters = createMetricExporters(this.env, this.say);
+    this.prometheus = exporters.prometheus;
+    this.promClientReader = exporters.promClientReader;
     const sdk = startSdk(
       {
-        metricReaders: this.metricReaders(),
+        metricReaders: exporters.readers,
         tracesExporters: this.env.tracesExporters,
         logsExporters: this.env.logsExporters,
         keepContextManager: contextRegistered,
@@ -169,72 +170,18 @@ class Registration implements ForkwatchRegistration {
       () => new StderrSpanProcessor(),
     );
     this.sdk = sdk;
-    this.installExitHandlers();
+    installExitHandlers(
+      () => this.shutdown(),
+      () => this.flush(),
+    );
     this.applyMeterProvider();
     if (this.prometheus) {
       // The Prometheus exporter reads the resource without waiting for the detectors' async attributes (host.id),
       // and logs an error on every scrape that comes before they settle: scrapes wait for them (bounded).
       const settled = Promise.resolve(sdk.resource.waitForAsyncAttributes?.()).catch(() => undefined);
-      this.startPrometheusServer(this.prometheus, () =>
-        withTimeout(settled, RESOURCE_TIMEOUT_MS).catch(() => undefined),
-      );
+      const resourceSettled = () => withTimeout(settled, RESOURCE_TIMEOUT_MS).catch(() => undefined);
+      this.prometheusServer = servePrometheus(this.prometheus, this.env.prometheus, resourceSettled, this.say);
     }
-  }
-
-  private metricReaders(): IMetricReader[] {
-    const readers: IMetricReader[] = [];
-    const { otlpMetricReader, periodicReader } = require('./register-sdk') as typeof import('./register-sdk');
-    for (const name of this.env.metricsExporters) {
-      try {
-        if (name === 'prometheus') {
-          const { PrometheusExporter } =
-            require('@opentelemetry/exporter-prometheus') as typeof import('@opentelemetry/exporter-prometheus');
-          // register serves the exporter's handler from its own server: a busy port gives one clear line, and the
-          // server and its connections never keep a finished app alive.
-          const exporter = new PrometheusExporter({ preventServerStart: true });
-          this.prometheus = exporter;
-          readers.push(exporter);
-        } else if (name === 'otlp') {
-          const reader = otlpMetricReader(this.say);
-          if (reader) readers.push(reader);
-        } else {
-          readers.push(periodicReader(new StderrMetricExporter()));
-        }
-      } catch (error) {
-        this.say(`OTEL_METRICS_EXPORTER: could not create the ${name} exporter (${describeError(error)}); left out`);
-      }
-    }
-    if (readers.length > 0) {
-      // For forkwatch/prom-client: idle until a registry is scraped.
-      const { ForkwatchMetricReader } = require('./prom-client') as typeof import('./prom-client');
-      this.promClientReader = new ForkwatchMetricReader();
-      readers.push(this.promClientReader);
-    }
-    return readers;
-  }
-
-  private startPrometheusServer(exporter: PrometheusExporter, resourceSettled: () => Promise<void>): void {
-    const { host, port } = this.env.prometheus;
-    const where = `${host ?? 'all interfaces'} port ${port}`;
-    const { createServer } = require('node:http') as typeof import('node:http');
-    const server = createServer((request, response) => {
-      const path = (request.url ?? '').split('?')[0];
-      if (request.method !== 'GET' || path !== PROMETHEUS_PATH) return void response.writeHead(404).end('Not found');
-      void resourceSettled().then(() => exporter.getMetricsRequestHandler(request, response));
-    });
-    server.on('connection', socket => socket.unref());
-    server.once('error', (error: NodeJS.ErrnoException) => {
-      const reason =
-        error?.code === 'EADDRINUSE'
-          ? 'the port is already in use (EADDRINUSE); set OTEL_EXPORTER_PROMETHEUS_PORT to a free port'
-          : `${describeError(error)}; check OTEL_EXPORTER_PROMETHEUS_HOST and OTEL_EXPORTER_PROMETHEUS_PORT`;
-      this.say(
-        `cannot serve Prometheus metrics on ${where}: ${reason}. The app keeps running without forkwatch's /metrics`,
-      );
-    });
-    server.listen(port, host, () => server.unref());
-    server.unref();
-    this.prometheusServer = server;
   }
 
   /** The API reports an SDK registered after ours as a duplicate registration: say once what to do about it. */
@@ -286,23 +233,6 @@ class Registration implements ForkwatchRegistration {
 
   // --- shutdown ---
 
-  private installExitHandlers(): void {
-    const onSignal = (signal: NodeJS.Signals) => {
-      process.removeListener('SIGTERM', onTerm);
-      process.removeListener('SIGINT', onInt);
-      void this.shutdown().then(() => {
-        // Our listener replaced Node's default action: if the app has no listener of its own, take that action now.
-        if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-      });
-    };
-    const onTerm = () => onSignal('SIGTERM');
-    const onInt = () => onSignal('SIGINT');
-    process.on('SIGTERM', onTerm);
-    process.on('SIGINT', onInt);
-    // The event loop ran dry: push what periodic exporters hold (once; the exit follows when the flush is done).
-    process.once('beforeExit', () => void this.flush());
-  }
-
   private async flush(): Promise<void> {
     await withTimeout(this.sdk ? this.sdk.flush() : Promise.resolve()).catch(error =>
       this.say(`flushing telemetry at exit failed: ${describeError(error)}`),
@@ -316,15 +246,6 @@ class Registration implements ForkwatchRegistration {
     );
     return this.shutdownPromise;
   }
-}
-
-function withTimeout(promise: Promise<void>, ms = SHUTDOWN_TIMEOUT_MS): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**
