@@ -117,14 +117,44 @@ export function sdkModuleDefinitions(onMatch: OnMatch, onUnmatch: OnUnmatch): In
   ];
 }
 
+interface Unhook {
+  unhook(): void;
+}
+
+/** One private route: how it starts, and what is said when it cannot. */
+interface Route {
+  start(onMatch: OnMatch, diag: DiagLogger): Unhook | undefined;
+  cannotStart(diag: DiagLogger, error: unknown): void;
+}
+
+/** In this order: an SDK already in require.cache is patched after the CommonJS hook is in place. */
+const ROUTES: readonly Route[] = [
+  {
+    start: hookCommonJsFiles,
+    cannotStart: (diag, error) => diag.error('could not install the CommonJS hook; use manuallyInstrument()', error),
+  },
+  { start: scanRequireCache, cannotStart: (diag, error) => diag.error('could not scan require.cache', error) },
+  {
+    start: hookEsmDependents,
+    cannotStart: (diag, error) => diag.error('could not install the CommonJS hook for ESM-only dependents', error),
+  },
+  {
+    start: hookEsmFiles,
+    cannotStart: (diag, error) =>
+      diag.debug('no import-in-the-middle beside @opentelemetry/instrumentation: ESM files hooked by it alone', error),
+  },
+];
+
 /** Starts the private routes (see the header); each one that cannot start says so and the others still run. */
 export function startModuleDiscovery(onMatch: OnMatch, diag: DiagLogger): ModuleDiscovery {
-  const hooks = [
-    hookCommonJsFiles(onMatch, diag),
-    scanRequireCache(onMatch),
-    hookEsmDependents(onMatch, diag),
-    hookEsmFiles(onMatch, diag),
-  ];
+  const hooks: (Unhook | undefined)[] = [];
+  for (const route of ROUTES) {
+    try {
+      hooks.push(route.start(onMatch, diag));
+    } catch (error) {
+      route.cannotStart(diag, error);
+    }
+  }
   return {
     stop() {
       for (const hook of hooks) hook?.unhook();
@@ -132,62 +162,43 @@ export function startModuleDiscovery(onMatch: OnMatch, diag: DiagLogger): Module
   };
 }
 
-interface Unhook {
-  unhook(): void;
-}
-
-function hookCommonJsFiles(onMatch: OnMatch, diag: DiagLogger): Unhook | undefined {
+function hookCommonJsFiles(onMatch: OnMatch): Unhook {
   // require-in-the-middle matches internal files by their path without the `.js` extension.
   const names = SDK_V1_FILES.map(target => `${SDK_V1_PACKAGE}/dist/cjs/${target.file.replace(/\.js$/, '')}`);
-  try {
-    return new RequireHook(names, { internals: true }, (exports, name, basedir) => {
-      const target = v1FileOf(slashes(name).slice(SDK_V1_PACKAGE.length + 1));
-      if (target) onMatch(v1Match(exports, target, readPackageVersion(basedir)));
-      return exports;
-    });
-  } catch (error) {
-    diag.error('could not install the CommonJS hook; use manuallyInstrument()', error);
-    return undefined;
-  }
+  return new RequireHook(names, { internals: true }, (exports, name, basedir) => {
+    const target = v1FileOf(slashes(name).slice(SDK_V1_PACKAGE.length + 1));
+    if (target) onMatch(v1Match(exports, target, readPackageVersion(basedir)));
+    return exports;
+  });
 }
 
-function hookEsmFiles(onMatch: OnMatch, diag: DiagLogger): Unhook | undefined {
-  try {
-    const fromInstrumentation = createRequire(require.resolve('@opentelemetry/instrumentation'));
-    const { Hook } = fromInstrumentation('import-in-the-middle') as ImportInTheMiddleModule;
-    return new Hook([SDK_V1_PACKAGE], { internals: true }, (exports, name, basedir) => {
-      const path = slashes(name);
-      const target = path.startsWith(`${SDK_V1_PACKAGE}/dist/esm/`)
-        ? v1FileOf(path.slice(SDK_V1_PACKAGE.length + 1))
-        : undefined;
-      if (target && basedir) onMatch(v1Match(exports, target, readPackageVersion(basedir)));
-      return exports;
-    });
-  } catch (error) {
-    diag.debug('no import-in-the-middle beside @opentelemetry/instrumentation: ESM files hooked by it alone', error);
-    return undefined;
-  }
+function hookEsmFiles(onMatch: OnMatch): Unhook {
+  const fromInstrumentation = createRequire(require.resolve('@opentelemetry/instrumentation'));
+  const { Hook } = fromInstrumentation('import-in-the-middle') as ImportInTheMiddleModule;
+  return new Hook([SDK_V1_PACKAGE], { internals: true }, (exports, name, basedir) => {
+    const path = slashes(name);
+    const target = path.startsWith(`${SDK_V1_PACKAGE}/dist/esm/`)
+      ? v1FileOf(path.slice(SDK_V1_PACKAGE.length + 1))
+      : undefined;
+    if (target && basedir) onMatch(v1Match(exports, target, readPackageVersion(basedir)));
+    return exports;
+  });
 }
 
-function hookEsmDependents(onMatch: OnMatch, diag: DiagLogger): Unhook | undefined {
-  try {
-    return new RequireHook([...SDK_V2_ESM_DEPENDENTS], (exports, _name, basedir) => {
-      for (const pkg of Object.keys(SDK_V2_PACKAGES)) {
-        const entry = basedir ? findEsmEntry(basedir, pkg) : undefined;
-        if (!entry) continue;
-        try {
-          // The very module instance the dependent imported: require(esm) shares the ESM module map.
-          onMatch(v2Match(createRequire(entry.file)(entry.file), pkg, entry.version));
-        } catch (error) {
-          diag.debug(`${pkg} beside ${basedir}: not loadable with require(): ${String(error)}`);
-        }
+function hookEsmDependents(onMatch: OnMatch, diag: DiagLogger): Unhook {
+  return new RequireHook([...SDK_V2_ESM_DEPENDENTS], (exports, _name, basedir) => {
+    for (const pkg of Object.keys(SDK_V2_PACKAGES)) {
+      const entry = basedir ? findEsmEntry(basedir, pkg) : undefined;
+      if (!entry) continue;
+      try {
+        // The very module instance the dependent imported: require(esm) shares the ESM module map.
+        onMatch(v2Match(createRequire(entry.file)(entry.file), pkg, entry.version));
+      } catch (error) {
+        diag.debug(`${pkg} beside ${basedir}: not loadable with require(): ${String(error)}`);
       }
-      return exports;
-    });
-  } catch (error) {
-    diag.error('could not install the CommonJS hook for ESM-only dependents', error);
-    return undefined;
-  }
+    }
+    return exports;
+  });
 }
 
 /** SDK modules loaded with require() before forkwatch. */

@@ -117,7 +117,8 @@ function resolveReader(options: RegisterForkwatchMetricsOptions): Promise<Forkwa
     // register decides one tick after it is loaded whether it runs an SDK; the app may call us before that.
     return registration.ready.then(() => {
       if (!registration.instrumentation) return undefined; // disabled (OTEL_SDK_DISABLED) or failed: nothing to show
-      if (registration.promClientReader) return registration.promClientReader;
+      // register creates it as a ForkwatchMetricReader (register-exporters.ts).
+      if (registration.promClientReader) return registration.promClientReader as ForkwatchMetricReader;
       const own = ownReader();
       registration.addMeterProvider(own.provider);
       return own.reader;

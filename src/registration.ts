@@ -4,8 +4,8 @@
  * loading it costs nothing.
  */
 import type { MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
+import type { MetricReader } from '@opentelemetry/sdk-metrics';
 import type { ForkwatchInstrumentation } from './instrumentation';
-import type { ForkwatchMetricReader } from './prom-client';
 
 /** Symbol.for is process-wide, so copies of forkwatch agree on it too. */
 export const REGISTRATION_KEY = Symbol.for('forkwatch.register');
@@ -18,7 +18,7 @@ export interface ForkwatchRegistration {
   /** Settles once mode is decided. Never rejects. */
   readonly ready: Promise<void>;
   /** Set when register started an SDK with a MeterProvider: a reader in it, kept for prom-client. */
-  readonly promClientReader: ForkwatchMetricReader | undefined;
+  readonly promClientReader: MetricReader | undefined;
   /** Makes the instrumentation report to this MeterProvider too, whatever register reports to. */
   addMeterProvider(provider: ApiMeterProvider): void;
   /** Flushes and shuts down what register started (idempotent). */

@@ -47,110 +47,131 @@ export function observeStream(
   gate: StreamGate | undefined,
   onObserverError: (error: unknown) => void,
 ): ObservedStream {
-  // Locked on first use, not here: a caller that reads the Response some other way (text()) still can.
-  let sourceReader: ReadableStreamDefaultReader<Uint8Array> | undefined;
-  const reader = () => (sourceReader ??= source.getReader());
-  const observer = new SseFrameObserver({
-    onFrame: id => hooks.onFrame(id),
-    onComment: () => hooks.onComment?.(),
-  });
-  let held: Uint8Array[] = [];
-  let heldBytes = 0;
-  let overflowed = false;
-  let controllerRef: ReadableStreamDefaultController<Uint8Array> | undefined;
-  let finished = false;
-
-  const observe = (chunk: Uint8Array) => {
-    try {
-      observer.push(chunk);
-    } catch (error) {
-      // The observer never throws by design; if it ever does, forkwatch goes blind, the stream does not break.
-      onObserverError(error);
-    }
-  };
-  const flushHeld = (controller: ReadableStreamDefaultController<Uint8Array>) => {
-    for (const chunk of held) controller.enqueue(chunk);
-    held = [];
-    heldBytes = 0;
-  };
-  const cut = (controller: ReadableStreamDefaultController<Uint8Array>, reason: unknown) => {
-    if (finished) return;
-    finished = true;
-    held = [];
-    heldBytes = 0;
-    reader()
-      .cancel(reason)
-      .catch(() => {});
-    const error = gate?.cutError?.();
-    if (error !== undefined) controller.error(error);
-    else controller.close();
-  };
-
+  const body = new ObservedBody(source, hooks, gate, onObserverError);
   const readable = new ReadableStream<Uint8Array>(
     {
-      start(controller) {
-        controllerRef = controller;
+      start: controller => {
+        body.controller = controller;
       },
-      async pull(controller) {
-        // Loop until something is handed on: a pull that enqueues nothing would not be called again.
-        for (;;) {
-          let result: ReadableStreamReadResult<Uint8Array>;
-          try {
-            result = await reader().read();
-          } catch (error) {
-            if (finished) return;
-            finished = true;
-            observer.end();
-            hooks.onEnd(error);
-            flushHeld(controller);
-            controller.error(error);
-            return;
-          }
-          if (finished) return;
-          if (result.done) {
-            finished = true;
-            observer.end();
-            hooks.onEnd();
-            flushHeld(controller);
-            controller.close();
-            return;
-          }
-          const chunk = result.value;
-          observe(chunk);
-          if (gate?.cut()) {
-            cut(controller, new Error('forkwatch: forked stream cut (fail-loud mode)'));
-            return;
-          }
-          if (gate && !overflowed && gate.holding()) {
-            held.push(chunk);
-            heldBytes += chunk.byteLength;
-            if (heldBytes <= MAX_HELD_BYTES) continue;
-            overflowed = true;
-          }
-          flushHeld(controller);
-          controller.enqueue(chunk);
-          return;
-        }
-      },
-      cancel(reason) {
-        if (!finished) {
-          finished = true;
-          observer.end();
-          hooks.onCancel?.();
-        }
-        return reader().cancel(reason);
-      },
+      pull: controller => body.pull(controller),
+      cancel: reason => body.cancel(reason),
     },
     { highWaterMark: 0 },
   );
+  return { readable, release: () => body.release(), cutNow: reason => body.cutNow(reason) };
+}
 
-  return {
-    readable,
-    release() {
-      if (!finished && controllerRef && held.length > 0) flushHeld(controllerRef);
-    },
-    cutNow(reason) {
-      if (controllerRef) cut(controllerRef, reason);
-    },
-  };
+/** The state of one observed body, between the source's reader and the consumer's controller. */
+class ObservedBody {
+  controller: ReadableStreamDefaultController<Uint8Array> | undefined = undefined;
+  // Locked on first use, not in the constructor: a caller that reads the Response some other way (text()) still can.
+  private sourceReader: ReadableStreamDefaultReader<Uint8Array> | undefined = undefined;
+  private readonly observer: SseFrameObserver;
+  private held: Uint8Array[] = [];
+  private heldBytes = 0;
+  private overflowed = false;
+  private finished = false;
+
+  constructor(
+    private readonly source: ReadableStream<Uint8Array>,
+    private readonly hooks: StreamObserverHooks,
+    private readonly gate: StreamGate | undefined,
+    private readonly onObserverError: (error: unknown) => void,
+  ) {
+    this.observer = new SseFrameObserver({
+      onFrame: id => hooks.onFrame(id),
+      onComment: () => hooks.onComment?.(),
+    });
+  }
+
+  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    // Loop until something is handed on: a pull that enqueues nothing would not be called again.
+    for (;;) {
+      let result: ReadableStreamReadResult<Uint8Array>;
+      try {
+        result = await this.reader().read();
+      } catch (error) {
+        if (this.finished) return;
+        this.end(controller, error);
+        return controller.error(error);
+      }
+      if (this.finished) return;
+      if (result.done) {
+        this.end(controller, undefined);
+        return controller.close();
+      }
+      const chunk = result.value;
+      this.observe(chunk);
+      const gate = this.gate;
+      if (gate?.cut()) return this.cut(controller, new Error('forkwatch: forked stream cut (fail-loud mode)'));
+      if (gate && !this.overflowed && gate.holding()) {
+        this.held.push(chunk);
+        this.heldBytes += chunk.byteLength;
+        if (this.heldBytes <= MAX_HELD_BYTES) continue;
+        this.overflowed = true;
+      }
+      this.flushHeld(controller);
+      return controller.enqueue(chunk);
+    }
+  }
+
+  cancel(reason: unknown): Promise<void> {
+    if (!this.finished) {
+      this.finished = true;
+      this.observer.end();
+      this.hooks.onCancel?.();
+    }
+    return this.reader().cancel(reason);
+  }
+
+  /** Hands held chunks on (the verdict came from a timer, not from a chunk). */
+  release(): void {
+    if (!this.finished && this.controller && this.held.length > 0) this.flushHeld(this.controller);
+  }
+
+  cutNow(reason: unknown): void {
+    if (this.controller) this.cut(this.controller, reason);
+  }
+
+  private reader(): ReadableStreamDefaultReader<Uint8Array> {
+    this.sourceReader ??= this.source.getReader();
+    return this.sourceReader;
+  }
+
+  private observe(chunk: Uint8Array): void {
+    try {
+      this.observer.push(chunk);
+    } catch (error) {
+      // The observer never throws by design; if it ever does, forkwatch goes blind, the stream does not break.
+      this.onObserverError(error);
+    }
+  }
+
+  /** The body ended (`error` undefined) or failed: held chunks go on before the consumer's stream ends. */
+  private end(controller: ReadableStreamDefaultController<Uint8Array>, error: unknown): void {
+    this.finished = true;
+    this.observer.end();
+    if (error === undefined) this.hooks.onEnd();
+    else this.hooks.onEnd(error);
+    this.flushHeld(controller);
+  }
+
+  private flushHeld(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    for (const chunk of this.held) controller.enqueue(chunk);
+    this.held = [];
+    this.heldBytes = 0;
+  }
+
+  private cut(controller: ReadableStreamDefaultController<Uint8Array>, reason: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.held = [];
+    this.heldBytes = 0;
+    this.reader()
+      .cancel(reason)
+      .catch(() => {});
+    const error = this.gate?.cutError?.();
+    if (error !== undefined) controller.error(error);
+    else controller.close();
+  }
 }

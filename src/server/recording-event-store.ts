@@ -92,6 +92,42 @@ export function unwrapEventStore<T>(store: T): T {
   return (store && typeof store === 'object' && (originals.get(store) as T)) || store;
 }
 
+/** One wrapped store: what its methods share. */
+class StoreWatch {
+  constructor(
+    readonly original: EventStoreLike,
+    readonly wrapper: EventStoreLike,
+    readonly transport: StreamableHttpServerTransportLike,
+    readonly hooks: RecordingHooks,
+  ) {}
+
+  /** Steps aside for good once forkwatch no longer instruments this transport: the field gets its store back. */
+  live(): boolean {
+    let on = false;
+    try {
+      on = this.hooks.active(this.transport);
+      if (!on && this.transport._eventStore === this.wrapper) this.transport._eventStore = this.original;
+    } catch {
+      // a frozen transport keeps the wrapper, which then only delegates
+    }
+    return on;
+  }
+
+  /** The resume request this call belongs to, when it runs in one of this transport's replay scopes. */
+  recordOf(): ReplayRecord | undefined {
+    const record = replayScope.getStore()?.record;
+    return record && record.transport === this.transport ? record : undefined;
+  }
+}
+
+function failed(record: ReplayRecord | undefined): (error: unknown) => void {
+  return error => {
+    if (!record) return;
+    record.storeFailed = true;
+    record.storeError = error;
+  };
+}
+
 function createRecordingStore(
   original: EventStoreLike,
   transport: StreamableHttpServerTransportLike,
@@ -99,33 +135,22 @@ function createRecordingStore(
 ): EventStoreLike {
   const wrapper: EventStoreLike = Object.create(original);
   originals.set(wrapper, original);
-
-  /** Steps aside for good once forkwatch no longer instruments this transport: the field gets its store back. */
-  const live = (): boolean => {
-    let on = false;
-    try {
-      on = hooks.active(transport);
-      if (!on && transport._eventStore === wrapper) transport._eventStore = original;
-    } catch {
-      // a frozen transport keeps the wrapper, which then only delegates
-    }
-    return on;
-  };
-  const recordOf = (): ReplayRecord | undefined => {
-    const record = replayScope.getStore()?.record;
-    return record && record.transport === transport ? record : undefined;
-  };
-  const failed = (record: ReplayRecord | undefined) => (error: unknown) => {
-    if (!record) return;
-    record.storeFailed = true;
-    record.storeError = error;
-  };
+  const watch = new StoreWatch(original, wrapper, transport, hooks);
   const define = <Name extends keyof EventStoreLike>(name: Name, fn: NonNullable<EventStoreLike[Name]>) =>
     Object.defineProperty(wrapper, name, { value: fn, writable: true, configurable: true, enumerable: false });
+  define('storeEvent', recordingStoreEvent(watch));
+  if (typeof original.getStreamIdForEventId === 'function') {
+    define('getStreamIdForEventId', recordingStreamLookup(watch));
+  }
+  define('replayEventsAfter', recordingReplay(watch));
+  return wrapper;
+}
 
-  define('storeEvent', function storeEvent(...args: unknown[]) {
+function recordingStoreEvent(watch: StoreWatch): StoreMethod {
+  const { original, transport, hooks } = watch;
+  return function storeEvent(...args: unknown[]) {
     let onStored: (() => void) | undefined;
-    if (live()) {
+    if (watch.live()) {
       try {
         onStored = hooks.onStore(transport, args[0], args[1]);
       } catch (error) {
@@ -136,43 +161,34 @@ function createRecordingStore(
     // Once per event: one reaction on the store's own promise (attached before the SDK's await, so it runs first).
     if (onStored) Promise.resolve(result).then(onStored, ignoreRejection);
     return result;
-  });
+  };
+}
 
-  if (typeof original.getStreamIdForEventId === 'function') {
-    define('getStreamIdForEventId', function getStreamIdForEventId(...args: unknown[]) {
-      const record = live() ? recordOf() : undefined;
-      if (record) record.lookupCalled = true;
-      let result: unknown;
-      try {
-        result = (original.getStreamIdForEventId as StoreMethod).apply(original, args);
-      } catch (error) {
-        failed(record)(error);
-        throw error;
-      }
-      if (record) {
-        record.pending.push(observe(result, value => (record.lookupStreamId = value), failed(record), hooks));
-      }
-      return result;
-    });
-  }
-
-  // `options` is the SDK's `{ send }` (EventStoreLike.replayEventsAfter).
-  define('replayEventsAfter', function replayEventsAfter(lastEventId: unknown, options, ...rest: unknown[]) {
-    const record = live() ? recordOf() : undefined;
-    let forwarded = options;
-    if (record) {
-      record.replayCalled = true;
-      const send = options?.send;
-      if (typeof send === 'function') {
-        forwarded = {
-          ...options,
-          send: function send_(this: unknown, ...sendArgs: unknown[]) {
-            if (!record.replaySettled) record.replayedEvents++;
-            return send.apply(this, sendArgs);
-          },
-        };
-      }
+function recordingStreamLookup(watch: StoreWatch): StoreMethod {
+  const { original, hooks } = watch;
+  return function getStreamIdForEventId(...args: unknown[]) {
+    const record = watch.live() ? watch.recordOf() : undefined;
+    if (record) record.lookupCalled = true;
+    let result: unknown;
+    try {
+      result = (original.getStreamIdForEventId as StoreMethod).apply(original, args);
+    } catch (error) {
+      failed(record)(error);
+      throw error;
     }
+    if (record) {
+      record.pending.push(observe(result, value => (record.lookupStreamId = value), failed(record), hooks));
+    }
+    return result;
+  };
+}
+
+/** `options` is the SDK's `{ send }` (EventStoreLike.replayEventsAfter): a copy counts what `send` is called with. */
+function recordingReplay(watch: StoreWatch): NonNullable<EventStoreLike['replayEventsAfter']> {
+  const { original, hooks } = watch;
+  return function replayEventsAfter(lastEventId: unknown, options, ...rest: unknown[]) {
+    const record = watch.live() ? watch.recordOf() : undefined;
+    const forwarded = record ? countingReplayOptions(record, options) : options;
     let result: unknown;
     try {
       result = (original.replayEventsAfter as StoreMethod).call(original, lastEventId, forwarded, ...rest);
@@ -181,25 +197,33 @@ function createRecordingStore(
       throw error;
     }
     if (record) {
-      record.pending.push(
-        observe(
-          result,
-          value => {
-            record.replayStreamId = value;
-            record.replaySettled = true;
-          },
-          error => {
-            record.replaySettled = true;
-            failed(record)(error);
-          },
-          hooks,
-        ),
-      );
+      const settle = (value: unknown) => {
+        record.replayStreamId = value;
+        record.replaySettled = true;
+      };
+      const fail = (error: unknown) => {
+        record.replaySettled = true;
+        failed(record)(error);
+      };
+      record.pending.push(observe(result, settle, fail, hooks));
     }
     return result;
-  });
+  };
+}
 
-  return wrapper;
+type ReplayOptions = Parameters<NonNullable<EventStoreLike['replayEventsAfter']>>[1];
+
+function countingReplayOptions(record: ReplayRecord, options: ReplayOptions): ReplayOptions {
+  record.replayCalled = true;
+  const send = options?.send;
+  if (typeof send !== 'function') return options;
+  return {
+    ...options,
+    send: function send_(this: unknown, ...sendArgs: unknown[]) {
+      if (!record.replaySettled) record.replayedEvents++;
+      return send.apply(this, sendArgs);
+    },
+  };
 }
 
 /** The SDK sees a failed storeEvent itself; the reaction only keeps it from being reported unhandled twice. */

@@ -183,7 +183,20 @@ function wrapHandleGetRequest(original: Method, { runtime, flavor, hooks }: Serv
   };
 }
 
-/** Observes the answer to a fresh GET without touching the promise the caller gets. */
+/** Runs `answered` (or `failed`) once the SDK's handler settled, without touching the promise the caller gets. */
+function whenSettled(
+  result: unknown,
+  answered: (value: unknown) => unknown,
+  failed: (error: unknown) => unknown,
+  what: string,
+  runtime: ForkwatchRuntime,
+): void {
+  Promise.resolve(result)
+    .then(answered, failed)
+    .then(undefined, error => runtime.diag.error(what, error));
+}
+
+/** The answer to a fresh GET: whether its connection carries the standalone stream. */
 function watchAnswer(
   result: unknown,
   connection: StandaloneConnection,
@@ -191,17 +204,16 @@ function watchAnswer(
   args: unknown[],
   runtime: ForkwatchRuntime,
 ): void {
-  Promise.resolve(result)
-    .then(
-      value => connection.answered(flavor.status(value, args)),
-      () => {},
-    )
-    .then(undefined, error =>
-      runtime.diag.error('watching a GET connection failed; this request is not recorded', error),
-    );
+  whenSettled(
+    result,
+    value => connection.answered(flavor.status(value, args)),
+    () => {},
+    'watching a GET connection failed; this request is not recorded',
+    runtime,
+  );
 }
 
-/** Observes the answer to a resume without touching the promise the caller gets. */
+/** The answer to a resume: its outcome, and whether its connection carries the standalone stream. */
 function concludeResume(
   result: unknown,
   resume: ServerResume,
@@ -210,16 +222,12 @@ function concludeResume(
   args: unknown[],
   runtime: ForkwatchRuntime,
 ): void {
-  Promise.resolve(result)
-    .then(
-      value => {
-        const status = flavor.status(value, args);
-        connection?.answered(status, resume.record.replayStreamId);
-        return resume.concludeAnswered(status);
-      },
-      error => resume.concludeFailed(error),
-    )
-    .then(undefined, error => runtime.diag.error('recording a server resume failed', error));
+  const answered = (value: unknown) => {
+    const status = flavor.status(value, args);
+    connection?.answered(status, resume.record.replayStreamId);
+    return resume.concludeAnswered(status);
+  };
+  whenSettled(result, answered, error => resume.concludeFailed(error), 'recording a server resume failed', runtime);
 }
 
 function concludeFailed(resume: ServerResume, error: unknown, runtime: ForkwatchRuntime): void {

@@ -45,6 +45,23 @@ const COUNTER_FAMILIES = Object.values(METRICS)
   .filter(m => m.kind === 'counter')
   .map(m => m.prometheusName);
 
+/** What a fixture app reports when its resume went through and forkwatch patched its transport. */
+const HEALTHY = { lost: 0, resumes: [200], patched: true };
+
+/**
+ * Starts a fixture app against the lab with `forkwatch/register` preloaded by `flag` (none: the app loads it
+ * itself) and register's Prometheus exporter on a free port: the set-up every test below shares.
+ */
+async function labApp(file: string, env: Record<string, string> = {}, flag: string | undefined = '--require') {
+  const port = await freePort();
+  const proc = startApp({
+    cwd: app.dir,
+    args: flag ? [flag, 'forkwatch/register', file] : [file],
+    env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port), ...env },
+  });
+  return { port, proc };
+}
+
 describe.each([
   { app: 'client-app.cjs', flag: '--require', signal: 'SIGTERM' as const },
   { app: 'client-app.mjs', flag: '--import', signal: 'SIGINT' as const },
@@ -52,18 +69,9 @@ describe.each([
   { app: 'client-app.cjs', flag: '--import', signal: 'SIGINT' as const },
 ])('node $flag forkwatch/register $app', ({ app: file, flag, signal }) => {
   test(`serves forkwatch's metrics on OTEL_EXPORTER_PROMETHEUS_PORT, counts the resume once, stdout stays empty, ${signal} ends it`, async () => {
-    const port = await freePort();
-    const proc = startApp({
-      cwd: app.dir,
-      args: [flag, 'forkwatch/register', file],
-      env: {
-        ...(await labEnv(lab)),
-        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
-        OTEL_SERVICE_NAME: `fixture-${file}`,
-      },
-    });
+    const { port, proc } = await labApp(file, { OTEL_SERVICE_NAME: `fixture-${file}` }, flag);
     const summary = await proc.done();
-    expect(summary).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(summary).toMatchObject(HEALTHY);
 
     const text = await scrapeText(port);
     const families = parseMetricFamilies(text);
@@ -98,7 +106,7 @@ test('--require and --import together: registered once (one SDK, one patch, no p
     args: ['--require', 'forkwatch/register', '--import', 'forkwatch/register', 'client-app.mjs'],
     env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
   });
-  expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+  expect(await proc.done()).toMatchObject(HEALTHY);
   expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
   expect(proc.stdout()).toBe('');
   expect(proc.stderr()).toMatch(/^FIXTURE DONE \{.*\}\n$/);
@@ -121,7 +129,7 @@ test('NODE_OPTIONS=--require forkwatch/register npm start: npm itself is left al
     },
   });
   try {
-    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(await proc.done()).toMatchObject(HEALTHY);
     expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     expect(proc.forkwatchLines()).toEqual([]);
     expect(proc.stdout()).toBe('');
@@ -147,13 +155,8 @@ test('worker threads inherit --require: register stays out of them', async () =>
 });
 
 test('an app that loads the MCP SDK first and requires forkwatch/register afterwards (CommonJS) is instrumented', async () => {
-  const port = await freePort();
-  const proc = startApp({
-    cwd: app.dir,
-    args: ['client-app.cjs'],
-    env: { ...(await labEnv(lab)), FIXTURE_REGISTER_LATE: '1', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
-  });
-  expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+  const { port, proc } = await labApp('client-app.cjs', { FIXTURE_REGISTER_LATE: '1' }, undefined);
+  expect(await proc.done()).toMatchObject(HEALTHY);
   expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
   expect(proc.stdout()).toBe('');
   expect(proc.forkwatchLines()).toEqual([]);
@@ -176,7 +179,7 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
         FIXTURE_OWN_FORKWATCH: own,
       },
     });
-    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(await proc.done()).toMatchObject(HEALTHY);
     const text = await scrapeText(appPort);
     // One resume, counted once: one patch, one set of instruments in the app's MeterProvider.
     expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
@@ -200,7 +203,7 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
         FORKWATCH_START_SDK: 'false',
       },
     });
-    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(await proc.done()).toMatchObject(HEALTHY);
     expect(sampleValue(await scrapeText(appPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     expect(await refusesConnections(registerPort)).toBe(true);
     expect(proc.stdout()).toBe('');
@@ -219,7 +222,7 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
         OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort),
       },
     });
-    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(await proc.done()).toMatchObject(HEALTHY);
     const lines = proc.forkwatchLines();
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
@@ -233,17 +236,10 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
 
 describe('FORKWATCH_* settings reach the instrumentation', () => {
   test('FORKWATCH_ON_FORK=abort: the fork reaches the app as StreamForkDetected (fail-loud) and is counted', async () => {
-    const port = await freePort();
-    const proc = startApp({
-      cwd: app.dir,
-      args: ['--require', 'forkwatch/register', 'client-app.cjs'],
-      env: {
-        ...(await labEnv(lab)),
-        FIXTURE_SCENARIO: 'fail-loud',
-        FORKWATCH_ON_FORK: 'abort',
-        FORKWATCH_VERDICT_TIMEOUT_MS: '1500',
-        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
-      },
+    const { port, proc } = await labApp('client-app.cjs', {
+      FIXTURE_SCENARIO: 'fail-loud',
+      FORKWATCH_ON_FORK: 'abort',
+      FORKWATCH_VERDICT_TIMEOUT_MS: '1500',
     });
     const summary = await proc.done();
     expect(summary.errors).toContain('StreamForkDetected');
@@ -259,12 +255,7 @@ describe('FORKWATCH_* settings reach the instrumentation', () => {
   });
 
   test('default (record): the same fork is counted, and no StreamForkDetected reaches the app', async () => {
-    const port = await freePort();
-    const proc = startApp({
-      cwd: app.dir,
-      args: ['--require', 'forkwatch/register', 'client-app.cjs'],
-      env: { ...(await labEnv(lab)), FIXTURE_SCENARIO: 'live-fork', OTEL_EXPORTER_PROMETHEUS_PORT: String(port) },
-    });
+    const { port, proc } = await labApp('client-app.cjs', { FIXTURE_SCENARIO: 'live-fork' });
     const summary = await proc.done();
     expect(summary.errors).not.toContain('StreamForkDetected');
     expect(summary.lost).toBeGreaterThan(0);
@@ -277,23 +268,16 @@ describe('FORKWATCH_* settings reach the instrumentation', () => {
 
 describe('configuration problems: one clear stderr line each, and the app keeps running', () => {
   test('bad FORKWATCH_* and OTEL_* values: defaults used, still instrumented and served', async () => {
-    const port = await freePort();
-    const proc = startApp({
-      cwd: app.dir,
-      args: ['--require', 'forkwatch/register', 'client-app.cjs'],
-      env: {
-        ...(await labEnv(lab)),
-        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
-        FORKWATCH_CODEC: 'bogus',
-        FORKWATCH_VERDICT_TIMEOUT_MS: '12abc',
-        FORKWATCH_LEDGER_RECENT_IDS: '0',
-        FORKWATCH_CAPTURE_EVENT_IDS: 'maybe',
-        OTEL_METRICS_EXPORTER: 'prometheus,bogus',
-        OTEL_TRACES_EXPORTER: 'jaeger',
-        OTEL_SDK_DISABLED: 'nope',
-      },
+    const { port, proc } = await labApp('client-app.cjs', {
+      FORKWATCH_CODEC: 'bogus',
+      FORKWATCH_VERDICT_TIMEOUT_MS: '12abc',
+      FORKWATCH_LEDGER_RECENT_IDS: '0',
+      FORKWATCH_CAPTURE_EVENT_IDS: 'maybe',
+      OTEL_METRICS_EXPORTER: 'prometheus,bogus',
+      OTEL_TRACES_EXPORTER: 'jaeger',
+      OTEL_SDK_DISABLED: 'nope',
     });
-    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+    expect(await proc.done()).toMatchObject(HEALTHY);
     expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     const lines = proc.forkwatchLines();
     const expected = [
@@ -325,7 +309,7 @@ describe('configuration problems: one clear stderr line each, and the app keeps 
       env: { ...(await labEnv(lab)), OTEL_EXPORTER_PROMETHEUS_PORT: String(port), FIXTURE_EXIT: '1' },
     });
     try {
-      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+      expect(await proc.done()).toMatchObject(HEALTHY);
       expect(await proc.exited).toEqual({ code: 0, signal: null });
       const lines = proc.forkwatchLines();
       expect(lines).toHaveLength(1);
@@ -384,16 +368,7 @@ describe('standard variables', () => {
   });
 
   test('OTEL_EXPORTER_PROMETHEUS_HOST: the endpoint listens on that address only', async () => {
-    const port = await freePort();
-    const proc = startApp({
-      cwd: app.dir,
-      args: ['--require', 'forkwatch/register', 'client-app.cjs'],
-      env: {
-        ...(await labEnv(lab)),
-        OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.2',
-        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
-      },
-    });
+    const { port, proc } = await labApp('client-app.cjs', { OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.2' });
     expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
     const text = await scrapeText(port, '/metrics', { host: '127.0.0.2' });
     expect(sampleValue(text, 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
@@ -401,17 +376,7 @@ describe('standard variables', () => {
   });
 
   test('OTEL_SDK_DISABLED=true: nothing is patched, nothing is served, nothing is printed', async () => {
-    const port = await freePort();
-    const proc = startApp({
-      cwd: app.dir,
-      args: ['--require', 'forkwatch/register', 'client-app.cjs'],
-      env: {
-        ...(await labEnv(lab)),
-        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
-        OTEL_SDK_DISABLED: 'true',
-        FIXTURE_EXIT: '1',
-      },
-    });
+    const { port, proc } = await labApp('client-app.cjs', { OTEL_SDK_DISABLED: 'true', FIXTURE_EXIT: '1' });
     expect(await proc.done()).toMatchObject({ lost: 0, patched: false });
     expect(await refusesConnections(port)).toBe(true);
     expect(await proc.exited).toEqual({ code: 0, signal: null });

@@ -9,7 +9,7 @@ import { decideFirstFrame } from '../../core/verdict';
 import { displayEventId } from '../../core/event-id';
 import { type Exchange, type McpHttp, findResponse, parseJson } from './mcp-http';
 import type { ConditionResult, ResumeAttempt } from './report';
-import { SseReader } from './sse-reader';
+import { type SseFrame, type SseRead, SseReader } from './sse-reader';
 
 export interface ResumeTarget {
   cursor: string;
@@ -78,7 +78,7 @@ export async function resumeOnce(
   const started = Date.now();
   const { exchange, conflicts } = await resumeGet(http, step, target.cursor, turn).finally(() => turn.opened());
   const base = { attempt, status: exchange.status === 0 ? null : exchange.status, conflictRetries: conflicts };
-  const done = (rest: Omit<ResumeAttempt, 'attempt' | 'status' | 'conflictRetries' | 'ms'>): ResumeAttempt => ({
+  const done = (rest: AttemptVerdict): ResumeAttempt => ({
     ...base,
     ...rest,
     ms: Date.now() - started,
@@ -106,70 +106,81 @@ export async function resumeOnce(
   const reader = new SseReader(exchange.response.body);
   try {
     const read = await reader.next(http.deadline());
-    if (read.kind === 'timeout') {
-      return done({
-        outcome: 'forked',
-        reason: 'no_frame',
-        detail: `answered ${exchange.status} but sent no frame within ${http.timeoutMs} ms (${reader.comments} keep-alive comments): the replay is missing`,
-      });
-    }
-    if (read.kind === 'eof') {
-      return done({
-        outcome: 'forked',
-        reason: 'eof_without_frames',
-        detail: `answered ${exchange.status} and ended the stream without a frame`,
-      });
-    }
-    if (read.kind === 'error') {
-      // Servers write the replay before they answer (the SDK does), so a 200 stream that breaks before any frame
-      // had no replay to give; the break itself is often the server superseding it with the probe's next resume.
-      return done({
-        outcome: 'forked',
-        reason: 'eof_without_frames',
-        detail: `answered ${exchange.status} and the stream broke before any frame (${read.error})`,
-      });
-    }
-
-    const { id, data } = read.frame;
-    const firstEventId = id === undefined || id === '' ? null : id;
-    const shown = firstEventId === null ? 'no id' : `id ${displayEventId(firstEventId)}`;
-    const replayedResponse = findResponse(parseJson(data), target.responseTo) !== undefined;
-    const verdict = decideFirstFrame({
-      cursor: target.cursor,
-      firstId: id,
-      wasConsumed: seen => target.consumedUpToCursor.has(seen),
-    });
-    if (verdict.verdict === 'forked') {
-      return done({
-        outcome: 'forked',
-        reason: verdict.reason,
-        firstEventId,
-        replayedResponse,
-        ...(verdict.codec ? { codec: verdict.codec } : {}),
-        detail: `first frame (${shown}) does not continue the cursor's log: ${verdict.reason}`,
-      });
-    }
-    if (!replayedResponse) {
-      return done({
-        outcome: 'forked',
-        reason: 'wrong_first_frame',
-        firstEventId,
-        replayedResponse,
-        detail: `first frame (${shown}) is not the response that followed the cursor`,
-      });
-    }
-    return done({
-      outcome: 'resumed',
-      firstEventId,
-      replayedResponse,
-      continuityVerified: verdict.continuityVerified,
-      ...(verdict.codec ? { codec: verdict.codec } : {}),
-      detail: `replayed the response (${shown}) as the first frame`,
-    });
+    return done(
+      judgeFirstRead(read, exchange.status, `${http.timeoutMs} ms (${reader.comments} keep-alive comments)`, target),
+    );
   } finally {
     await reader.cancel();
     await exchange.close();
   }
+}
+
+type AttemptVerdict = Omit<ResumeAttempt, 'attempt' | 'status' | 'conflictRetries' | 'ms'>;
+
+/** What the first read of a resumed stream that answered 2xx with SSE says about the resume. */
+function judgeFirstRead(read: SseRead, status: number, waited: string, target: ResumeTarget): AttemptVerdict {
+  if (read.kind === 'timeout') {
+    return {
+      outcome: 'forked',
+      reason: 'no_frame',
+      detail: `answered ${status} but sent no frame within ${waited}: the replay is missing`,
+    };
+  }
+  if (read.kind === 'eof') {
+    return {
+      outcome: 'forked',
+      reason: 'eof_without_frames',
+      detail: `answered ${status} and ended the stream without a frame`,
+    };
+  }
+  if (read.kind === 'error') {
+    // Servers write the replay before they answer (the SDK does), so a 200 stream that breaks before any frame
+    // had no replay to give; the break itself is often the server superseding it with the probe's next resume.
+    return {
+      outcome: 'forked',
+      reason: 'eof_without_frames',
+      detail: `answered ${status} and the stream broke before any frame (${read.error})`,
+    };
+  }
+  return judgeFirstFrame(read.frame, target);
+}
+
+function judgeFirstFrame({ id, data }: SseFrame, target: ResumeTarget): AttemptVerdict {
+  const firstEventId = id === undefined || id === '' ? null : id;
+  const shown = firstEventId === null ? 'no id' : `id ${displayEventId(firstEventId)}`;
+  const replayedResponse = findResponse(parseJson(data), target.responseTo) !== undefined;
+  const verdict = decideFirstFrame({
+    cursor: target.cursor,
+    firstId: id,
+    wasConsumed: seen => target.consumedUpToCursor.has(seen),
+  });
+  if (verdict.verdict === 'forked') {
+    return {
+      outcome: 'forked',
+      reason: verdict.reason,
+      firstEventId,
+      replayedResponse,
+      ...(verdict.codec ? { codec: verdict.codec } : {}),
+      detail: `first frame (${shown}) does not continue the cursor's log: ${verdict.reason}`,
+    };
+  }
+  if (!replayedResponse) {
+    return {
+      outcome: 'forked',
+      reason: 'wrong_first_frame',
+      firstEventId,
+      replayedResponse,
+      detail: `first frame (${shown}) is not the response that followed the cursor`,
+    };
+  }
+  return {
+    outcome: 'resumed',
+    firstEventId,
+    replayedResponse,
+    continuityVerified: verdict.continuityVerified,
+    ...(verdict.codec ? { codec: verdict.codec } : {}),
+    detail: `replayed the response (${shown}) as the first frame`,
+  };
 }
 
 /** Condition 3: a cursor that never existed must be refused with a 4xx, not served a (silent) fresh stream. */
