@@ -20,6 +20,7 @@ import { SessionLedger } from './core/ledger';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
 import { type ForkwatchInstruments, createInstruments } from './metrics';
 import { type ForkwatchRuntime, type ResolvedSettings, nowMs } from './runtime';
+import { resolvePerRequestLimits } from './per-request/limits';
 import { ServerDelivery } from './server/server-delivery';
 import {
   ALL_TARGETS,
@@ -416,6 +417,7 @@ export class ForkwatchInstrumentation
       captureEventIds: config.captureEventIds !== false,
       captureRawSessionId: config.captureRawSessionId === true,
       propagateContext: config.propagateContext !== false,
+      perRequest: resolvePerRequestLimits(config.perRequest, message => this._diag.warn(message)),
     };
   }
 }
