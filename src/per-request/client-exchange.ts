@@ -265,15 +265,18 @@ function observeSseBody(
     const kind = classifyFrameData(data, truncated);
     if (kind === 'ack' && listen) observer.listenAcknowledged(post);
     if (kind !== 'terminal' || terminal) return;
+    // The terminal response ends the exchange (a listen stream's result is its graceful close), whatever follows.
     terminal = true;
-    if (!listen) observer.exchangeEnded(post, 'completed');
+    if (listen) observer.listenEnded(post, 'eof', true);
+    else observer.exchangeEnded(post, 'completed');
   });
   const end = (how: StreamEnd) => {
     if (ended) return;
     ended = true;
     if (how === 'eof') safe(() => scanner.end());
-    if (listen) observer.listenEnded(post, how, terminal);
-    else if (!terminal) observer.exchangeEnded(post, judgeStreamEnd(how, false, post.signal?.aborted === true));
+    if (terminal) return;
+    if (listen) observer.listenEnded(post, how, false);
+    else observer.exchangeEnded(post, judgeStreamEnd(how, false, post.signal?.aborted === true));
   };
   const reader = body.getReader();
   return new ReadableStream<Uint8Array>(
