@@ -31,7 +31,8 @@ async function listeningClient(url: string) {
   return { client, received };
 }
 
-const metric = async (name: string, labels: Record<string, string> = {}) => sampleOne(await fw!.metrics(), name, labels);
+const metric = async (name: string, labels: Record<string, string> = {}) =>
+  sampleOne(await fw!.metrics(), name, labels);
 
 describe('listen streams at 2026-07-28', () => {
   test('healthy: a publish reaches the listen stream on this process', async () => {
@@ -55,7 +56,10 @@ describe('listen streams at 2026-07-28', () => {
     fw = setupForkwatch({}, serverSdk);
     const a = await startReplica();
     const b = await startReplica();
-    cleanups.push(() => a.close(), () => b.close());
+    cleanups.push(
+      () => a.close(),
+      () => b.close(),
+    );
     const { client, received } = await listeningClient(a.url);
     const sub = await client.listen({ toolsListChanged: true });
     b.handler.notify.toolsChanged(); // the default InMemoryServerEventBus never carries it to A

@@ -30,12 +30,16 @@ export interface Truth {
   /** Handlers that stopped on the abort signal. */
   honouredCancel: number;
   tasksCreated: string[];
+  /** Notifications a handler tried to send after its exchange closed (the SDK threw "Not connected" to it). */
+  notifyFailed: number;
 }
 
 export interface Replica {
   url: string;
   truth: Truth;
   handler: { notify: { toolsChanged(): void }; bus: unknown; close(): Promise<void> };
+  /** Deletes every task, as a TTL expiry does. */
+  expireTasks(): void;
   close(): Promise<void>;
 }
 
@@ -49,8 +53,10 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 /** One replica: a createMcpHandler endpoint whose factory builds a fresh McpServer per request. */
-export async function startReplica(options: { legacy?: 'reject' | 'stateless' } = {}): Promise<Replica> {
-  const truth: Truth = { executions: {}, completedAfterAbort: 0, honouredCancel: 0, tasksCreated: [] };
+export async function startReplica(
+  options: { legacy?: 'reject' | 'stateless'; responseMode?: 'sse' | 'json' } = {},
+): Promise<Replica> {
+  const truth: Truth = { executions: {}, completedAfterAbort: 0, honouredCancel: 0, tasksCreated: [], notifyFailed: 0 };
   const tasks = new Map<string, { status: string }>();
   let taskCounter = 0;
   const ran = (name: string) => {
@@ -123,9 +129,37 @@ export async function startReplica(options: { legacy?: 'reject' | 'stateless' } 
         return { ...text(`task ${taskId}`), task: { taskId, status: 'working', ttlMs: 60_000 } };
       },
     );
+    // Reports back after its work, ignoring the signal: the notification comes after the client left.
+    server.registerTool(
+      'report_back',
+      { inputSchema: z.object({ ms: z.number() }) },
+      async ({ ms }: { ms: number }, ctx: any) => {
+        ran('report_back');
+        await sleep(ms);
+        try {
+          await ctx.mcpReq.notify({ method: 'notifications/message', params: { level: 'info', data: 'done' } });
+        } catch (error) {
+          if (/not connected/i.test(String(error))) truth.notifyFailed++;
+        }
+        return text('reported');
+      },
+    );
+    // tasks/get (SEP-2663 wire shape) on this replica's task table; -32602 when the task is not here.
+    server.server.setRequestHandler(
+      'tasks/get',
+      { params: z.object({ taskId: z.string() }).passthrough(), result: z.object({}).passthrough() },
+      async ({ taskId }: { taskId: string }) => {
+        const task = tasks.get(taskId);
+        if (!task) throw new serverSdk.ProtocolError(-32602, `Task not found: ${taskId}`);
+        return { taskId, status: task.status, ttlMs: 60_000, createdAt: new Date().toISOString() };
+      },
+    );
     return server;
   };
-  const handler = serverSdk.createMcpHandler(factory, { legacy: options.legacy ?? 'reject' });
+  const handler = serverSdk.createMcpHandler(factory, {
+    legacy: options.legacy ?? 'reject',
+    ...(options.responseMode ? { responseMode: options.responseMode } : {}),
+  });
   const node = nodeSdk.toNodeHandler(handler);
   const http: HttpServer = createServer((request, response) => void node(request, response));
   await new Promise<void>(resolve => http.listen(0, '127.0.0.1', resolve));
@@ -134,6 +168,7 @@ export async function startReplica(options: { legacy?: 'reject' | 'stateless' } 
     url: `http://127.0.0.1:${port}/mcp`,
     truth,
     handler,
+    expireTasks: () => tasks.clear(),
     async close() {
       await handler.close().catch(() => {});
       http.closeAllConnections();
@@ -204,3 +239,28 @@ export async function until(check: () => boolean | Promise<boolean>, what: strin
 }
 
 export { sleep };
+
+/** A raw 2026-07-28 POST (the wire form the 2.x client sends), for methods the client has no call for. */
+export async function rawRequest(
+  url: string,
+  id: number,
+  method: string,
+  params: Record<string, unknown>,
+  name?: string,
+) {
+  const headers: Record<string, string> = {
+    accept: 'application/json, text/event-stream',
+    'content-type': 'application/json',
+    'mcp-method': method,
+    'mcp-protocol-version': MODERN,
+    ...(name ? { 'mcp-name': name } : {}),
+  };
+  const meta = {
+    'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+    'io.modelcontextprotocol/clientCapabilities': {},
+  };
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } });
+  const response = await fetch(url, { method: 'POST', headers, body });
+  return { status: response.status, body: await response.json().catch(() => undefined) };
+}
