@@ -56,6 +56,24 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 export async function startReplica(
   options: { legacy?: 'reject' | 'stateless'; responseMode?: 'sse' | 'json' } = {},
 ): Promise<Replica> {
+  const lab = createLabHandler(options);
+  const node = nodeSdk.toNodeHandler(lab.handler);
+  const http: HttpServer = createServer((request, response) => void node(request, response));
+  await new Promise<void>(resolve => http.listen(0, '127.0.0.1', resolve));
+  const { port } = http.address() as AddressInfo;
+  return {
+    ...lab,
+    url: `http://127.0.0.1:${port}/mcp`,
+    async close() {
+      await lab.handler.close().catch(() => {});
+      http.closeAllConnections();
+      await new Promise<void>(resolve => http.close(() => resolve()));
+    },
+  };
+}
+
+/** The lab's createMcpHandler with its tools and ground truth, and its Node request listener. */
+export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; responseMode?: 'sse' | 'json' } = {}) {
   const truth: Truth = { executions: {}, completedAfterAbort: 0, honouredCancel: 0, tasksCreated: [], notifyFailed: 0 };
   const tasks = new Map<string, { status: string }>();
   let taskCounter = 0;
@@ -160,20 +178,11 @@ export async function startReplica(
     legacy: options.legacy ?? 'reject',
     ...(options.responseMode ? { responseMode: options.responseMode } : {}),
   });
-  const node = nodeSdk.toNodeHandler(handler);
-  const http: HttpServer = createServer((request, response) => void node(request, response));
-  await new Promise<void>(resolve => http.listen(0, '127.0.0.1', resolve));
-  const { port } = http.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
     truth,
     handler,
     expireTasks: () => tasks.clear(),
-    async close() {
-      await handler.close().catch(() => {});
-      http.closeAllConnections();
-      await new Promise<void>(resolve => http.close(() => resolve()));
-    },
+    listener: nodeSdk.toNodeHandler(handler) as (req: unknown, res: unknown) => Promise<void>,
   };
 }
 
@@ -203,17 +212,18 @@ export async function startCutter(upstreamUrl: string): Promise<Cutter> {
   });
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
+  const cut = () => {
+    for (const [a, b] of [...pairs]) {
+      a.destroy();
+      b.destroy();
+    }
+    pairs.clear();
+  };
   return {
     url: `http://127.0.0.1:${port}${upstream.pathname}`,
-    cut() {
-      for (const [a, b] of [...pairs]) {
-        a.destroy();
-        b.destroy();
-      }
-      pairs.clear();
-    },
+    cut,
     async close() {
-      this.cut();
+      cut();
       await new Promise<void>(resolve => server.close(() => resolve()));
     },
   };
