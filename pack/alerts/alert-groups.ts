@@ -8,6 +8,7 @@ import { resumeGapEventsHigh, resumeGapSecondsHigh } from './gaps';
 import { ALERT_GROUP } from './names';
 import { resumesRejected, serverResumesRejected } from './rejections';
 import type { GroupSpec } from './rule-model';
+import { perRequestAlerts } from './per-request';
 import { sloAlerts } from './slo';
 
 export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
@@ -24,6 +25,7 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     duplicateDeliveries(config),
     ...slo.server,
     serverEventsWithoutListener(config),
+    ...perRequestAlerts(config),
     targetWithoutMetrics(config),
     metricsAbsent(config),
   ];

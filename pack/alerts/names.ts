@@ -19,6 +19,9 @@ export const ALERT = {
   serverEventsWithoutListener: 'ForkwatchServerEventsWithoutListener',
   targetWithoutMetrics: 'ForkwatchTargetWithoutMetrics',
   metricsAbsent: 'ForkwatchMetricsAbsent',
+  serverResultDeliveryBudgetBurn: 'ForkwatchServerResultDeliveryBudgetBurn',
+  serverDuplicateExecutionRisk: 'ForkwatchServerDuplicateExecutionRisk',
+  serverNotificationsWithoutListener: 'ForkwatchServerNotificationsWithoutListener',
 } as const;
 
 export const ALERT_GROUP = 'forkwatch';

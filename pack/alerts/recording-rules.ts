@@ -4,6 +4,7 @@ import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';
 import { RECORDING_GROUP, SLO_GROUP } from './names';
 import type { GroupSpec } from './rule-model';
+import { perRequestRecordingRules } from './per-request';
 import { sloRecordingRules } from './slo';
 
 export function recordingGroups(config: ForkwatchConfig): GroupSpec[] {
@@ -49,6 +50,6 @@ export function recordingGroups(config: ForkwatchConfig): GroupSpec[] {
         },
       ],
     },
-    { name: SLO_GROUP, rules: sloRecordingRules(config) },
+    { name: SLO_GROUP, rules: [...sloRecordingRules(config), ...perRequestRecordingRules(config)] },
   ];
 }

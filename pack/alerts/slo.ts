@@ -32,7 +32,7 @@ export const SERVER_LOSS_RATIO = (window: string) => `job:forkwatch_server_undel
 export const CLIENT_BURN_ALERT = ALERT.lossBudgetBurn;
 export const SERVER_BURN_ALERT = ALERT.serverDeliveryBudgetBurn;
 
-interface Sli {
+export interface Sli {
   /** bad-over-total ratio for one window. */
   ratio(window: string): string;
   /** good + bad events in a window: the traffic floor. */
@@ -95,14 +95,14 @@ export function sloRecordingRules(config: ForkwatchConfig): RuleSpec[] {
   ];
 }
 
-interface BurnText {
+export interface BurnText {
   summary: string;
   /** What the ratio is a share of, after "{{ $value | humanizePercentage }} of". */
   describe(w: BurnWindow): string;
   sloName: string;
 }
 
-function burnAlerts(
+export function burnAlerts(
   config: ForkwatchConfig,
   alert: string,
   objective: number,

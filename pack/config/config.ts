@@ -113,6 +113,18 @@ export interface AlertThresholds {
   ForkwatchTargetWithoutMetrics: { lookback: string; for: string };
   /** No forkwatch series at all: `for` 15m so a Prometheus restart or a first deploy stays quiet. */
   ForkwatchMetricsAbsent: { for: string };
+  /**
+   * Protocol 2026-07-28: a probable re-issue of a tool not annotated idempotent (a broken exchange, then the same
+   * principal, tool and arguments) may have executed twice. Any in 1h opens a ticket: healthy traffic breaks no
+   * exchange, so it has none; `for` 1m rides out one scrape's jitter.
+   */
+  ForkwatchServerDuplicateExecutionRisk: IncreaseAlert;
+  /**
+   * Protocol 2026-07-28: share of a process's event-bus publishes with no listen stream on that process, over
+   * `window`. 5 % over 1h with a floor of 20 publishes: a bus that does not span the replicas, or clients that do
+   * not re-listen, stay above it; a publish between one stream's drop and its re-listen stays below.
+   */
+  ForkwatchServerNotificationsWithoutListener: { window: string; share: number; minEvents: number; for: string };
 }
 
 export interface ForkwatchConfig {
@@ -142,6 +154,11 @@ export interface ForkwatchConfig {
   clientResumeObjective: number;
   /** The server delivery SLO: share of events written that are not lost to a live client. */
   serverDeliveryObjective: number;
+  /**
+   * Protocol 2026-07-28, the delivered-results SLO: share of the terminal responses handlers produced on the
+   * per-request path that reached the client (a result or error produced after the exchange closed is lost).
+   */
+  serverResultObjective: number;
   /** Burn-rate windows, shared by both SLOs; every long and short window gets a ratio recording rule. */
   burnWindows: BurnWindow[];
   /** Thresholds, windows and `for` of the other alerts, by alert name. */
@@ -165,6 +182,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
   rateWindow: '5m',
   clientResumeObjective: 0.995,
   serverDeliveryObjective: 0.995,
+  serverResultObjective: 0.995,
   burnWindows: [
     { long: '1h', short: '5m', factor: 14.4, for: '2m', severity: 'page', minEvents: 20 },
     { long: '6h', short: '30m', factor: 6, for: '15m', severity: 'page', minEvents: 50 },
@@ -183,6 +201,8 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchServerEventsWithoutListener: { window: '1h', share: 0.01, minEvents: 100, for: '15m' },
     ForkwatchTargetWithoutMetrics: { lookback: '1d', for: '15m' },
     ForkwatchMetricsAbsent: { for: '15m' },
+    ForkwatchServerDuplicateExecutionRisk: { window: '1h', for: '1m' },
+    ForkwatchServerNotificationsWithoutListener: { window: '1h', share: 0.05, minEvents: 20, for: '15m' },
   },
   traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
   kubernetes: {

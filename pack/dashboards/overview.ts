@@ -11,6 +11,7 @@ import { queries } from './queries';
 import { forkPanels, lossVersusHttpPanels } from './rows/client-loss';
 import { duplicateAndAlertPanels } from './rows/duplicates-and-alerts';
 import { gapPanels } from './rows/gaps';
+import { perRequestPanels } from './rows/per-request';
 import { serverDeliveryPanels } from './rows/server-delivery';
 import { serverPanels } from './rows/servers';
 import { summaryPanels } from './rows/summary';
@@ -27,6 +28,7 @@ const ROWS: Array<[string, (ctx: Ctx) => PanelBuilder[]]> = [
   ['Gaps and replays', gapPanels],
   ['Which process forks sessions', serverPanels],
   ['Server delivery', serverDeliveryPanels],
+  ['Per-request (2026-07-28)', perRequestPanels],
   ['Duplicates and alerts', duplicateAndAlertPanels],
 ];
 

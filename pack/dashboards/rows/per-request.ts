@@ -1,0 +1,79 @@
+/**
+ * Per-request row (protocol 2026-07-28, no sessions): how server exchanges end, results produced after the client
+ * left against the delivered-results SLO, probable re-issues and notifications published with no listen stream.
+ */
+import * as common from '@grafana/grafana-foundation-sdk/common';
+import { METRICS } from '../../../src/names';
+import { RESULT_LOSS_RATIO } from '../../alerts/per-request';
+import { ALERT } from '../../alerts/names';
+import { errorBudget } from '../../config/links';
+import { scopeMatchers, thresholds } from '../common';
+import { type Ctx, timeseries } from '../panels';
+import { LOSS_WINDOWS } from '../queries';
+
+export function perRequestPanels(ctx: Ctx) {
+  const { raw, perJob } = scopeMatchers(ctx.config);
+  const rate = (metric: string) => `rate(${metric}{${raw}}[$__rate_interval])`;
+  const exchanges = timeseries({
+    title: 'Per-request exchanges and late messages',
+    description:
+      'Protocol 2026-07-28 exchanges (one request, one HTTP response) by how they ended: `delivered` with their ' +
+      'terminal response, `closed_before_response` (the 499s) or `closed_mid_stream`; and what handlers produced ' +
+      'after their exchange had closed (`late result`, `late error`, `late notification`: dropped by the SDK). ' +
+      '**Late results grow:** clients leave before slow tools finish; see the delivered-results runbook.',
+    unit: 'reqps',
+    targets: [
+      { expr: `sum by (outcome) (${rate(METRICS.serverExchanges.prometheusName)})`, legend: '{{outcome}}' },
+      { expr: `sum by (kind) (${rate(METRICS.serverLateMessages.prometheusName)})`, legend: 'late {{kind}}' },
+    ],
+    links: ctx.links([ALERT.serverResultDeliveryBudgetBurn]),
+    span: 8,
+    height: 8,
+  });
+
+  const budget = errorBudget(ctx.config.serverResultObjective);
+  const lossBurn = timeseries({
+    title: 'Results lost after the client left (SLO windows)',
+    description:
+      'Share of the terminal responses per-request handlers produced that came after their exchange had closed, ' +
+      'per cluster and job, over the windows ForkwatchServerResultDeliveryBudgetBurn uses (recording rules ' +
+      '`job:forkwatch_server_result_loss:ratio_rate*`). The red line is the error budget. **Short windows above ' +
+      'it:** a page follows; long windows above it: a ticket.',
+    unit: 'percentunit',
+    targets: LOSS_WINDOWS.map(w => ({ expr: `${RESULT_LOSS_RATIO(w)}{${perJob}}`, legend: ctx.q.lossLegend(w) })),
+    links: ctx.links([ALERT.serverResultDeliveryBudgetBurn]),
+    span: 8,
+    height: 8,
+  })
+    .thresholds(
+      thresholds([
+        [null, 'green'],
+        [budget, 'red'],
+      ]),
+    )
+    .thresholdsStyle(new common.GraphThresholdsStyleConfigBuilder().mode(common.GraphThresholdsStyleMode.Line));
+
+  const risks = timeseries({
+    title: 'Probable re-issues and publishes without a listener',
+    description:
+      'Requests re-issued after a broken exchange (same principal, method, name and arguments; MRTR retries ' +
+      'excluded) by the idempotency the server declared: `not_idempotent` may have executed twice. And event-bus ' +
+      'publishes with no listen stream on the publishing process (lost: listen streams have no replay). **Either ' +
+      'grows:** follow ForkwatchServerDuplicateExecutionRisk or ForkwatchServerNotificationsWithoutListener.',
+    unit: 'reqps',
+    targets: [
+      {
+        expr: `sum by (idempotency) (${rate(METRICS.serverProbableReissues.prometheusName)})`,
+        legend: 're-issue {{idempotency}}',
+      },
+      {
+        expr: `sum by (outcome) (${rate(METRICS.serverListenPublishes.prometheusName)})`,
+        legend: 'publish {{outcome}}',
+      },
+    ],
+    links: ctx.links([ALERT.serverDuplicateExecutionRisk, ALERT.serverNotificationsWithoutListener]),
+    span: 8,
+    height: 8,
+  });
+  return [exchanges, lossBurn, risks];
+}
