@@ -21,7 +21,7 @@ export const ALERT = {
   metricsAbsent: 'ForkwatchMetricsAbsent',
   serverResultDeliveryBudgetBurn: 'ForkwatchServerResultDeliveryBudgetBurn',
   serverDuplicateExecutionRisk: 'ForkwatchServerDuplicateExecutionRisk',
-  serverNotificationsWithoutListener: 'ForkwatchServerNotificationsWithoutListener',
+  serverPublishesWithoutListener: 'ForkwatchServerPublishesWithoutListener',
 } as const;
 
 export const ALERT_GROUP = 'forkwatch';

@@ -86,13 +86,13 @@ export function perRequestAlerts(config: ForkwatchConfig): RuleSpec[] {
       `tool calls in the last ${windowWords(dup.window)}; each may have executed twice.`,
   );
 
-  const nl = config.alerts.ForkwatchServerNotificationsWithoutListener;
+  const nl = config.alerts.ForkwatchServerPublishesWithoutListener;
   const publishes = METRICS.serverListenPublishes.prometheusName;
   const by = s.by('instance');
   const all = `sum by (${by}) (increase(${s.sel(publishes)}[${nl.window}]))`;
   const noListener = defineAlert(
     config,
-    ALERT.serverNotificationsWithoutListener,
+    ALERT.serverPublishesWithoutListener,
     {
       expr:
         `sum by (${by}) (increase(${s.sel(publishes, 'outcome="no_listener"')}[${nl.window}]))\n/\n${all}\n` +

@@ -124,7 +124,7 @@ export interface AlertThresholds {
    * `window`. 5 % over 1h with a floor of 20 publishes: a bus that does not span the replicas, or clients that do
    * not re-listen, stay above it; a publish between one stream's drop and its re-listen stays below.
    */
-  ForkwatchServerNotificationsWithoutListener: { window: string; share: number; minEvents: number; for: string };
+  ForkwatchServerPublishesWithoutListener: { window: string; share: number; minEvents: number; for: string };
 }
 
 export interface ForkwatchConfig {
@@ -202,7 +202,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchTargetWithoutMetrics: { lookback: '1d', for: '15m' },
     ForkwatchMetricsAbsent: { for: '15m' },
     ForkwatchServerDuplicateExecutionRisk: { window: '1h', for: '1m' },
-    ForkwatchServerNotificationsWithoutListener: { window: '1h', share: 0.05, minEvents: 20, for: '15m' },
+    ForkwatchServerPublishesWithoutListener: { window: '1h', share: 0.05, minEvents: 20, for: '15m' },
   },
   traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
   kubernetes: {

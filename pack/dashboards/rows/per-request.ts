@@ -59,7 +59,7 @@ export function perRequestPanels(ctx: Ctx) {
       'Requests re-issued after a broken exchange (same principal, method, name and arguments; MRTR retries ' +
       'excluded) by the idempotency the server declared: `not_idempotent` may have executed twice. And event-bus ' +
       'publishes with no listen stream on the publishing process (lost: listen streams have no replay). **Either ' +
-      'grows:** follow ForkwatchServerDuplicateExecutionRisk or ForkwatchServerNotificationsWithoutListener.',
+      'grows:** follow ForkwatchServerDuplicateExecutionRisk or ForkwatchServerPublishesWithoutListener.',
     unit: 'reqps',
     targets: [
       {
@@ -71,9 +71,50 @@ export function perRequestPanels(ctx: Ctx) {
         legend: 'publish {{outcome}}',
       },
     ],
-    links: ctx.links([ALERT.serverDuplicateExecutionRisk, ALERT.serverNotificationsWithoutListener]),
+    links: ctx.links([ALERT.serverDuplicateExecutionRisk, ALERT.serverPublishesWithoutListener]),
     span: 8,
     height: 8,
   });
-  return [exchanges, lossBurn, risks];
+  const tasks = timeseries({
+    title: 'Tasks orphaned and tasks/get misses',
+    description:
+      'Tasks (SEP-2663, app-level: the 2.x SDK has no task runtime) whose creating response never reached the ' +
+      'client (`orphaned`: the task runs, the client never learns its id, a re-issue creates another), and ' +
+      '`tasks/get` answered "not found": `expired` for a task this process created, `unknown` for one it never ' +
+      'created (a balancer that ignores `Mcp-Name`, or a stale id). **Unknown grows on some instances:** route ' +
+      'tasks/get by Mcp-Name to the replica that holds the task.',
+    unit: 'reqps',
+    targets: [
+      { expr: `sum(${rate(METRICS.serverOrphanedTasks.prometheusName)})`, legend: 'orphaned' },
+      {
+        expr: `sum by (reason) (${rate(METRICS.serverTaskMisses.prometheusName)})`,
+        legend: 'tasks/get miss {{reason}}',
+      },
+    ],
+    links: ctx.links([ALERT.serverResultDeliveryBudgetBurn]),
+    span: 12,
+    height: 8,
+  });
+
+  const client = timeseries({
+    title: 'Client view: exchanges, re-issues and listen streams',
+    description:
+      'What 2026-07-28 clients instrumented by forkwatch saw: exchanges by how their response ended (`ended_early` ' +
+      'and `broken` lose the request: the app must re-issue it), whether the app re-issued those within the window, ' +
+      'and how listen streams ended (`dropped`: notifications are lost until the next acknowledgement). **Broken ' +
+      'without re-issue:** the app silently drops requests (no SDK re-issues for it).',
+    unit: 'reqps',
+    targets: [
+      { expr: `sum by (outcome) (${rate(METRICS.clientExchanges.prometheusName)})`, legend: 'exchange {{outcome}}' },
+      { expr: `sum by (outcome) (${rate(METRICS.clientReissues.prometheusName)})`, legend: '{{outcome}}' },
+      {
+        expr: `sum by (outcome) (${rate(METRICS.clientListenStreams.prometheusName)})`,
+        legend: 'listen {{outcome}}',
+      },
+    ],
+    links: ctx.links([ALERT.serverResultDeliveryBudgetBurn, ALERT.serverPublishesWithoutListener]),
+    span: 12,
+    height: 8,
+  });
+  return [exchanges, lossBurn, risks, tasks, client];
 }
