@@ -103,6 +103,11 @@ export class ReissueWindow<T extends BrokenExchange = BrokenExchange> {
     return now - entry.at <= this.windowMs ? entry : undefined;
   }
 
+  /** Drops this break (its handler stopped on the cancellation: nothing ran twice if it is re-issued). */
+  forget(key: string, entry: T): void {
+    if (this.entries.get(key) === entry) this.entries.delete(key);
+  }
+
   /** Removes and returns the entries whose window has passed (insertion order is time order). */
   expire(now: number): T[] {
     const expired: T[] = [];

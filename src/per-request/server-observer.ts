@@ -50,6 +50,8 @@ export interface ServerExchange {
   readonly idempotency: ReissueIdempotency;
   readonly taskId: string | undefined;
   outcome: ServerExchangeOutcome | undefined;
+  /** Its entry in the re-issue window, once broken. */
+  broken?: { at: number; idempotency: ReissueIdempotency };
 }
 
 /** The transport's private state the close decision reads (plain properties at runtime). */
@@ -115,7 +117,8 @@ export class PerRequestServerObserver {
     });
     this.runtime.instruments.serverExchanges.add(1, EXCHANGE[exchange.outcome]);
     if (isBrokenExchange(exchange.outcome)) {
-      this.broken.noteBroken(exchange.key, { at: nowMs(), idempotency: exchange.idempotency });
+      exchange.broken = { at: nowMs(), idempotency: exchange.idempotency };
+      this.broken.noteBroken(exchange.key, exchange.broken);
     }
   }
 
@@ -151,6 +154,7 @@ export class PerRequestServerObserver {
         ? judgeLateSettlement({ resolved: false, cancellation: isCancellationResult(result, signal) })
         : 'result';
       if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
+      else this.stoppedOnCancellation(exchange);
     }
     if (taskId === undefined) return;
     this.tasks.add(taskId, nowMs());
@@ -165,6 +169,12 @@ export class PerRequestServerObserver {
     if (!isBrokenExchange(exchange.outcome)) return;
     const kind = judgeLateSettlement({ resolved: false, cancellation: isCancellation(error, signal) });
     if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
+    else this.stoppedOnCancellation(exchange);
+  }
+
+  /** The handler honoured the cancellation: a re-issue of this exchange runs its work once, so it is no risk. */
+  private stoppedOnCancellation(exchange: ServerExchange): void {
+    if (exchange.broken) this.broken.forget(exchange.key, exchange.broken);
   }
 
   /** A tool registered with its annotations (McpServer.registerTool). */

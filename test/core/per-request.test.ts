@@ -78,6 +78,12 @@ describe('server exchange decisions', () => {
     expect(w.nextExpiry()).toBe(1020);
     expect(w.expire(1025).map(e => e.at)).toEqual([20]);
     expect(w.size).toBe(1);
+    const stopped = { at: 1100, idempotency: 'not_idempotent' as const };
+    w.noteBroken('s', stopped);
+    w.forget('s', { ...stopped }); // another entry: kept
+    expect(w.size).toBe(2);
+    w.forget('s', stopped);
+    expect(w.match('s', 1200)).toBeUndefined();
   });
 
   test('tasks: created ids, misses expired against unknown, the bounded registry', () => {
