@@ -29,7 +29,10 @@ const factory = () => {
   const http = createServer(toNodeHandler(handler));
   await new Promise(resolve => http.listen(0, '127.0.0.1', resolve));
   const url = new URL(`http://127.0.0.1:${http.address().port}/mcp`);
-  const client = new Client({ name: 'bench', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  const client = new Client(
+    { name: 'bench', version: '1.0.0' },
+    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+  );
   await client.connect(new StreamableHTTPClientTransport(url));
   const count = Number(countArg);
   const calls = async n => {
@@ -42,7 +45,9 @@ const factory = () => {
   const cpu = process.cpuUsage();
   await calls(count);
   const used = process.cpuUsage(cpu);
-  process.stdout.write(`${JSON.stringify({ variant, calls: count, cpuUsPerCall: (used.user + used.system) / count })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ variant, calls: count, cpuUsPerCall: (used.user + used.system) / count })}\n`,
+  );
   await client.close();
   await handler.close();
   http.close();

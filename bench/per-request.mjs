@@ -28,9 +28,13 @@ const forkwatchEntry = join(snapshot, 'src', 'index.js');
 
 function run(variant) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(here, 'per-request-child.cjs'), variant, forkwatchEntry, count, warmup], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [join(here, 'per-request-child.cjs'), variant, forkwatchEntry, count, warmup],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     let out = '';
     child.stdout.on('data', c => (out += c));
     child.on('exit', code => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`${variant} exited ${code}`))));
