@@ -25,11 +25,11 @@ test('healthy traffic from 6 concurrent clients raises no loss or doubling signa
   const clients = await Promise.all(Array.from({ length: 6 }, () => connectClient(replica.url)));
   for (const c of clients) cleanups.push(() => c.close().catch(() => {}));
   const received: number[] = clients.map(() => 0);
-  clients.forEach((c, i) =>
+  clients.forEach((c, i) => {
     c.setNotificationHandler('notifications/tools/list_changed', () => {
       received[i]! += 1;
-    }),
-  );
+    });
+  });
   const subs = await Promise.all(clients.map(c => c.listen({ toolsListChanged: true })));
   let cancels = 0;
   await Promise.all(

@@ -22,6 +22,11 @@ const { z } = req('zod');
 
 export const MODERN = '2026-07-28';
 
+/** What a tool handler receives of the request context (the parts the lab's tools use). */
+interface ToolCtx {
+  mcpReq: { signal: AbortSignal; requestState(): unknown; notify(notification: object): Promise<void> };
+}
+
 /** What the tools of one replica did: the ground truth the signals are checked against. */
 export interface Truth {
   executions: Record<string, number>;
@@ -90,7 +95,7 @@ export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; res
     server.registerTool(
       'write_record',
       { inputSchema: z.object({ ms: z.number(), key: z.string() }), annotations: { idempotentHint: false } },
-      async ({ ms, key }: { ms: number; key: string }, ctx: any) => {
+      async ({ ms, key }: { ms: number; key: string }, ctx: ToolCtx) => {
         ran('write_record');
         await sleep(ms);
         if (ctx.mcpReq.signal.aborted) truth.completedAfterAbort++;
@@ -101,7 +106,7 @@ export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; res
     server.registerTool(
       'read_record',
       { inputSchema: z.object({ ms: z.number(), key: z.string() }), annotations: { idempotentHint: true } },
-      async ({ ms, key }: { ms: number; key: string }, ctx: any) => {
+      async ({ ms, key }: { ms: number; key: string }, ctx: ToolCtx) => {
         ran('read_record');
         await sleep(ms);
         if (ctx.mcpReq.signal.aborted) truth.completedAfterAbort++;
@@ -112,7 +117,7 @@ export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; res
     server.registerTool(
       'cooperative_job',
       { inputSchema: z.object({ ms: z.number() }) },
-      async ({ ms }: { ms: number }, ctx: any) => {
+      async ({ ms }: { ms: number }, ctx: ToolCtx) => {
         ran('cooperative_job');
         try {
           await sleep(ms, ctx.mcpReq.signal);
@@ -127,7 +132,7 @@ export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; res
     server.registerTool(
       'confirm_action',
       { inputSchema: z.object({ key: z.string() }) },
-      async ({ key }: { key: string }, ctx: any) => {
+      async ({ key }: { key: string }, ctx: ToolCtx) => {
         ran('confirm_action');
         if (ctx.mcpReq.requestState() === undefined) return serverSdk.inputRequired({ requestState: `confirm:${key}` });
         return text(`confirmed ${key}`);
@@ -137,7 +142,7 @@ export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; res
     server.registerTool(
       'start_task',
       { inputSchema: z.object({ ms: z.number() }) },
-      async ({ ms }: { ms: number }, ctx: any) => {
+      async ({ ms }: { ms: number }, ctx: ToolCtx) => {
         ran('start_task');
         const taskId = `task-${++taskCounter}`;
         tasks.set(taskId, { status: 'working' });
@@ -151,7 +156,7 @@ export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; res
     server.registerTool(
       'report_back',
       { inputSchema: z.object({ ms: z.number() }) },
-      async ({ ms }: { ms: number }, ctx: any) => {
+      async ({ ms }: { ms: number }, ctx: ToolCtx) => {
         ran('report_back');
         await sleep(ms);
         try {
