@@ -6,7 +6,7 @@
 //
 //   node scripts/build.mjs && node bench/per-request.mjs [--rounds 6] [--count 1500] [--warmup 300]
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, rmSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { summarize } from './stats.mjs';
@@ -52,6 +52,23 @@ for (let round = 0; round < rounds; round++) {
     `round ${round + 1}/${rounds}: ${variants.map(v => `${v} ${results[v].toFixed(1)} µs/call`).join(', ')}\n`,
   );
 }
+
+// The sampling profiler's view of one NodeSDK + forkwatch process: CPU in forkwatch's own code and in the metrics SDK
+// it calls, per call (less noisy than the ratio, which the SDK's own milliseconds per call dominate; it misses the GC
+// of forkwatch's allocations).
+const profileDir = join(snapshot, 'profile');
+await run('sdk+forkwatch', ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
+const profile = JSON.parse(readFileSync(join(profileDir, readdirSync(profileDir)[0]), 'utf8'));
+const selfUs = new Map();
+profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+let forkwatchUs = 0;
+let metricsSdkUs = 0;
+for (const node of profile.nodes) {
+  const us = selfUs.get(node.id) ?? 0;
+  if (node.callFrame.url.includes(snapshot)) forkwatchUs += us;
+  else if (/@opentelemetry[\\/](sdk-metrics|core)[\\/]/.test(node.callFrame.url)) metricsSdkUs += us;
+}
+const profiledCalls = count + warmup;
 rmSync(snapshot, { recursive: true, force: true });
 
 const ratio = summarize(perRound.map(r => r['sdk+forkwatch'] / r.sdk));
@@ -59,11 +76,21 @@ const cost = summarize(perRound.map(r => r['sdk+forkwatch'] - r.sdk));
 const base = summarize(perRound.map(r => r.sdk));
 const f = (s, d = 3) => `${s.median.toFixed(d)} (p25 ${s.p25.toFixed(d)}, p75 ${s.p75.toFixed(d)}, n ${s.n})`;
 process.stdout.write(
-  `${JSON.stringify({ bench: 'per-request', count, rounds, ratio, costUsPerCall: cost, baseUsPerCall: base })}\n`,
+  `${JSON.stringify({
+    bench: 'per-request',
+    count,
+    rounds,
+    ratio,
+    costUsPerCall: cost,
+    baseUsPerCall: base,
+    profiledUsPerCall: { forkwatch: forkwatchUs / profiledCalls, metricsSdk: metricsSdkUs / profiledCalls },
+  })}\n`,
 );
 process.stderr.write(
   `\nprotocol 2026-07-28 tool calls (2.x client + server on loopback, one publish per call), CPU per call:\n` +
     `  bare NodeSDK:            ${f(base, 1)} µs\n` +
     `  NodeSDK + forkwatch / bare NodeSDK: ratio ${f(ratio)}\n` +
-    `  forkwatch's cost:        ${f(cost, 1)} µs per call\n`,
+    `  forkwatch's cost:        ${f(cost, 1)} µs per call\n` +
+    `  profiler: forkwatch's own code ${(forkwatchUs / profiledCalls).toFixed(1)} µs per call, the metrics SDK it calls ` +
+    `${(metricsSdkUs / profiledCalls).toFixed(1)} µs (one NodeSDK + forkwatch process)\n`,
 );
