@@ -26,11 +26,11 @@ mkdirSync(snapshot, { recursive: true });
 cpSync(join(root, 'build', 'src'), join(snapshot, 'src'), { recursive: true });
 const forkwatchEntry = join(snapshot, 'src', 'index.js');
 
-function run(variant) {
+function run(variant, nodeArgs = []) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [join(here, 'per-request-child.cjs'), variant, forkwatchEntry, count, warmup],
+      [...nodeArgs, join(here, 'per-request-child.cjs'), variant, forkwatchEntry, count, warmup],
       {
         stdio: ['ignore', 'pipe', 'inherit'],
       },

@@ -59,11 +59,11 @@ async function measure(scenario: Scenario) {
     const expected = Object.entries(scenario.expected) as [Signal, number][];
     await until(async () => {
       const now = await snapshot();
-      return expected.every(([k, n]) => now[k] - before[k] >= n);
+      return expected.every(([k, n]) => (now[k] ?? 0) - (before[k] ?? 0) >= n);
     }, `${scenario.name}: its signals`).catch(() => undefined);
     await sleep(WINDOW_MS + 50);
     const after = await snapshot();
-    const delta = (k: Signal) => after[k] - before[k];
+    const delta = (k: Signal) => (after[k] ?? 0) - (before[k] ?? 0);
     if (expected.every(([k, n]) => delta(k) === n)) hits++;
     const stray = (Object.keys(LOSS_SIGNALS) as Signal[]).filter(k => !(k in scenario.expected) && delta(k) !== 0);
     if (stray.length > 0) falseAlarms++;
