@@ -52,7 +52,9 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
   propagateContext?: boolean;
   /**
    * Observe session SSE GETs sent through `globalThis.fetch` by clients forkwatch has no class patch for
-   * (@ai-sdk/mcp's HTTP transport). Default true. Requests of patched SDK transports are left to their patch.
+   * (@ai-sdk/mcp's HTTP transport), and every protocol 2026-07-28 POST (the 2.x client, @ai-sdk/mcp, raw fetch: how
+   * its response ended, re-issues, listen gaps). Default true. Session GETs of patched SDK transports are left to their
+   * patch.
    */
   observeFetch?: boolean;
   /**

@@ -11,7 +11,7 @@ import { sampleOne } from '../support/lab';
 import { connectClient, rawRequest, serverSdk, sleep, startCutter, startReplica, until } from './support';
 
 const RUNS = 10;
-const WINDOW_MS = 250;
+const WINDOW_MS = 400;
 
 /** The loss and doubling signals: a healthy run moves none of them. */
 const LOSS_SIGNALS: Record<string, [string, Record<string, string>]> = {
@@ -140,7 +140,7 @@ describe('recall and false alarms per scenario', () => {
         run: async () => {
           const done = a.truth.completedAfterAbort;
           const ok = await client
-            .callTool({ name: 'write_record', arguments: { ms: 150, key: `t${key++}` } }, { timeout: 40 })
+            .callTool({ name: 'write_record', arguments: { ms: 400, key: `t${key++}` } }, { timeout: 120 })
             .then(
               () => true,
               () => false,
