@@ -30,11 +30,28 @@ export const SERVER_UNDELIVERED_LOSS_REASONS = [
   'dropped',
 ] as const satisfies readonly ServerUndeliveredReason[];
 
+/** Protocol 2026-07-28 (per-request MCP): how a server exchange ended. `delivered` are the SLO's good events. */
+export const SERVER_EXCHANGE_OUTCOMES = ['delivered', 'closed_before_response', 'closed_mid_stream'] as const;
+/** Messages a handler produced for an exchange that had already closed (the SDK drops them silently). */
+export const SERVER_LATE_MESSAGE_KINDS = ['result', 'error', 'notification'] as const;
+/** The late kinds that are terminal responses lost (the delivered-results SLO's bad events). */
+export const SERVER_LATE_TERMINAL_KINDS = ['result', 'error'] as const;
+/** What a probable re-issue targets: a tool not annotated idempotent is the duplicate-execution risk. */
+export const REISSUE_IDEMPOTENCY = ['not_idempotent', 'idempotent', 'not_a_tool'] as const;
+/** A publish on the server event bus: reached at least one listen stream on this process, or none. */
+export const LISTEN_PUBLISH_OUTCOMES = ['listened', 'no_listener'] as const;
+export const TASK_MISS_REASONS = ['expired', 'unknown'] as const;
+export const CLIENT_EXCHANGE_OUTCOMES = ['completed', 'ended_early', 'broken', 'cancelled', 'failed'] as const;
+export const CLIENT_REISSUE_OUTCOMES = ['reissued', 'not_reissued'] as const;
+export const LISTEN_STREAM_OUTCOMES = ['closed', 'dropped', 'cancelled'] as const;
+
 /** Metric attribute (Prometheus label) keys. Plain words, so the exporter keeps them as written. */
 export const LABEL = {
   transport: 'transport',
   outcome: 'outcome',
   reason: 'reason',
+  kind: 'kind',
+  idempotency: 'idempotency',
 } as const;
 
 export type MetricKind = 'counter' | 'histogram';
@@ -141,6 +158,106 @@ export const METRICS = {
     description:
       'Events this process stored or wrote for a session stream that never reached a client from this process, by reason.',
     labels: { transport: SERVER_TRANSPORTS, reason: SERVER_UNDELIVERED_REASONS },
+  },
+  serverExchanges: {
+    otelName: 'forkwatch.server.exchanges',
+    prometheusName: 'forkwatch_server_exchanges_total',
+    kind: 'counter',
+    unit: '{exchange}',
+    description:
+      'Per-request MCP exchanges (protocol 2026-07-28) served by this process, by how they ended: with their terminal response, or closed before it (before any HTTP response: the 499s; or mid-stream).',
+    labels: { outcome: SERVER_EXCHANGE_OUTCOMES },
+    tallied: true,
+  },
+  serverLateMessages: {
+    otelName: 'forkwatch.server.late_messages',
+    prometheusName: 'forkwatch_server_late_messages_total',
+    kind: 'counter',
+    unit: '{message}',
+    description:
+      'Results, errors and notifications a handler produced after its per-request exchange had closed: dropped by the SDK without an error.',
+    labels: { kind: SERVER_LATE_MESSAGE_KINDS },
+  },
+  serverProbableReissues: {
+    otelName: 'forkwatch.server.probable_reissues',
+    prometheusName: 'forkwatch_server_probable_reissues_total',
+    kind: 'counter',
+    unit: '{request}',
+    description:
+      'Requests with the same principal, method, name and argument digest as a broken exchange within the re-issue window (MRTR retries excluded), by the idempotency the server declared.',
+    labels: { idempotency: REISSUE_IDEMPOTENCY },
+  },
+  serverListenPublishes: {
+    otelName: 'forkwatch.server.listen_publishes',
+    prometheusName: 'forkwatch_server_listen_publishes_total',
+    kind: 'counter',
+    unit: '{event}',
+    description:
+      'Events published on the in-memory server event bus, by whether any listen stream on this process was subscribed.',
+    labels: { outcome: LISTEN_PUBLISH_OUTCOMES },
+  },
+  serverOrphanedTasks: {
+    otelName: 'forkwatch.server.orphaned_tasks',
+    prometheusName: 'forkwatch_server_orphaned_tasks_total',
+    kind: 'counter',
+    unit: '{task}',
+    description: 'Tasks (SEP-2663) whose creating response never reached the client: the exchange closed before it.',
+    labels: {},
+  },
+  serverTaskMisses: {
+    otelName: 'forkwatch.server.task_misses',
+    prometheusName: 'forkwatch_server_task_misses_total',
+    kind: 'counter',
+    unit: '{request}',
+    description:
+      'tasks/get answered "not found": for a task this process created (expired) or one it never created (unknown: misrouted or stale).',
+    labels: { reason: TASK_MISS_REASONS },
+  },
+  clientExchanges: {
+    otelName: 'forkwatch.client.exchanges',
+    prometheusName: 'forkwatch_client_exchanges_total',
+    kind: 'counter',
+    unit: '{exchange}',
+    description:
+      'Per-request MCP exchanges (protocol 2026-07-28) sent by this process, by how their response ended: with the terminal response, ended or broken before it, cancelled by the app, or failed before a response.',
+    labels: { outcome: CLIENT_EXCHANGE_OUTCOMES },
+  },
+  clientReissues: {
+    otelName: 'forkwatch.client.reissues',
+    prometheusName: 'forkwatch_client_reissues_total',
+    kind: 'counter',
+    unit: '{exchange}',
+    description:
+      'Exchanges that ended or broke before their terminal response, by whether the app re-issued them (same endpoint, method, name and arguments) within the re-issue window.',
+    labels: { outcome: CLIENT_REISSUE_OUTCOMES },
+  },
+  clientReissueDelaySeconds: {
+    otelName: 'forkwatch.client.reissue.delay_seconds',
+    prometheusName: 'forkwatch_client_reissue_delay_seconds',
+    kind: 'histogram',
+    unit: 's',
+    description: 'Time from a broken exchange to the app re-issuing it.',
+    labels: {},
+    buckets: GAP_SECONDS_BUCKETS,
+  },
+  clientListenStreams: {
+    otelName: 'forkwatch.client.listen_streams',
+    prometheusName: 'forkwatch_client_listen_streams_total',
+    kind: 'counter',
+    unit: '{stream}',
+    description:
+      'subscriptions/listen streams that ended: closed by the server gracefully, dropped, or cancelled by the app.',
+    labels: { outcome: LISTEN_STREAM_OUTCOMES },
+  },
+  clientListenGapSeconds: {
+    otelName: 'forkwatch.client.listen.gap_seconds',
+    prometheusName: 'forkwatch_client_listen_gap_seconds',
+    kind: 'histogram',
+    unit: 's',
+    description:
+      'Time from a dropped listen stream to the next acknowledgement of the same subscription: notifications published in it are lost.',
+    labels: {},
+    buckets: GAP_SECONDS_BUCKETS,
   },
 } as const satisfies Record<string, MetricSpec>;
 

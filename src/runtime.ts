@@ -7,6 +7,7 @@ import type { EventIdCodec } from './core/codecs';
 import type { SessionLedger } from './core/ledger';
 import type { ServerDelivery } from './server/server-delivery';
 import type { ForkwatchInstruments } from './metrics';
+import type { PerRequestLimits } from './per-request/server-observer';
 import type { OnForkMode, ResumeVerdictInfo } from './types';
 
 export interface ResolvedSettings {
@@ -18,6 +19,8 @@ export interface ResolvedSettings {
   propagateContext: boolean;
   /** The delivery ledger's window (deliveryWindowMs). */
   deliveryWindowMs: number;
+  /** Protocol 2026-07-28: the re-issue window and the bounds of what is remembered. */
+  perRequest: PerRequestLimits;
 }
 
 export interface ForkwatchRuntime {

@@ -7,6 +7,7 @@ import { resolveCodec } from './core/codecs';
 import { DEFAULT_DELIVERY_WINDOW_MS } from './core/delivery-ledger';
 import { atLeast, positive } from './core/numbers';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
+import { resolvePerRequestLimits } from './per-request/limits';
 import type { ResolvedSettings } from './runtime';
 import type { ForkwatchInstrumentationConfig } from './types';
 
@@ -38,6 +39,7 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
       captureRawSessionId: config.captureRawSessionId === true,
       propagateContext: config.propagateContext !== false,
       deliveryWindowMs: window ?? DEFAULT_DELIVERY_WINDOW_MS,
+      perRequest: resolvePerRequestLimits(config.perRequest, warnings),
     },
     warnings,
   };

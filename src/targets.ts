@@ -13,6 +13,7 @@ import {
   patchNodeStreamableHttpServer,
   patchWebStandardStreamableHttpServer,
 } from './server/streamable-http-server';
+import { PER_REQUEST_SERVER_TARGETS } from './per-request/targets';
 
 export type { Wrap };
 
@@ -88,7 +89,7 @@ export const SDK_V1_FILES: SdkFileTarget[] = [
 export const SDK_V2_SUPPORTED = '>=2.0.0 <3';
 export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
   '@modelcontextprotocol/client': [STREAMABLE_HTTP_CLIENT, SSE_CLIENT],
-  '@modelcontextprotocol/server': [WEB_STANDARD_STREAMABLE_HTTP_SERVER],
+  '@modelcontextprotocol/server': [WEB_STANDARD_STREAMABLE_HTTP_SERVER, ...PER_REQUEST_SERVER_TARGETS],
 };
 
 /**

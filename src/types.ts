@@ -52,7 +52,15 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
   propagateContext?: boolean;
   /**
    * Observe session SSE GETs sent through `globalThis.fetch` by clients forkwatch has no class patch for
-   * (@ai-sdk/mcp's HTTP transport). Default true. Requests of patched SDK transports are left to their patch.
+   * (@ai-sdk/mcp's HTTP transport), and every protocol 2026-07-28 POST (the 2.x client, @ai-sdk/mcp, raw fetch: how
+   * its response ended, re-issues, listen gaps). Default true. Session GETs of patched SDK transports are left to their
+   * patch.
    */
   observeFetch?: boolean;
+  /**
+   * Protocol 2026-07-28 (per-request MCP). `reissueWindowMs`: how long after a broken exchange a request with the
+   * same principal, method, name and arguments counts as its re-issue (default 60 000). `maxTracked`: broken
+   * exchanges, task ids and tool names remembered at most, each (default 10 000).
+   */
+  perRequest?: { reissueWindowMs?: number; maxTracked?: number };
 }

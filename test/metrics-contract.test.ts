@@ -33,7 +33,13 @@ describe('the label contract', () => {
     expect(scrapes.map(([where]) => where)).toEqual(['client app', 'server A', 'server B']);
     const seen = new Set(scrapes.flatMap(([, text]) => [...parseMetricFamilies(text).keys()]));
     // Observed only on a resume that continues a dense sequence; this run forks instead (its labels are none: {}).
-    const notObserved = new Set<string>([METRICS.clientResumeSkippedEvents.prometheusName]);
+    // The 2026-07-28 client histograms are observed only on per-request traffic, which this session lab does not run
+    // (test/per-request/ observes them on the real 2.x packages).
+    const notObserved = new Set<string>([
+      METRICS.clientResumeSkippedEvents.prometheusName,
+      METRICS.clientReissueDelaySeconds.prometheusName,
+      METRICS.clientListenGapSeconds.prometheusName,
+    ]);
     for (const spec of METRIC_SPECS) {
       if (!notObserved.has(spec.prometheusName)) expect(seen.has(spec.prometheusName), spec.prometheusName).toBe(true);
     }

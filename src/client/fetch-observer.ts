@@ -14,6 +14,7 @@
  */
 import { context } from '@opentelemetry/api';
 import { StreamForkDetected } from '../errors';
+import { observePerRequestPost, perRequestPostOf } from '../per-request/client-exchange';
 import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
@@ -72,6 +73,8 @@ export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
   if (typeof original !== 'function' || original[FETCH_MARK]) return () => {};
   const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
     if (!runtime.enabled || isPatchedTransportRequest()) return original.call(this, input, init);
+    const post = perRequestPostOf(input, init);
+    if (post) return observePerRequestPost(original, this, input, init, post, runtime);
     const get = sseGetOf(input, init);
     if (!get || !protocolHasResumability(get.protocolVersion)) return original.call(this, input, init);
     return observeGet(original, this, input, init, get, runtime);

@@ -6,3 +6,5 @@ export * from './event-id';
 export * from './ledger';
 export * from './sse-frame-observer';
 export * from './verdict';
+export * from './per-request';
+export * from './per-request-client';

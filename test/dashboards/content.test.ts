@@ -74,6 +74,7 @@ describe('overview dashboard content', () => {
     expect(readers.map(p => p.title)).toEqual([
       'Lossy share of 2xx resumes (SLO windows)',
       'Lost share of events written (SLO windows)',
+      'Results lost after the client left (SLO windows)',
     ]);
   });
 

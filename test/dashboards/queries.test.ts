@@ -1,10 +1,19 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { METRIC_SPECS, type MetricSpec } from '../../src/names';
+import { METRICS, METRIC_SPECS, type MetricSpec } from '../../src/names';
 import { type LabTarget, startLabTarget } from '../support/lab-target';
 import { scrapeMetricFamilies, seriesNamesByType } from '../support/scrape';
 import { loadDashboard, queriesOf } from './dashboard-model';
 import { analyse, analyseLabelValues } from './promql';
 import { loadRules, recordedNames } from './rule-files';
+
+/**
+ * The 2026-07-28 client histograms: observed only on per-request traffic, which the fork lab does not run, so the
+ * scrape has no series for them (test/per-request/ observes them on the real 2.x packages); panels do not draw them.
+ */
+const PER_REQUEST_ONLY = new Set<string>([
+  METRICS.clientReissueDelaySeconds.prometheusName,
+  METRICS.clientListenGapSeconds.prometheusName,
+]);
 
 const overview = loadDashboard('forkwatch-overview.json');
 const queries = queriesOf(overview);
@@ -50,7 +59,8 @@ describe('every metric name is in a real scrape of the fork lab or recorded by t
   afterAll(() => target?.stop());
 
   test('the scrape holds every forkwatch metric family of src/names.ts', () => {
-    for (const spec of METRIC_SPECS) expect(exported, spec.prometheusName).toContain(seriesOf(spec)[0]);
+    for (const spec of METRIC_SPECS.filter(s => !PER_REQUEST_ONLY.has(s.prometheusName)))
+      expect(exported, spec.prometheusName).toContain(seriesOf(spec)[0]);
   });
 
   test('panels and annotations name only known series', () => {
@@ -74,7 +84,7 @@ describe('every metric name is in a real scrape of the fork lab or recorded by t
 
   test('every forkwatch metric is on the dashboard', () => {
     const used = new Set(queries.flatMap(q => analyse(q.expr).selectors.flatMap(s => s.metric ?? [])));
-    for (const spec of METRIC_SPECS) {
+    for (const spec of METRIC_SPECS.filter(s => !PER_REQUEST_ONLY.has(s.prometheusName))) {
       expect(
         seriesOf(spec).some(n => used.has(n)),
         spec.prometheusName,

@@ -25,6 +25,7 @@ import {
   WEB_STANDARD_STREAMABLE_HTTP_SERVER,
   versionSatisfies,
 } from '../../src/targets';
+import { PER_REQUEST_SERVER_TARGETS } from '../../src/per-request/targets';
 import { sample } from '../support/lab';
 import {
   type Forkwatch,
@@ -71,7 +72,17 @@ describe('targets', () => {
       true,
       false,
     ]);
-    expect(SDK_V2_PACKAGES['@modelcontextprotocol/server']).toEqual([WEB_STANDARD_STREAMABLE_HTTP_SERVER]);
+    // The 2025-era session transport, then the protocol 2026-07-28 per-request path (src/per-request/targets.ts).
+    expect(SDK_V2_PACKAGES['@modelcontextprotocol/server']).toEqual([
+      WEB_STANDARD_STREAMABLE_HTTP_SERVER,
+      ...PER_REQUEST_SERVER_TARGETS,
+    ]);
+    expect(PER_REQUEST_SERVER_TARGETS.map(t => t.exportName)).toEqual([
+      'PerRequestHTTPServerTransport',
+      'Server',
+      'McpServer',
+      'InMemoryServerEventBus',
+    ]);
     expect(ALL_TARGETS.map(x => x.exportName)).toEqual(
       expect.arrayContaining(['WebStandardStreamableHTTPServerTransport', 'StreamableHTTPServerTransport']),
     );

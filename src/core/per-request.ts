@@ -1,0 +1,250 @@
+/**
+ * Pure decisions for protocol 2026-07-28 (per-request MCP, no sessions, no resumption): how a per-request exchange
+ * ended, what a handler that finished after its exchange closed produced, which new request is a probable re-issue
+ * of a broken one, and what a `tasks/get` miss means. No I/O, no clock: callers pass times in.
+ */
+
+/** How a per-request exchange (one JSON-RPC request, one HTTP response) ended on the server. */
+export type ServerExchangeOutcome = 'delivered' | 'closed_before_response' | 'closed_mid_stream';
+
+/** What the transport knew when it closed. */
+export interface ExchangeCloseState {
+  /** The terminal JSON-RPC response (result or error) was written to the exchange. */
+  terminalDelivered: boolean;
+  /** The HTTP response (JSON body or SSE stream) had been handed to the HTTP layer. */
+  responseStarted: boolean;
+}
+
+/**
+ * Closed with its terminal response: delivered. Closed before: before any HTTP response (createMcpHandler answers
+ * 499) or while its SSE stream was open.
+ */
+export function judgeExchangeClose(state: ExchangeCloseState): ServerExchangeOutcome {
+  if (state.terminalDelivered) return 'delivered';
+  return state.responseStarted ? 'closed_mid_stream' : 'closed_before_response';
+}
+
+export function isBrokenExchange(outcome: ServerExchangeOutcome | undefined): boolean {
+  return outcome === 'closed_before_response' || outcome === 'closed_mid_stream';
+}
+
+/** A message produced for an exchange that had already closed: dropped by the SDK without an error. */
+export type LateMessageKind = 'result' | 'error' | 'notification';
+
+/**
+ * A handler settled after its exchange closed. A rejection caused by the cancellation itself (the handler honoured
+ * the abort signal) is no loss: the spec says closing the stream cancels the request.
+ */
+export function judgeLateSettlement(
+  settled: { resolved: true } | { resolved: false; cancellation: boolean },
+): LateMessageKind | undefined {
+  if (settled.resolved) return 'result';
+  return settled.cancellation ? undefined : 'error';
+}
+
+/** Whether a request's params carry an MRTR retry (SEP-2322): a legitimate new id, never a re-issue. */
+export function isMrtrRetry(params: unknown): boolean {
+  if (params === null || typeof params !== 'object') return false;
+  const p = params as Record<string, unknown>;
+  return p.inputResponses !== undefined || p.requestState !== undefined;
+}
+
+/** Idempotency of the target of a re-issued request, as the server declared it. */
+export type ReissueIdempotency = 'not_idempotent' | 'idempotent' | 'not_a_tool';
+
+export function idempotencyOf(method: string, idempotentHint: boolean | undefined): ReissueIdempotency {
+  if (method !== 'tools/call') return 'not_a_tool';
+  // ToolAnnotations.idempotentHint defaults to false.
+  return idempotentHint === true ? 'idempotent' : 'not_idempotent';
+}
+
+/** The correlation key of a request: same principal, method, name and argument digest. */
+export function reissueKey(principal: string, method: string, name: string | undefined, argsDigest: string): string {
+  return `${principal}\u0000${method}\u0000${name ?? ''}\u0000${argsDigest}`;
+}
+
+export interface BrokenExchange {
+  at: number;
+  idempotency: ReissueIdempotency;
+}
+
+/**
+ * Broken exchanges waiting for their re-issue, by correlation key, for `windowMs`. Bounded: the oldest entry goes
+ * first. One re-issue per break: a match consumes the entry.
+ */
+export class ReissueWindow<T extends BrokenExchange = BrokenExchange> {
+  private readonly entries = new Map<string, T>();
+
+  constructor(
+    readonly windowMs: number,
+    readonly maxEntries: number,
+  ) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** Remembers a broken exchange; returns the entry it pushed out (bounded memory), if any. */
+  noteBroken(key: string, entry: T): T | undefined {
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    if (this.entries.size <= this.maxEntries) return undefined;
+    const oldest = this.entries.keys().next().value as string;
+    const evicted = this.entries.get(oldest);
+    this.entries.delete(oldest);
+    return evicted;
+  }
+
+  /** The broken exchange this request re-issues, if one is in the window (consumed). */
+  match(key: string, now: number): T | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    this.entries.delete(key);
+    return now - entry.at <= this.windowMs ? entry : undefined;
+  }
+
+  /** Drops this break (its handler stopped on the cancellation: nothing ran twice if it is re-issued). */
+  forget(key: string, entry: T): void {
+    if (this.entries.get(key) === entry) this.entries.delete(key);
+  }
+
+  /** Removes and returns the entries whose window has passed (insertion order is time order). */
+  expire(now: number): T[] {
+    const expired: T[] = [];
+    for (const [key, entry] of this.entries) {
+      if (now - entry.at <= this.windowMs) break;
+      this.entries.delete(key);
+      expired.push(entry);
+    }
+    return expired;
+  }
+
+  /** When the oldest entry's window ends, or undefined when empty. */
+  nextExpiry(): number | undefined {
+    for (const entry of this.entries.values()) return entry.at + this.windowMs;
+    return undefined;
+  }
+}
+
+/** Why a `tasks/get` found no task: created here and gone (expired), or never created on this process. */
+export type TaskMissReason = 'expired' | 'unknown';
+
+export function judgeTaskMiss(createdHere: boolean, message: string | undefined): TaskMissReason {
+  if (createdHere) return 'expired';
+  return typeof message === 'string' && /expired/i.test(message) ? 'expired' : 'unknown';
+}
+
+/** A JSON-RPC error answering `tasks/get` that means "no such task" (SEP-2663: -32602). */
+export function isTaskMissError(error: unknown): boolean {
+  if (error === null || typeof error !== 'object') return false;
+  const e = error as { code?: unknown; message?: unknown };
+  if (e.code !== -32602) return false;
+  return typeof e.message === 'string' && /task/i.test(e.message) && /(not found|expired|unknown)/i.test(e.message);
+}
+
+/** The task id of a CreateTaskResult (SEP-2663), if the result is one. */
+export function createdTaskId(result: unknown): string | undefined {
+  if (result === null || typeof result !== 'object') return undefined;
+  const task = (result as { task?: unknown }).task;
+  if (task === null || typeof task !== 'object') return undefined;
+  const id = (task as { taskId?: unknown }).taskId;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
+/** A bounded set of keys with the time they were added (insertion order; the oldest goes first). */
+export class BoundedRegistry {
+  private readonly entries = new Map<string, number>();
+
+  constructor(readonly maxEntries: number) {}
+
+  add(key: string, at: number): void {
+    this.entries.delete(key);
+    this.entries.set(key, at);
+    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+  }
+
+  has(key: string): boolean {
+    return this.entries.has(key);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+/**
+ * A stable, bounded digest of a JSON value (object keys sorted): two requests with equal arguments get equal
+ * digests whatever their key order. FNV-1a over the canonical text, twice with different seeds (53 bits of the
+ * pair are enough for correlation within a window; this is no security boundary).
+ */
+export function digestJson(value: unknown, maxChars = 65_536): string {
+  const text = canonicalJson(value, maxChars);
+  return `${fnv1a(text, 0x811c9dc5).toString(36)}${fnv1a(text, 0x01000193).toString(36)}:${text.length}`;
+}
+
+function fnv1a(text: string, seed: number): number {
+  let hash = seed >>> 0;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+/** Canonical JSON text with sorted keys, cut at `maxChars` (a cut text still digests deterministically). */
+export function canonicalJson(value: unknown, maxChars = 65_536): string {
+  const out: string[] = [];
+  let length = 0;
+  const push = (s: string) => {
+    out.push(s);
+    length += s.length;
+  };
+  const walk = (v: unknown, depth: number): void => {
+    if (length > maxChars) return;
+    if (v === null || typeof v !== 'object') {
+      push(v === undefined ? 'null' : (JSON.stringify(v) ?? 'null'));
+      return;
+    }
+    if (depth > 32) {
+      push('"…"');
+      return;
+    }
+    if (Array.isArray(v)) {
+      push('[');
+      v.forEach((item, i) => {
+        if (i > 0) push(',');
+        walk(item, depth + 1);
+      });
+      push(']');
+      return;
+    }
+    push('{');
+    const keys = Object.keys(v as object).sort();
+    keys.forEach((key, i) => {
+      if (i > 0) push(',');
+      push(`${JSON.stringify(key)}:`);
+      walk((v as Record<string, unknown>)[key], depth + 1);
+    });
+    push('}');
+  };
+  walk(value, 0);
+  const text = out.join('');
+  return text.length > maxChars ? text.slice(0, maxChars) : text;
+}
+
+/** What identifies a request for re-issue correlation: the target name and the arguments, never `_meta`. */
+export function requestTarget(method: string, params: unknown): { name: string | undefined; args: unknown } {
+  if (params === null || typeof params !== 'object') return { name: undefined, args: undefined };
+  const p = params as Record<string, unknown>;
+  const name =
+    typeof p.name === 'string'
+      ? p.name
+      : typeof p.uri === 'string'
+        ? p.uri
+        : typeof p.taskId === 'string'
+          ? p.taskId
+          : undefined;
+  if (method === 'tools/call' || method === 'prompts/get') return { name, args: p.arguments };
+  const { _meta, inputResponses, requestState, ...rest } = p;
+  return { name, args: rest };
+}

@@ -1,0 +1,161 @@
+/** The pure per-request decisions (src/core/per-request*.ts): exchange ends, re-issue matching, digests, frames. */
+import { describe, expect, test } from 'vitest';
+import {
+  BoundedRegistry,
+  ListenGaps,
+  ReissueWindow,
+  SseDataScanner,
+  canonicalJson,
+  classifyFrameData,
+  createdTaskId,
+  digestJson,
+  idempotencyOf,
+  isMrtrRetry,
+  isTaskMissError,
+  judgeExchangeClose,
+  judgeListenEnd,
+  judgeStreamEnd,
+  judgeTaskMiss,
+  requestTarget,
+} from '../../src/core';
+
+describe('server exchange decisions', () => {
+  test('close: delivered, before any response (499), mid-stream', () => {
+    expect(judgeExchangeClose({ terminalDelivered: true, responseStarted: true })).toBe('delivered');
+    expect(judgeExchangeClose({ terminalDelivered: true, responseStarted: false })).toBe('delivered');
+    expect(judgeExchangeClose({ terminalDelivered: false, responseStarted: false })).toBe('closed_before_response');
+    expect(judgeExchangeClose({ terminalDelivered: false, responseStarted: true })).toBe('closed_mid_stream');
+  });
+
+  test('MRTR retries are recognised by inputResponses or requestState', () => {
+    expect(isMrtrRetry({ name: 't', requestState: 's' })).toBe(true);
+    expect(isMrtrRetry({ name: 't', inputResponses: {} })).toBe(true);
+    expect(isMrtrRetry({ name: 't', arguments: { requestState: 'x' } })).toBe(false);
+    expect(isMrtrRetry(undefined)).toBe(false);
+  });
+
+  test('idempotency: only tools/call with idempotentHint true is idempotent (the hint defaults to false)', () => {
+    expect(idempotencyOf('tools/call', true)).toBe('idempotent');
+    expect(idempotencyOf('tools/call', false)).toBe('not_idempotent');
+    expect(idempotencyOf('tools/call', undefined)).toBe('not_idempotent');
+    expect(idempotencyOf('resources/read', true)).toBe('not_a_tool');
+  });
+
+  test('the request target ignores _meta and MRTR fields, and keys arguments by name', () => {
+    const a = requestTarget('tools/call', { name: 'w', arguments: { b: 1, a: 2 }, _meta: { x: 1 } });
+    const b = requestTarget('tools/call', { name: 'w', arguments: { a: 2, b: 1 }, _meta: { y: 2 }, requestState: 's' });
+    expect(a.name).toBe('w');
+    expect(digestJson(a.args)).toBe(digestJson(b.args));
+    expect(requestTarget('resources/read', { uri: 'file:///x', _meta: {} })).toEqual({
+      name: 'file:///x',
+      args: { uri: 'file:///x' },
+    });
+    expect(requestTarget('tasks/get', { taskId: 't1' }).name).toBe('t1');
+  });
+
+  test('digests: key order does not matter, values do; huge values are bounded', () => {
+    expect(digestJson({ a: 1, b: [1, { c: 2, d: 3 }] })).toBe(digestJson({ b: [1, { d: 3, c: 2 }], a: 1 }));
+    expect(digestJson({ a: 1 })).not.toBe(digestJson({ a: 2 }));
+    expect(digestJson({ a: '1' })).not.toBe(digestJson({ a: 1 }));
+    const huge = { blob: 'x'.repeat(1_000_000) };
+    expect(canonicalJson(huge).length).toBeLessThanOrEqual(65_536);
+    let deep: unknown = 1;
+    for (let i = 0; i < 10_000; i++) deep = [deep];
+    expect(() => digestJson(deep)).not.toThrow();
+  });
+
+  test('the re-issue window: one match per break, within the window, bounded, expired in time order', () => {
+    const w = new ReissueWindow(1000, 2);
+    w.noteBroken('k1', { at: 0, idempotency: 'not_idempotent' });
+    expect(w.match('k1', 500)?.idempotency).toBe('not_idempotent');
+    expect(w.match('k1', 600)).toBeUndefined(); // consumed
+    w.noteBroken('k2', { at: 0, idempotency: 'idempotent' });
+    expect(w.match('k2', 1500)).toBeUndefined(); // too late
+    w.noteBroken('a', { at: 10, idempotency: 'not_a_tool' });
+    w.noteBroken('b', { at: 20, idempotency: 'not_a_tool' });
+    expect(w.noteBroken('c', { at: 30, idempotency: 'not_a_tool' })?.at).toBe(10); // bounded: the oldest goes
+    expect(w.size).toBe(2);
+    expect(w.nextExpiry()).toBe(1020);
+    expect(w.expire(1025).map(e => e.at)).toEqual([20]);
+    expect(w.size).toBe(1);
+    const stopped = { at: 1100, idempotency: 'not_idempotent' as const };
+    w.noteBroken('s', stopped);
+    w.forget('s', { ...stopped }); // another entry: kept
+    expect(w.size).toBe(2);
+    w.forget('s', stopped);
+    expect(w.match('s', 1200)).toBeUndefined();
+  });
+
+  test('tasks: created ids, misses expired against unknown, the bounded registry', () => {
+    expect(createdTaskId({ task: { taskId: 't-1', status: 'working' } })).toBe('t-1');
+    expect(createdTaskId({ content: [] })).toBeUndefined();
+    expect(isTaskMissError({ code: -32602, message: 'Task not found: t-1' })).toBe(true);
+    expect(isTaskMissError({ code: -32602, message: 'Invalid params' })).toBe(false);
+    expect(isTaskMissError({ code: -32603, message: 'Task not found' })).toBe(false);
+    expect(judgeTaskMiss(true, 'Task not found')).toBe('expired');
+    expect(judgeTaskMiss(false, 'Task has expired')).toBe('expired');
+    expect(judgeTaskMiss(false, 'Task not found')).toBe('unknown');
+    const r = new BoundedRegistry(2);
+    r.add('a', 1);
+    r.add('b', 2);
+    r.add('c', 3);
+    expect([r.has('a'), r.has('b'), r.has('c'), r.size]).toEqual([false, true, true, 2]);
+  });
+});
+
+describe('client decisions', () => {
+  test('stream ends: completed, ended early, broken, cancelled', () => {
+    expect(judgeStreamEnd('eof', true, false)).toBe('completed');
+    expect(judgeStreamEnd('eof', false, false)).toBe('ended_early');
+    expect(judgeStreamEnd('error', false, false)).toBe('broken');
+    expect(judgeStreamEnd('error', false, true)).toBe('cancelled');
+    expect(judgeStreamEnd('cancel', false, false)).toBe('cancelled');
+    expect(judgeListenEnd('eof', true, false)).toBe('closed');
+    expect(judgeListenEnd('eof', false, false)).toBe('dropped');
+    expect(judgeListenEnd('error', false, true)).toBe('cancelled');
+  });
+
+  test('frames: responses are terminal, the acknowledgement is an ack, notifications are other', () => {
+    expect(classifyFrameData('{"result":{},"jsonrpc":"2.0","id":3}', false)).toBe('terminal');
+    expect(classifyFrameData('{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"x"}}', false)).toBe('terminal');
+    expect(
+      classifyFrameData('{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{}}', false),
+    ).toBe('ack');
+    expect(classifyFrameData('{"jsonrpc":"2.0","method":"notifications/progress","params":{}}', false)).toBe('other');
+    expect(classifyFrameData('not json', false)).toBe('other');
+    expect(classifyFrameData(`{"result":{"content":"${'x'.repeat(300)}`, true)).toBe('terminal');
+    expect(classifyFrameData(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"`, true)).toBe(
+      'other',
+    );
+  });
+
+  test('the SSE scanner joins data lines, handles CRLF and chunks split anywhere, and bounds a frame', () => {
+    const text = 'event: message\r\ndata: {"a":\r\ndata: 1}\r\n\r\n: keepalive\n\ndata: {"b":2}\n\n';
+    const bytes = new TextEncoder().encode(text);
+    for (let split = 1; split < bytes.length; split++) {
+      const frames: string[] = [];
+      const scanner = new SseDataScanner(d => frames.push(d));
+      scanner.push(bytes.slice(0, split));
+      scanner.push(bytes.slice(split));
+      scanner.end();
+      expect(frames, `split at ${split}`).toEqual(['{"a":\n1}', '{"b":2}']);
+    }
+    const seen: [number, boolean][] = [];
+    const bounded = new SseDataScanner((d, truncated) => seen.push([d.length, truncated]), 100);
+    bounded.push(new TextEncoder().encode(`data: ${'y'.repeat(10_000)}\n\n`));
+    expect(seen).toEqual([[100, true]]);
+  });
+
+  test('listen gaps: from the drop to the next ack of the same key, once; bounded', () => {
+    const g = new ListenGaps(2);
+    g.noteDrop('k', 100);
+    expect(g.ack('other', 150)).toBeUndefined();
+    expect(g.ack('k', 350)).toBe(250);
+    expect(g.ack('k', 400)).toBeUndefined();
+    g.noteDrop('a', 1);
+    g.noteDrop('b', 2);
+    g.noteDrop('c', 3);
+    expect(g.size).toBe(2);
+    expect(g.ack('a', 10)).toBeUndefined();
+  });
+});
