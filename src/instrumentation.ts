@@ -19,6 +19,7 @@ import { DEFAULT_DELIVERY_WINDOW_MS } from './core/delivery-ledger';
 import { SessionLedger } from './core/ledger';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
 import { type ForkwatchInstruments, createInstruments } from './metrics';
+import { type PatchRoute, instrumentationInfo } from './instrumentation-info';
 import { type ForkwatchRuntime, type ResolvedSettings, nowMs } from './runtime';
 import { ServerDelivery } from './server/server-delivery';
 import {
@@ -118,6 +119,7 @@ export class ForkwatchInstrumentation
 
   protected override _updateMetricInstruments(): void {
     this._instruments = createInstruments(this.meter);
+    instrumentationInfo(this).observe(this.meter);
   }
 
   protected init() {
@@ -129,7 +131,7 @@ export class ForkwatchInstrumentation
             // Accept every version here and check it in patchModule, so an unsupported one gets a diagnostic.
             ['*'],
             (exports: unknown, version?: string) =>
-              this.patchModule(exports, targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, versions),
+              this.patchModule(exports, targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, versions, 'otel_hook'),
             (exports: unknown) => this.unpatchModule(exports, targets),
           ),
       ),
@@ -141,7 +143,8 @@ export class ForkwatchInstrumentation
           new InstrumentationNodeModuleDefinition(
             name,
             ['*'],
-            (exports: unknown, version?: string) => this.patchModule(exports, targets, name, version, SDK_V2_SUPPORTED),
+            (exports: unknown, version?: string) =>
+              this.patchModule(exports, targets, name, version, SDK_V2_SUPPORTED, undefined, 'otel_hook'),
             (exports: unknown) => this.unpatchModule(exports, targets),
           ),
       ),
@@ -158,6 +161,7 @@ export class ForkwatchInstrumentation
     super.disable();
     this._removeFetchObserver?.();
     this._removeFetchObserver = undefined;
+    instrumentationInfo(this).unpatched(globalThis);
     this._cjsHook?.unhook();
     this._cjsHook = undefined;
     this._esmDependentsHook?.unhook();
@@ -179,7 +183,8 @@ export class ForkwatchInstrumentation
    * `StreamableHTTPServerTransport` of those versions is a wrapper around its class.
    */
   manuallyInstrument(...modules: object[]): void {
-    for (const moduleExports of modules) this.patchModule(moduleExports, ALL_TARGETS, 'manual', undefined, undefined);
+    for (const moduleExports of modules)
+      this.patchModule(moduleExports, ALL_TARGETS, 'manual', undefined, undefined, undefined, 'manual');
   }
 
   // --- patching ---
@@ -200,7 +205,15 @@ export class ForkwatchInstrumentation
         const target = byName.get(`${name.replace(/\\/g, '/')}.js`);
         if (target) {
           const version = readPackageVersion(basedir);
-          this.patchModule(exports, target.targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, target.versions);
+          this.patchModule(
+            exports,
+            target.targets,
+            SDK_V1_PACKAGE,
+            version,
+            SDK_V1_SUPPORTED,
+            target.versions,
+            'cjs_hook',
+          );
         }
         return exports;
       });
@@ -235,6 +248,7 @@ export class ForkwatchInstrumentation
             readPackageVersion(basedir),
             SDK_V1_SUPPORTED,
             target.versions,
+            'esm_hook',
           );
         }
         return exports;
@@ -257,7 +271,8 @@ export class ForkwatchInstrumentation
           if (!entry) continue;
           try {
             // The very module instance the dependent imported: require(esm) shares the ESM module map.
-            this.patchModule(createRequire(entry.file)(entry.file), targets, pkg, entry.version, SDK_V2_SUPPORTED);
+            const entryExports = createRequire(entry.file)(entry.file);
+            this.patchModule(entryExports, targets, pkg, entry.version, SDK_V2_SUPPORTED, undefined, 'esm_dependents');
           } catch (error) {
             this._diag.debug(`${pkg} beside ${basedir}: not loadable with require(): ${String(error)}`);
           }
@@ -274,6 +289,7 @@ export class ForkwatchInstrumentation
     if (this._removeFetchObserver || this.getConfig().observeFetch === false) return;
     try {
       this._removeFetchObserver = installFetchObserver(this);
+      instrumentationInfo(this).patched(globalThis, { sdk_package: 'fetch', sdk_class: 'fetch', route: 'wire' });
     } catch (error) {
       this._diag.error('could not observe fetch; clients without a class patch are not checked', error);
     }
@@ -291,13 +307,23 @@ export class ForkwatchInstrumentation
       if (v1) {
         const basedir = `${normalized.slice(0, marker)}/node_modules/${SDK_V1_PACKAGE}`;
         const version = readPackageVersion(basedir);
-        this.patchModule(cache[filename]?.exports, v1.targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, v1.versions);
+        const loaded = cache[filename]?.exports;
+        this.patchModule(loaded, v1.targets, SDK_V1_PACKAGE, version, SDK_V1_SUPPORTED, v1.versions, 'require_cache');
         continue;
       }
       for (const [pkg, targets] of Object.entries(SDK_V2_PACKAGES)) {
         if (inPackage === `${pkg}/dist/index.cjs`) {
           const basedir = `${normalized.slice(0, marker)}/node_modules/${pkg}`;
-          this.patchModule(cache[filename]?.exports, targets, pkg, readPackageVersion(basedir), SDK_V2_SUPPORTED);
+          const version = readPackageVersion(basedir);
+          this.patchModule(
+            cache[filename]?.exports,
+            targets,
+            pkg,
+            version,
+            SDK_V2_SUPPORTED,
+            undefined,
+            'require_cache',
+          );
         }
       }
     }
@@ -310,7 +336,8 @@ export class ForkwatchInstrumentation
     packageName: string,
     version: string | undefined,
     supported: string | undefined,
-    fileVersions?: string,
+    fileVersions: string | undefined,
+    route: PatchRoute,
   ): Exports {
     if (!this.isEnabled() || !moduleExports) return moduleExports;
     if (supported && version !== undefined && !versionSatisfies(version, supported)) {
@@ -349,6 +376,7 @@ export class ForkwatchInstrumentation
       if (target.methods.some(m => isWrapped(proto[m]))) continue;
       target.patch(proto, this, this._wrap as unknown as Wrap);
       this.patchedPrototypes().set(proto, target);
+      instrumentationInfo(this).patched(proto, { sdk_package: packageName, sdk_class: target.exportName, route });
       this._diag.debug(`patched ${target.exportName} of ${packageName}@${version ?? '?'}`);
     }
     return moduleExports;
@@ -364,6 +392,7 @@ export class ForkwatchInstrumentation
   private unpatchPrototype(proto: PrototypeLike, target: PatchTarget): void {
     for (const m of target.methods) if (isWrapped(proto[m])) this._unwrap(proto, m);
     this.patchedPrototypes().delete(proto);
+    instrumentationInfo(this).unpatched(proto);
   }
 
   private patchedPrototypes(): Map<PrototypeLike, PatchTarget> {

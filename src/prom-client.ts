@@ -214,7 +214,7 @@ class ForkwatchPromMetric {
   readonly key: string;
   name: string;
   readonly help: string;
-  readonly type: 'counter' | 'histogram';
+  readonly type: MetricSpec['kind'];
   readonly aggregator = 'sum';
 
   constructor(
