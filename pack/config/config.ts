@@ -142,6 +142,11 @@ export interface ForkwatchConfig {
   clientResumeObjective: number;
   /** The server delivery SLO: share of events written that are not lost to a live client. */
   serverDeliveryObjective: number;
+  /**
+   * The SLOs' compliance window (Sloth, Pyrra and OpenSLO specs; the README's "over 30 days"). 30d: a month of error
+   * budget, the SRE workbook's window, which the burn-rate factors below are computed for (14.4x = 2 % in 1h).
+   */
+  sloWindow: string;
   /** Burn-rate windows, shared by both SLOs; every long and short window gets a ratio recording rule. */
   burnWindows: BurnWindow[];
   /** Thresholds, windows and `for` of the other alerts, by alert name. */
@@ -165,6 +170,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
   rateWindow: '5m',
   clientResumeObjective: 0.995,
   serverDeliveryObjective: 0.995,
+  sloWindow: '30d',
   burnWindows: [
     { long: '1h', short: '5m', factor: 14.4, for: '2m', severity: 'page', minEvents: 20 },
     { long: '6h', short: '30m', factor: 6, for: '15m', severity: 'page', minEvents: 50 },
