@@ -4,7 +4,7 @@
  * defaults fill in), unknown keys refused, durations and shares checked. pack/generate.ts writes it; a test keeps the
  * committed file current and checks that the schema and resolveConfig agree.
  */
-import { DEFAULT_CONFIG } from './config';
+import { DEFAULT_CONFIG, THRESHOLD_REASONS } from './config';
 
 type Schema = Record<string, unknown>;
 
@@ -66,6 +66,9 @@ export function configSchema(): Schema {
   const root = schemaOf(DEFAULT_CONFIG, '', '', false) as { properties: Record<string, Schema> };
   for (const [key, description] of Object.entries(DOCS))
     root.properties[key] = { description, ...root.properties[key] };
+  const alerts = root.properties.alerts as { properties: Record<string, Schema> };
+  for (const [name, reason] of Object.entries(THRESHOLD_REASONS))
+    alerts.properties[name] = { description: reason, ...alerts.properties[name] };
   return {
     $schema: 'https://json-schema.org/draft/2020-12/schema',
     $id: 'https://github.com/forkwatch/forkwatch/blob/main/schema/pack-config.schema.json',

@@ -75,6 +75,12 @@ describe('schema/pack-config.schema.json', () => {
     expect(resolveSays(config)).toBe(false);
   });
 
+  test('every alert threshold entry carries its reason', () => {
+    const alerts = committed.properties.alerts.properties as Record<string, { description?: string }>;
+    expect(Object.keys(alerts).sort()).toEqual(Object.keys(DEFAULT_CONFIG.alerts).sort());
+    for (const [name, entry] of Object.entries(alerts)) expect(entry.description, name).toMatch(/`for`|\d/);
+  });
+
   test('every key has a description', () => {
     for (const [key, value] of Object.entries(committed.properties as Record<string, { description?: string }>)) {
       if (key === '$schema') continue;
