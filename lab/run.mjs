@@ -88,6 +88,27 @@ function describeServers(report) {
   });
 }
 
+/** What the servers flagged: resumes they could not serve from the session's log, and undelivered events. */
+function serverCatches(report) {
+  return Object.entries(report.servers ?? {}).flatMap(([name, view]) => {
+    const flagged = ['unknown_cursor', 'ignored']
+      .map(o => [o, metric(view.metrics, 'forkwatch_server_resumes_total', { outcome: o })])
+      .filter(([, n]) => n > 0)
+      .map(([o, n]) => `${o} ×${n} on ${name}`);
+    const undelivered = serverLossEvents(view.metrics);
+    return undelivered > 0 ? [...flagged, `${undelivered} undelivered on ${name}`] : flagged;
+  });
+}
+
+/** Which side caught the fork: the client's verdict, the servers' signals, or both (the README's who-sees-what). */
+function caughtBy(clientForked, serverSignals, attempts) {
+  const clientSaw = attempts.map(span => span.attributes['forkwatch.resume.outcome'] ?? '?').join(', ') || 'no resume';
+  if (clientForked && serverSignals.length > 0)
+    return `caught by forkwatch on both sides: the client (forked) and the server (${serverSignals.join(', ')})`;
+  if (clientForked) return 'caught by forkwatch on the client side (forked); the servers flagged nothing';
+  return `caught by forkwatch on the server side only (${serverSignals.join(', ')}); the client saw ${clientSaw}`;
+}
+
 /** Undelivered events with a loss reason, what the server delivery SLO pages on. */
 function serverLossEvents(text) {
   return ['stream_moved', 'no_listener', 'dropped'].reduce(
@@ -146,7 +167,8 @@ for (const name of chosen) {
   if (report.serverStory) console.log(`                        ${dim(report.serverStory)}`);
   const silentLoss =
     report.lost.length > 0 && report.httpLog.filter(e => e.kind === 'resume').every(e => e.status === 200);
-  const caughtByServers = Object.values(report.servers ?? {}).some(v => serverLossEvents(v.metrics) > 0);
+  const serverSignals = serverCatches(report);
+  const caughtByServers = serverSignals.length > 0;
   const caught = forks > 0 || caughtByServers;
   const ok = name === 'healthy' ? !caught && report.lost.length === 0 : !silentLoss || caught;
   if (!ok) failures++;
@@ -157,7 +179,7 @@ for (const name of chosen) {
         : red('unexpected report on a healthy resume')
       : silentLoss
         ? caught
-          ? green(`silent loss behind HTTP 200 — caught by forkwatch${forks > 0 ? '' : ' on the server side'}`)
+          ? green(`silent loss behind HTTP 200 — ${caughtBy(forks > 0, serverSignals, attempts)}`)
           : red('silent loss NOT caught')
         : 'loss was visible (non-2xx): reported as rejected';
   console.log(`  ${paint('1', '→')} ${verdict}\n`);

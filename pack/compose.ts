@@ -6,7 +6,9 @@ import { dashboardUrl, runbookUrl } from './config/links';
 import { renderDashboards } from './dashboards/render';
 import { dashboardProvisioning } from './outputs/grafana';
 import { podMonitor, prometheusRule } from './outputs/kubernetes';
+import { mixinFiles } from './outputs/mixin';
 import { collectorConfig, scrapeConfig } from './outputs/otel-collector';
+import { openSloDocuments, pyrraObjectives, slothSpec } from './outputs/slo-tools';
 
 const yaml = (header: string, value: unknown) => `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
 
@@ -37,6 +39,26 @@ export function renderPack(config: ForkwatchConfig): Map<string, string> {
   );
   const scrape = scrapeConfig(config);
   files.set('otel-collector/prometheus-scrape.yaml', yaml('Prometheus scrape job for the Collector.', scrape));
+  files.set(
+    'sloth/forkwatch.slos.yaml',
+    yaml(
+      "Sloth (prometheus/v1): `sloth generate -i forkwatch.slos.yaml`. Load these or forkwatch's own burn alerts, not both.",
+      slothSpec(config),
+    ),
+  );
+  files.set(
+    'pyrra/servicelevelobjectives.yaml',
+    pyrraObjectives(config)
+      .map(o => yaml('Pyrra ServiceLevelObjective (pyrra.dev/v1alpha1): kubectl apply -f, or pyrra filesystem.', o))
+      .join('---\n'),
+  );
+  files.set(
+    'openslo/forkwatch.openslo.yaml',
+    openSloDocuments(config)
+      .map(d => yaml('OpenSLO v1.', d))
+      .join('---\n'),
+  );
+  for (const [name, content] of mixinFiles(config, renderDashboards(config))) files.set(`mixin/${name}`, content);
   files.set('links.md', links(config));
   return files;
 }

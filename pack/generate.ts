@@ -1,6 +1,6 @@
 /**
- * Writes the committed default outputs from DEFAULT_CONFIG: the rule files (alerts/*.rules.yml) and the dashboards
- * (dashboards/*.json).
+ * Writes the committed default outputs from DEFAULT_CONFIG: the rule files (alerts/*.rules.yml), the dashboards
+ * (dashboards/*.json) and the config's JSON Schema (schema/pack-config.schema.json).
  *   npm run alerts            regenerate both
  *   npm run alerts -- --check exit 1 when a committed file differs from what the code generates
  */
@@ -8,17 +8,20 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderRuleFiles } from './alerts/rule-files';
 import { DEFAULT_CONFIG } from './config/config';
+import { configSchema } from './config/schema';
 import { renderDashboards } from './dashboards/render';
 
 const ROOT = join(__dirname, '..');
 export const ALERTS_DIR = join(ROOT, 'alerts');
 export const DASHBOARDS_DIR = join(ROOT, 'dashboards');
+export const CONFIG_SCHEMA = join(ROOT, 'schema/pack-config.schema.json');
 
 /** Committed path -> content. */
 export function committedOutputs(): Map<string, string> {
   const files = new Map<string, string>();
   for (const [name, content] of renderRuleFiles(DEFAULT_CONFIG)) files.set(join(ALERTS_DIR, name), content);
   for (const [name, content] of renderDashboards(DEFAULT_CONFIG)) files.set(join(DASHBOARDS_DIR, name), content);
+  files.set(CONFIG_SCHEMA, `${JSON.stringify(configSchema(), null, 2)}\n`);
   return files;
 }
 

@@ -1,5 +1,7 @@
 // Compiles src/ to CommonJS (build/src) and writes thin ESM entry points (build/esm) that re-export it, so ESM
-// and CommonJS users share one copy of the instrumentation state.
+// and CommonJS users share one copy of the instrumentation state. Bundles the alerting pack (pack/cli.ts) with its
+// renderers (yaml, the Grafana foundation SDK, the PromQL parser) into one file, build/pack/forkwatch-pack.js, that
+// `forkwatch pack` loads: the installed package needs none of them as a dependency.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -30,3 +32,15 @@ for (const [file, target] of Object.entries(esmEntries)) {
   ].join('\n');
   writeFileSync(join(root, 'build/esm', file), body);
 }
+
+const esbuild = require('esbuild');
+esbuild.buildSync({
+  entryPoints: [join(root, 'pack/cli.ts')],
+  outfile: join(root, 'build/pack/forkwatch-pack.js'),
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  legalComments: 'eof',
+  logLevel: 'warning',
+});

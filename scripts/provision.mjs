@@ -1,6 +1,7 @@
 // What the tests need beyond `npm ci`, provisioned before they run (scripts/test.mjs calls it; `node
 // scripts/provision.mjs` runs it alone):
-// - Debian's prometheus and prometheus-alertmanager (prometheus, promtool, prometheus-alertmanager, amtool), installed
+// - Debian's prometheus, prometheus-alertmanager and jsonnet (prometheus, promtool, prometheus-alertmanager, amtool,
+//   jsonnet), installed
 //   with apt-get when missing and the user is root; otherwise a clear message and a failure, never a skip.
 // - The app folders in test/sdk-versions/ that pin older MCP SDKs: `npm ci` in each whose install is missing or older
 //   than its lockfile; a failed install fails here, loudly, instead of failing the version tests later.
@@ -16,6 +17,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const DEBIAN_BINARIES = {
   prometheus: ['/usr/bin/prometheus', '/usr/bin/promtool'],
   'prometheus-alertmanager': ['/usr/bin/prometheus-alertmanager', '/usr/bin/amtool'],
+  // The pack's jsonnet mixin is compiled by the tests (test/alerts/mixin.test.ts).
+  jsonnet: ['/usr/bin/jsonnet'],
 };
 
 const log = line => console.error(`provision: ${line}`);

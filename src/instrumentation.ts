@@ -10,6 +10,7 @@ import {
 import { installFetchObserver } from './client/fetch-observer';
 import { SessionLedger } from './core/ledger';
 import type { Wrap } from './internal-types';
+import { instrumentationInfo } from './instrumentation-info';
 import { type ForkwatchInstruments, createInstruments } from './metrics';
 import { type ModuleDiscovery, type ModuleMatch, sdkModuleDefinitions, startModuleDiscovery } from './module-discovery';
 import { ModulePatcher } from './module-patcher';
@@ -101,6 +102,7 @@ export class ForkwatchInstrumentation
 
   protected override _updateMetricInstruments(): void {
     this._instruments = createInstruments(this.meter);
+    instrumentationInfo(this).observe(this.meter);
   }
 
   protected init(): InstrumentationNodeModuleDefinition[] {
@@ -120,6 +122,7 @@ export class ForkwatchInstrumentation
     super.disable();
     this._removeFetchObserver?.();
     this._removeFetchObserver = undefined;
+    instrumentationInfo(this).unpatched(globalThis);
     this._discovery?.stop();
     this._discovery = undefined;
     this._patcher?.unpatchAll();
@@ -144,6 +147,7 @@ export class ForkwatchInstrumentation
         packageName: 'manual',
         version: undefined,
         supported: undefined,
+        route: 'manual',
       });
     }
   }
@@ -152,8 +156,11 @@ export class ForkwatchInstrumentation
 
   private get patcher(): ModulePatcher {
     if (!this._patcher) {
-      this._patcher = new ModulePatcher(this, this._wrap as unknown as Wrap, (target, name) =>
-        this._unwrap(target as Record<string, unknown>, name),
+      this._patcher = new ModulePatcher(
+        this,
+        this._wrap as unknown as Wrap,
+        (target, name) => this._unwrap(target as Record<string, unknown>, name),
+        instrumentationInfo(this),
       );
     }
     return this._patcher;
@@ -169,6 +176,7 @@ export class ForkwatchInstrumentation
     if (this._removeFetchObserver || this.getConfig().observeFetch === false) return;
     try {
       this._removeFetchObserver = installFetchObserver(this);
+      instrumentationInfo(this).patched(globalThis, { sdk_package: 'fetch', sdk_class: 'fetch', route: 'wire' });
     } catch (error) {
       this._diag.error('could not observe fetch; clients without a class patch are not checked', error);
     }

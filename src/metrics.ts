@@ -7,8 +7,9 @@ import { type Attributes, type Counter, type Histogram, type Meter, ValueType } 
 import { METRICS, type MetricKey, type MetricSpec, labelCombinations } from './names';
 import { TallyCounter } from './tally-counter';
 
-type CounterKeys = { [K in MetricKey]: (typeof METRICS)[K]['kind'] extends 'counter' ? K : never }[MetricKey];
-type HistogramKeys = Exclude<MetricKey, CounterKeys>;
+type KeysOf<Kind> = { [K in MetricKey]: (typeof METRICS)[K]['kind'] extends Kind ? K : never }[MetricKey];
+type CounterKeys = KeysOf<'counter'>;
+type HistogramKeys = KeysOf<'histogram'>;
 
 export type ForkwatchInstruments = { [K in CounterKeys]: Counter } & { [K in HistogramKeys]: Histogram };
 
@@ -16,6 +17,8 @@ export function createInstruments(meter: Meter): ForkwatchInstruments {
   const instruments = {} as Record<MetricKey, Counter | Histogram>;
   for (const key of Object.keys(METRICS) as MetricKey[]) {
     const spec: MetricSpec = METRICS[key];
+    // The info gauge is observed by instrumentation-info.ts, from what was patched.
+    if (spec.kind === 'gauge') continue;
     if (spec.kind === 'counter') {
       const options = { description: spec.description, unit: spec.unit, valueType: ValueType.INT };
       const zeros: Attributes[] = labelCombinations(spec);

@@ -22,6 +22,7 @@ import { dirname, join } from 'node:path';
 import type { DiagLogger } from '@opentelemetry/api';
 import { InstrumentationNodeModuleDefinition, InstrumentationNodeModuleFile } from '@opentelemetry/instrumentation';
 import { Hook as RequireHook } from 'require-in-the-middle';
+import type { PatchRoute } from './instrumentation-info';
 import type { ImportInTheMiddleModule } from './internal-types';
 import {
   type PatchTarget,
@@ -45,6 +46,8 @@ export interface ModuleMatch {
   supported: string | undefined;
   /** Versions in which this file holds these targets, when narrower than `supported` (quietly skipped outside). */
   fileVersions?: string;
+  /** Which route found it (forkwatch_instrumentation_info's `route`). */
+  route: PatchRoute;
 }
 
 export type OnMatch = (match: ModuleMatch) => void;
@@ -69,9 +72,15 @@ export function v1FileOf(pathInPackage: string): SdkFileTarget | undefined {
   return V1_FILES.get(path.endsWith('.js') ? path : `${path}.js`);
 }
 
-function v1Match(exports: unknown, target: SdkFileTarget, version: string | undefined): ModuleMatch {
+function v1Match(
+  exports: unknown,
+  target: SdkFileTarget,
+  version: string | undefined,
+  route: PatchRoute,
+): ModuleMatch {
   return {
     exports,
+    route,
     targets: target.targets,
     packageName: SDK_V1_PACKAGE,
     version,
@@ -80,8 +89,8 @@ function v1Match(exports: unknown, target: SdkFileTarget, version: string | unde
   };
 }
 
-function v2Match(exports: unknown, pkg: string, version: string | undefined): ModuleMatch {
-  return { exports, targets: SDK_V2_PACKAGES[pkg]!, packageName: pkg, version, supported: SDK_V2_SUPPORTED };
+function v2Match(exports: unknown, pkg: string, version: string | undefined, route: PatchRoute): ModuleMatch {
+  return { exports, targets: SDK_V2_PACKAGES[pkg]!, packageName: pkg, version, supported: SDK_V2_SUPPORTED, route };
 }
 
 /** InstrumentationBase's hooks: the 1.x files (every version accepted here, checked by the patcher) and 2.x mains. */
@@ -93,7 +102,7 @@ export function sdkModuleDefinitions(onMatch: OnMatch, onUnmatch: OnUnmatch): In
           `${SDK_V1_PACKAGE}/dist/${flavor}/${target.file}`,
           ['*'],
           (exports: unknown, version?: string) => {
-            onMatch(v1Match(exports, target, version));
+            onMatch(v1Match(exports, target, version, 'otel_hook'));
             return exports;
           },
           (exports: unknown) => onUnmatch(exports, target.targets),
@@ -108,7 +117,7 @@ export function sdkModuleDefinitions(onMatch: OnMatch, onUnmatch: OnUnmatch): In
           pkg,
           ['*'],
           (exports: unknown, version?: string) => {
-            onMatch(v2Match(exports, pkg, version));
+            onMatch(v2Match(exports, pkg, version, 'otel_hook'));
             return exports;
           },
           (exports: unknown) => onUnmatch(exports, SDK_V2_PACKAGES[pkg]!),
@@ -167,7 +176,7 @@ function hookCommonJsFiles(onMatch: OnMatch): Unhook {
   const names = SDK_V1_FILES.map(target => `${SDK_V1_PACKAGE}/dist/cjs/${target.file.replace(/\.js$/, '')}`);
   return new RequireHook(names, { internals: true }, (exports, name, basedir) => {
     const target = v1FileOf(slashes(name).slice(SDK_V1_PACKAGE.length + 1));
-    if (target) onMatch(v1Match(exports, target, readPackageVersion(basedir)));
+    if (target) onMatch(v1Match(exports, target, readPackageVersion(basedir), 'cjs_hook'));
     return exports;
   });
 }
@@ -180,7 +189,7 @@ function hookEsmFiles(onMatch: OnMatch): Unhook {
     const target = path.startsWith(`${SDK_V1_PACKAGE}/dist/esm/`)
       ? v1FileOf(path.slice(SDK_V1_PACKAGE.length + 1))
       : undefined;
-    if (target && basedir) onMatch(v1Match(exports, target, readPackageVersion(basedir)));
+    if (target && basedir) onMatch(v1Match(exports, target, readPackageVersion(basedir), 'esm_hook'));
     return exports;
   });
 }
@@ -192,7 +201,7 @@ function hookEsmDependents(onMatch: OnMatch, diag: DiagLogger): Unhook {
       if (!entry) continue;
       try {
         // The very module instance the dependent imported: require(esm) shares the ESM module map.
-        onMatch(v2Match(createRequire(entry.file)(entry.file), pkg, entry.version));
+        onMatch(v2Match(createRequire(entry.file)(entry.file), pkg, entry.version, 'esm_dependents'));
       } catch (error) {
         diag.debug(`${pkg} beside ${basedir}: not loadable with require(): ${String(error)}`);
       }
@@ -214,12 +223,12 @@ function scanRequireCache(onMatch: OnMatch): undefined {
     const exports = () => cache[filename]?.exports;
     if (inModules.startsWith(`${SDK_V1_PACKAGE}/dist/cjs/`)) {
       const target = v1FileOf(inModules.slice(SDK_V1_PACKAGE.length + 1));
-      if (target) onMatch(v1Match(exports(), target, readPackageVersion(`${modules}${SDK_V1_PACKAGE}`)));
+      if (target) onMatch(v1Match(exports(), target, readPackageVersion(`${modules}${SDK_V1_PACKAGE}`), 'require_cache'));
       continue;
     }
     for (const pkg of Object.keys(SDK_V2_PACKAGES)) {
       if (inModules === `${pkg}/dist/index.cjs`)
-        onMatch(v2Match(exports(), pkg, readPackageVersion(`${modules}${pkg}`)));
+        onMatch(v2Match(exports(), pkg, readPackageVersion(`${modules}${pkg}`), 'require_cache'));
     }
   }
   return undefined;

@@ -5,6 +5,7 @@
  */
 import type { DiagLogger } from '@opentelemetry/api';
 import { isWrapped } from '@opentelemetry/instrumentation';
+import type { InstrumentationInfo, PatchRoute } from './instrumentation-info';
 import type { ClassLike, ModuleExportsLike, PrototypeLike, Wrap } from './internal-types';
 import type { ModuleMatch } from './module-discovery';
 import type { ForkwatchRuntime } from './runtime';
@@ -20,13 +21,14 @@ export class ModulePatcher {
     private readonly runtime: ForkwatchRuntime,
     private readonly wrap: Wrap,
     private readonly unwrap: Unwrap,
+    private readonly info: InstrumentationInfo,
   ) {}
 
   private get diag(): DiagLogger {
     return this.runtime.diag;
   }
 
-  patch({ exports, targets, packageName, version, supported, fileVersions }: ModuleMatch): void {
+  patch({ exports, targets, packageName, version, supported, fileVersions, route }: ModuleMatch): void {
     if (!this.runtime.enabled || !exports) return;
     if (supported && version !== undefined && !versionSatisfies(version, supported)) {
       this.warnOnce(
@@ -42,10 +44,16 @@ export class ModulePatcher {
       );
       return;
     }
-    for (const target of targets) this.patchClass(exports, target, packageName, version);
+    for (const target of targets) this.patchClass(exports, target, packageName, version, route);
   }
 
-  private patchClass(exports: unknown, target: PatchTarget, packageName: string, version: string | undefined): void {
+  private patchClass(
+    exports: unknown,
+    target: PatchTarget,
+    packageName: string,
+    version: string | undefined,
+    route: PatchRoute,
+  ): void {
     const label = `${packageName}@${version ?? '?'}`;
     const cls = safeGet(exports, target.exportName);
     if (typeof cls !== 'function') return;
@@ -68,6 +76,7 @@ export class ModulePatcher {
     if (target.methods.some(m => isWrapped(proto[m]))) return;
     target.patch(proto, this.runtime, this.wrap);
     this.patched.set(proto, target);
+    this.info.patched(proto, { sdk_package: packageName, sdk_class: target.exportName, route });
     this.diag.debug(`patched ${target.exportName} of ${label}`);
   }
 
@@ -85,6 +94,7 @@ export class ModulePatcher {
   private unpatchPrototype(proto: PrototypeLike, target: PatchTarget): void {
     for (const m of target.methods) if (isWrapped(proto[m])) this.unwrap(proto, m);
     this.patched.delete(proto);
+    this.info.unpatched(proto);
   }
 
   private warnOnce(key: string, message: string): void {

@@ -5,6 +5,7 @@
  * OpenTelemetry exporter's scrape, the prom-client bridge, the dashboards and the rules against this module.
  */
 import { FORK_REASONS, RESUME_OUTCOMES } from './core/verdict';
+import { PACKAGE_VERSION } from './version';
 
 export const INSTRUMENTATION_SCOPE = 'forkwatch';
 
@@ -54,7 +55,7 @@ export const LABEL = {
   idempotency: 'idempotency',
 } as const;
 
-export type MetricKind = 'counter' | 'histogram';
+export type MetricKind = 'counter' | 'histogram' | 'gauge';
 
 export interface MetricSpec {
   /** OpenTelemetry instrument name. */
@@ -74,6 +75,44 @@ export interface MetricSpec {
    */
   readonly tallied?: boolean;
 }
+
+/**
+ * The instrumentation info metric's labels. One series per SDK class forkwatch patched, by the route that found it
+ * (`otel_hook`: @opentelemetry/instrumentation's module hooks; `cjs_hook`, `esm_hook`: forkwatch's own file hooks for
+ * SDK 1.x; `esm_dependents`: 2.x packages behind an ESM-only dependent; `require_cache`: an SDK loaded before
+ * forkwatch; `manual`: manuallyInstrument()); the wire observer of fetch is `sdk_class="fetch"`, `route="wire"`. A
+ * `none` series is 1 while nothing is patched or observed: forkwatch is loaded but sees nothing.
+ */
+export const PATCH_ROUTES = [
+  'otel_hook',
+  'cjs_hook',
+  'esm_hook',
+  'esm_dependents',
+  'require_cache',
+  'manual',
+  'wire',
+] as const;
+export const INFO_NONE = 'none';
+export const INFO_SDK_PACKAGES = [
+  '@modelcontextprotocol/sdk',
+  '@modelcontextprotocol/client',
+  '@modelcontextprotocol/server',
+  'manual',
+  'fetch',
+  INFO_NONE,
+] as const;
+export const INFO_SDK_CLASSES = [
+  'StreamableHTTPClientTransport',
+  'SSEClientTransport',
+  'StreamableHTTPServerTransport',
+  'WebStandardStreamableHTTPServerTransport',
+  'PerRequestHTTPServerTransport',
+  'Server',
+  'McpServer',
+  'InMemoryServerEventBus',
+  'fetch',
+  INFO_NONE,
+] as const;
 
 /** Time from losing a stream to the first frame of its resume: 10 ms to 10 min. */
 export const GAP_SECONDS_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600] as const;
@@ -258,6 +297,21 @@ export const METRICS = {
       'Time from a dropped listen stream to the next acknowledgement of the same subscription: notifications published in it are lost.',
     labels: {},
     buckets: GAP_SECONDS_BUCKETS,
+  },
+  instrumentationInfo: {
+    otelName: 'forkwatch.instrumentation.info',
+    prometheusName: 'forkwatch_instrumentation_info',
+    kind: 'gauge',
+    unit: '',
+    description:
+      'forkwatch is loaded: 1 for each MCP SDK class it patched and for its fetch observer (0 once removed), by ' +
+      'the route that found it; sdk_class="none" is 1 while there is neither (loaded, but seeing nothing).',
+    labels: {
+      version: [PACKAGE_VERSION],
+      sdk_package: INFO_SDK_PACKAGES,
+      sdk_class: INFO_SDK_CLASSES,
+      route: [...PATCH_ROUTES, INFO_NONE],
+    },
   },
 } as const satisfies Record<string, MetricSpec>;
 

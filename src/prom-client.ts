@@ -186,7 +186,7 @@ class ForkwatchPromMetric {
   readonly key: string;
   name: string;
   readonly help: string;
-  readonly type: 'counter' | 'histogram';
+  readonly type: MetricSpec['kind'];
   readonly aggregator = 'sum';
 
   constructor(

@@ -49,6 +49,39 @@ describe('README', () => {
     }
   });
 
+  test('every span attribute of names.ts has a row saying what it is', () => {
+    const rows = tableRows('Spans and span events').filter(r => r.length === 3 && r[1] !== '');
+    const documented = new Set(rows.map(r => r[0]!.replace(/`/g, '')));
+    const spansSection = readme.split(/^## /m).find(s => s.startsWith('Spans and span events'))!;
+    for (const attr of Object.values(ATTR)) {
+      if (documented.has(attr)) continue;
+      // Named but not emitted: the section must say so rather than leave it out.
+      expect(spansSection, attr).toMatch(
+        new RegExp(`\`${attr.replace(/\./g, '\\.')}\` is named in .* but not emitted`),
+      );
+    }
+    expect(documented.size).toBeGreaterThanOrEqual(Object.values(ATTR).length - 1);
+  });
+
+  test('near the top, who sees which failure: client, server and probe, with inconclusive and unverified said plainly', () => {
+    const headings = readme.split('\n').filter(l => l.startsWith('## '));
+    expect(headings[0]).toBe('## Who sees what, and what to deploy where');
+    const header = readme.split(/^## /m).find(s => s.startsWith('Who sees what'))!;
+    const rows = header
+      .split('\n')
+      .filter(l => l.startsWith('| ') && !l.startsWith('| failure') && !l.startsWith('|---'))
+      .map(l => l.split(' | ').map(c => c.replace(/^\| |\s*\|$/g, '').trim()));
+    expect(header).toMatch(/\| failure \| client .* \| server .* \| probe .* \|/);
+    expect(rows.length).toBeGreaterThanOrEqual(8);
+    const sdkIds = rows.filter(r => r[0]!.includes('`_GET_stream_<ms>_<rand>`') || r[0]!.includes('live events'));
+    expect(sdkIds.map(r => r[1])).toEqual([
+      expect.stringContaining('`inconclusive`'),
+      expect.stringContaining('`unverified`'),
+    ]);
+    for (const r of sdkIds) expect(r[2]).toContain('`unknown_cursor`');
+    expect(header).toMatch(/`inconclusive` and `unverified` are never counted as forks/);
+  });
+
   test('the Quickstart commands exist, and CI runs the README test command', () => {
     const quickstart = readme.split(/^## /m).find(s => s.startsWith('Quickstart'))!;
     expect(quickstart).toContain('npm ci && npm run lab');

@@ -1,4 +1,5 @@
 /** Is forkwatch there at all: a target without its series, or no series anywhere. */
+import { INFO_NONE, METRICS } from '../../src/names';
 import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';
 import { windowWords } from '../config/units';
@@ -10,6 +11,7 @@ export function targetWithoutMetrics(config: ForkwatchConfig): RuleSpec {
   const t = config.alerts.ForkwatchTargetWithoutMetrics;
   const s = scope(config);
   const lookback = windowWords(t.lookback);
+  const blind = s.sel(METRICS.instrumentationInfo.prometheusName, `sdk_class="${INFO_NONE}"`);
   return defineAlert(
     config,
     ALERT.targetWithoutMetrics,
@@ -17,15 +19,19 @@ export function targetWithoutMetrics(config: ForkwatchConfig): RuleSpec {
       expr:
         `(\n  ${s.sel('up')} == 1\n` +
         `  unless on (${s.by('instance')}) group by (${s.by('instance')}) (${s.named('forkwatch_.+')})\n)\n` +
-        `and on (${s.by()}) max_over_time(job:forkwatch_series:count[${t.lookback}])\n`,
+        `and on (${s.by()}) max_over_time(job:forkwatch_series:count[${t.lookback}])\n` +
+        `or on (${s.by('instance')})\n  group by (${s.by('instance')}) (${blind} == 1)\n`,
       for: t.for,
       comment:
         `A target that is up but exports no forkwatch series, in a job that exported them within the last ${lookback}\n` +
-        '(so node exporters and other jobs are left alone).',
+        '(so node exporters and other jobs are left alone); or a target where forkwatch is loaded but patched no\n' +
+        'MCP SDK class and observes no fetch (its info metric says sdk_class="none"): its counters sit at 0\n' +
+        'whatever happens, which looks exactly like a quiet, healthy process.',
     },
-    'A scraped MCP target exports no forkwatch metrics.',
-    '{{ $labels.instance }} ({{ $labels.job }}) is up but exports no forkwatch_* series, while its job did within ' +
-      `the last ${lookback}; forks on this target go unseen.`,
+    'A scraped MCP target runs without working forkwatch instrumentation.',
+    '{{ $labels.instance }} ({{ $labels.job }}) is up but forkwatch sees nothing there: it exports no forkwatch_* ' +
+      `series while its job did within the last ${lookback}, or forkwatch is loaded and patched no MCP SDK class; ` +
+      'forks on this target go unseen.',
   );
 }
 

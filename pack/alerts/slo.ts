@@ -33,6 +33,9 @@ export const CLIENT_BURN_ALERT = ALERT.lossBudgetBurn;
 export const SERVER_BURN_ALERT = ALERT.serverDeliveryBudgetBurn;
 
 export interface Sli {
+  /** The raw selectors of the bad events and of all events (good + bad): what SLO tools divide. */
+  errors: string;
+  all: string;
   /** bad-over-total ratio for one window. */
   ratio(window: string): string;
   /** good + bad events in a window: the traffic floor. */
@@ -45,6 +48,8 @@ function clientSli(config: ForkwatchConfig): Sli {
   const bad = s.sel(resumes, `outcome=~"${CLIENT_SLO_BAD.join('|')}"`);
   const all = s.sel(resumes, `outcome=~"${[...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD].join('|')}"`);
   return {
+    errors: bad,
+    all,
     ratio: w => `sum by (${s.by()}) (rate(${bad}[${w}]))\n/\nsum by (${s.by()}) (rate(${all}[${w}]))\n`,
     total: w => `sum by (${s.by()}) (increase(${all}[${w}]))`,
   };
@@ -58,6 +63,8 @@ function serverSli(config: ForkwatchConfig): Sli {
   );
   const written = s.sel(METRICS.serverEvents.prometheusName);
   return {
+    errors: lost,
+    all: written,
     ratio: w => `sum by (${s.by()}) (rate(${lost}[${w}]))\n/\nsum by (${s.by()}) (rate(${written}[${w}]))\n`,
     total: w => `sum by (${s.by()}) (increase(${written}[${w}]))`,
   };
@@ -172,4 +179,46 @@ export function sloAlerts(config: ForkwatchConfig): { client: RuleSpec[]; server
     'of events written reach one.\nSame windows, factors and traffic floors (in events) as ' +
     'ForkwatchResumeLossBudgetBurn;\nabandoned events never count.';
   return { client, server };
+}
+
+/** The two SLOs as SLO tools (Sloth, Pyrra, OpenSLO) describe them: a name, an objective, bad and total events. */
+export interface SloDefinition {
+  name: string;
+  alert: string;
+  objective: number;
+  description: string;
+  errors: string;
+  total: string;
+  /** The labels each SLI is kept apart by (the rules' aggregation labels and job). */
+  grouping: string[];
+}
+
+export function sloDefinitions(config: ForkwatchConfig): SloDefinition[] {
+  const grouping = [...config.aggregationLabels, 'job'];
+  const client = clientSli(config);
+  const server = serverSli(config);
+  return [
+    {
+      name: 'mcp-resume-loss',
+      alert: CLIENT_BURN_ALERT,
+      objective: config.clientResumeObjective,
+      description:
+        'Client resume loss: of the MCP stream resumes answered 2xx whose ids can prove continuity, the share ' +
+        `that forked (outcome ${CLIENT_SLO_BAD.join('|')} of ${[...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD].join('|')}).`,
+      errors: client.errors,
+      total: client.all,
+      grouping,
+    },
+    {
+      name: 'mcp-server-delivery',
+      alert: SERVER_BURN_ALERT,
+      objective: config.serverDeliveryObjective,
+      description:
+        'Server delivery: of the events MCP servers stored or wrote, the share that never reached a live client ' +
+        `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}).`,
+      errors: server.errors,
+      total: server.all,
+      grouping,
+    },
+  ];
 }

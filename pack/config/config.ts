@@ -69,49 +69,21 @@ export interface ShareAlert {
   for: string;
 }
 
-/** The thresholds, windows and `for` of every alert except the two SLO burn alerts (those are `burnWindows`). */
+/**
+ * The thresholds, windows and `for` of every alert except the two SLO burn alerts (those are `burnWindows`). Why each
+ * default is what it is: THRESHOLD_REASONS below (also the descriptions of the published JSON Schema).
+ */
 export interface AlertThresholds {
-  /**
-   * Any fork is loss: window 10m so one fork keeps the ticket open long enough to be seen; `for` 1m rides out one
-   * scrape's jitter without delaying a real ticket.
-   */
   ForkwatchForksDetected: IncreaseAlert;
-  /** Same reasoning as ForkwatchForksDetected: any duplicate frame is a replay from the wrong place. */
   ForkwatchDuplicateDeliveries: IncreaseAlert;
-  /**
-   * Share of a process's resumes whose cursor it does not know. 5 % for 15m: a restart or a scale-out gives a short
-   * burst of unknown cursors that must not open a ticket; a routing fault stays above it.
-   */
   ForkwatchServerUnknownCursors: ShareAlert;
-  /** Any resume ignored for want of an event store is a configuration fault: any in 10m, `for` 1m. */
   ForkwatchServerCursorsIgnored: IncreaseAlert;
-  /** Client view: share of resumes answered non-2xx. 5 % for 15m, as for unknown cursors (deploys burst). */
   ForkwatchResumesRejected: ShareAlert;
-  /** Server view of the same, per process. */
   ForkwatchServerResumesRejected: ShareAlert;
-  /**
-   * p99 seconds from losing a stream to its resume's first frame. 30 s: the SDK's reconnection backoff stays well
-   * under it; above it, users see stalls. `for` 15m: one slow client must not open a ticket.
-   */
   ForkwatchResumeGapSecondsHigh: { quantile: number; seconds: number; for: string };
-  /**
-   * p99 events replayed per resume. 1000: a replay that large stalls the client and the store; healthy reconnects
-   * replay a handful. `for` 15m as above.
-   */
   ForkwatchResumeGapEventsHigh: { quantile: number; events: number; for: string };
-  /**
-   * Share of a process's events written with no listening stream, over `window`. 1 % over 1h: a routing or client
-   * bug that may stay under the delivery budget; the traffic floor `minEvents` keeps one event of a quiet process
-   * from being 100 %.
-   */
   ForkwatchServerEventsWithoutListener: { window: string; share: number; minEvents: number; for: string };
-  /**
-   * A target up without forkwatch series, in a job that had them within `lookback` (1d: a deploy that dropped the
-   * instrumentation is caught the same day, while jobs that never had forkwatch stay quiet). `for` 15m rides out a
-   * slow start.
-   */
   ForkwatchTargetWithoutMetrics: { lookback: string; for: string };
-  /** No forkwatch series at all: `for` 15m so a Prometheus restart or a first deploy stays quiet. */
   ForkwatchMetricsAbsent: { for: string };
   /**
    * Protocol 2026-07-28: a probable re-issue of a tool not annotated idempotent (a broken exchange, then the same
@@ -126,6 +98,32 @@ export interface AlertThresholds {
    */
   ForkwatchServerPublishesWithoutListener: { window: string; share: number; minEvents: number; for: string };
 }
+
+/** The reason for each alert's default threshold, window and `for`. */
+export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
+  ForkwatchForksDetected:
+    "Any fork is loss: window 10m so one fork keeps the ticket open long enough to be seen; `for` 1m rides out one scrape's jitter without delaying a real ticket.",
+  ForkwatchDuplicateDeliveries:
+    'Window 10m and `for` 1m as for ForkwatchForksDetected: any duplicate frame is a replay from the wrong place.',
+  ForkwatchServerUnknownCursors:
+    "Share of a process's resumes whose cursor it does not know. 5 % for 15m: a restart or a scale-out gives a short burst of unknown cursors that must not open a ticket; a routing fault stays above it.",
+  ForkwatchServerCursorsIgnored:
+    'Any resume ignored for want of an event store is a configuration fault: any in 10m, `for` 1m.',
+  ForkwatchResumesRejected:
+    'Client view: share of resumes answered non-2xx. 5 % for 15m, as for unknown cursors (deploys burst).',
+  ForkwatchServerResumesRejected:
+    'Server view of ForkwatchResumesRejected, per process: 5 % for 15m for the same reason (deploys burst).',
+  ForkwatchResumeGapSecondsHigh:
+    "p99 seconds from losing a stream to its resume's first frame. 30 s: the SDK's reconnection backoff stays well under it; above it, users see stalls. `for` 15m: one slow client must not open a ticket.",
+  ForkwatchResumeGapEventsHigh:
+    'p99 events replayed per resume. 1000: a replay that large stalls the client and the store; healthy reconnects replay a handful. `for` 15m as above.',
+  ForkwatchServerEventsWithoutListener:
+    "Share of a process's events written with no listening stream, over `window`. 1 % over 1h: a routing or client bug that may stay under the delivery budget; the traffic floor `minEvents` keeps one event of a quiet process from being 100 %.",
+  ForkwatchTargetWithoutMetrics:
+    'A target up without forkwatch series, in a job that had them within `lookback` (1d: a deploy that dropped the instrumentation is caught the same day, while jobs that never had forkwatch stay quiet). `for` 15m rides out a slow start, and a process whose forkwatch patched nothing (info sdk_class="none") gets as long to patch a lazily loaded SDK.',
+  ForkwatchMetricsAbsent:
+    'No forkwatch series at all: `for` 15m so a Prometheus restart or a first deploy stays quiet.',
+};
 
 export interface ForkwatchConfig {
   /** PromQL label matchers that scope every rule and panel to the user's jobs, e.g. `job=~"mcp-.*"`. '' = all. */
@@ -159,6 +157,10 @@ export interface ForkwatchConfig {
    * per-request path that reached the client (a result or error produced after the exchange closed is lost).
    */
   serverResultObjective: number;
+   * The SLOs' compliance window (Sloth, Pyrra and OpenSLO specs; the README's "over 30 days"). 30d: a month of error
+   * budget, the SRE workbook's window, which the burn-rate factors below are computed for (14.4x = 2 % in 1h).
+   */
+  sloWindow: string;
   /** Burn-rate windows, shared by both SLOs; every long and short window gets a ratio recording rule. */
   burnWindows: BurnWindow[];
   /** Thresholds, windows and `for` of the other alerts, by alert name. */
@@ -183,6 +185,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
   clientResumeObjective: 0.995,
   serverDeliveryObjective: 0.995,
   serverResultObjective: 0.995,
+  sloWindow: '30d',
   burnWindows: [
     { long: '1h', short: '5m', factor: 14.4, for: '2m', severity: 'page', minEvents: 20 },
     { long: '6h', short: '30m', factor: 6, for: '15m', severity: 'page', minEvents: 50 },

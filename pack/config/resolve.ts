@@ -11,7 +11,7 @@ export type UserConfig = DeepPartial<ForkwatchConfig>;
 /** Maps whose keys are the user's (labels, attributes): any key, string values. */
 const OPEN_MAPS = new Set(['kubernetes.labels', 'kubernetes.podSelector', 'otelCollector.resourceAttributes']);
 /** Fields that are durations (checked as such); every `for`, `window`, `lookback`, `long`, `short` is one too. */
-const DURATION_KEYS = new Set(['for', 'window', 'lookback', 'long', 'short', 'rateWindow', 'interval']);
+const DURATION_KEYS = new Set(['for', 'window', 'lookback', 'long', 'short', 'rateWindow', 'sloWindow', 'interval']);
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
 export class ConfigError extends Error {
@@ -103,7 +103,9 @@ export function resolveConfig(user: UserConfig = {}): ForkwatchConfig {
   const problems: string[] = [];
   const unknown: string[] = [];
   if (!isObject(user)) throw new ConfigError([`the config is a JSON object, not ${kind(user)}`]);
-  const config = merge(DEFAULT_CONFIG, user, '', problems, unknown) as ForkwatchConfig;
+  // A config file may name its schema (editors read it); it is no setting.
+  const { $schema: _, ...settings } = user as UserConfig & { $schema?: unknown };
+  const config = merge(DEFAULT_CONFIG, settings, '', problems, unknown) as ForkwatchConfig;
   if (unknown.length > 0) problems.unshift(`unknown config keys: ${unknown.join(', ')}`);
   if (problems.length === 0) check(config, problems);
   if (problems.length > 0) throw new ConfigError(problems);

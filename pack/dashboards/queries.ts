@@ -16,6 +16,7 @@ const serverResumes = METRICS.serverResumes.prometheusName;
 const replay = METRICS.serverResumeGapEvents.prometheusName;
 const serverEvents = METRICS.serverEvents.prometheusName;
 const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
+const info = METRICS.instrumentationInfo.prometheusName;
 
 /** Outcomes of the client SLO (2xx resumes whose ids can prove continuity): unverified, rejected, failed are out. */
 export const SLO_OUTCOMES = [...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD];
@@ -76,6 +77,8 @@ export function queries(config: ForkwatchConfig) {
       `/ sum by (${lossBy}, instance) (${increase(serverEvents)})`,
 
     duplicates: `sum by (transport) (${rate(duplicates)})`,
+    /** What forkwatch patched in each process, and how (1 = now); `none` = loaded but blind. */
+    instrumentation: `max by (instance, sdk_package, sdk_class, route, version) (${info}{${raw}} == 1)`,
     alertsTable: firingAlerts,
   };
 }

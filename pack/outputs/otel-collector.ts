@@ -5,11 +5,38 @@
  * (test/register/collector-naming.test.ts); `job` and `instance` come from service.namespace/service.name and
  * service.instance.id, which Prometheus keeps only with honor_labels (see scrapeConfig).
  */
-import type { ForkwatchConfig } from '../config/config';
+import { DEFAULT_CONFIG, type ForkwatchConfig } from '../config/config';
+
+/**
+ * The resource attribute each aggregation label is copied from. A renamed cluster label (clusterLabel k8s_cluster)
+ * without an entry of its own takes the default cluster label's attribute, so renaming it keeps the copy.
+ */
+export function labelAttributes(config: ForkwatchConfig): Map<string, string | undefined> {
+  const from = config.otelCollector.resourceAttributes;
+  const defaultCluster = DEFAULT_CONFIG.clusterLabel;
+  return new Map(
+    config.aggregationLabels.map(label => [
+      label,
+      from[label] ?? (label === config.clusterLabel ? from[defaultCluster] : undefined),
+    ]),
+  );
+}
+
+/** Aggregation labels the Collector config cannot set: the rules would see them empty for OTLP-fed apps. */
+export function collectorWarnings(config: ForkwatchConfig): string[] {
+  return [...labelAttributes(config)]
+    .filter(([, attribute]) => attribute === undefined)
+    .map(
+      ([label]) =>
+        `otelCollector.resourceAttributes names no resource attribute for the aggregation label ${label}: the ` +
+        'Collector config leaves it unset (add e.g. "' +
+        label +
+        '": "k8s.namespace.name")',
+    );
+}
 
 export function collectorConfig(config: ForkwatchConfig): Record<string, unknown> {
-  const copies = config.aggregationLabels.flatMap(label => {
-    const attribute = config.otelCollector.resourceAttributes[label];
+  const copies = [...labelAttributes(config)].flatMap(([label, attribute]) => {
     if (attribute === undefined) return [];
     const from = `resource.attributes[${JSON.stringify(attribute)}]`;
     return [`set(datapoint.attributes[${JSON.stringify(label)}], ${from}) where ${from} != nil`];

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
-/** The `forkwatch` command: `forkwatch probe <url>`, `--version`, `--help`. */
+/** The `forkwatch` command: `forkwatch probe <url>`, `forkwatch pack`, `--version`, `--help`. */
 import { runProbeCli } from './probe/cli';
 import { USAGE_ERROR } from './probe/report';
+import { join } from 'node:path';
 import { PACKAGE_VERSION } from '../version';
 
 const USAGE = `Usage: forkwatch <command> [options]
 
 Commands:
   probe <url>   test a live MCP endpoint for session resumability (forkwatch probe --help)
+  pack          render the alerting pack (rules, dashboards, SLO specs, mixin) from a config (forkwatch pack --help)
 
 Options:
   -v, --version print forkwatch's version
@@ -21,6 +23,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'probe':
       return runProbeCli(rest);
+    case 'pack':
+      return runPack(rest);
     case '-v':
     case '--version':
     case 'version':
@@ -38,6 +42,16 @@ export async function main(argv: readonly string[]): Promise<number> {
       process.stderr.write(`forkwatch: unknown command '${command}'\n\n${USAGE}`);
       return USAGE_ERROR;
   }
+}
+
+/** The pack is bundled apart (scripts/build.mjs): loaded only by this command, it costs the instrumentation nothing. */
+function runPack(argv: readonly string[]): number {
+  const bundle = join(__dirname, '../../pack/forkwatch-pack.js');
+  const { runPackCli } = require(bundle) as {
+    runPackCli(argv: readonly string[], io: { cwd: string; out(l: string): void; err(l: string): void }): number;
+  };
+  const line = (stream: NodeJS.WriteStream) => (l: string) => stream.write(`${l.replace(/\n$/, '')}\n`);
+  return runPackCli(argv, { cwd: process.cwd(), out: line(process.stdout), err: line(process.stderr) });
 }
 
 if (require.main === module) {

@@ -19,6 +19,12 @@ export interface DecodedEventId {
   dense?: boolean;
   /** Producer wall-clock time embedded in the id. Only a hint: clocks jump, so it never decides a fork alone. */
   timeMs?: number;
+  /**
+   * True when `stream` and `sequence` are read from the id's shape alone (`auto`'s prefix-sequence reading), not
+   * from a known producer's format: a larger number under the same prefix confirms continuity, but nothing here
+   * proves a fork (a random or clock-like suffix would), so a smaller number or another prefix stays unverified.
+   */
+  learned?: boolean;
 }
 
 export interface EventIdCodec {
@@ -81,6 +87,23 @@ export const hexSequenceCodec: EventIdCodec = {
   },
 };
 
+/**
+ * `<prefix><separator><decimal>`: a prefix ending in `-`, `_`, `.`, `/`, `#` or `@`, then a decimal counter without
+ * leading zeros and with at most 9 digits (`event-1`, `event-2`, … of the MCP conformance suite's reference
+ * server). Ten digits and more look like a clock (epoch seconds or milliseconds) and stay opaque, as do zero-padded
+ * numbers and hex or UUID tails (`…-9afb-f4c8996fb924`), whose digits follow a letter.
+ */
+const PREFIX_SEQUENCE = /^(.*[-_./#@])(0|[1-9][0-9]{0,8})$/s;
+
+/** `auto` only, tried last: the prefix is the stream, the number a sequence learned from the shape (`learned`). */
+export const prefixSequenceCodec: EventIdCodec = {
+  name: 'prefix-sequence',
+  decode(id) {
+    const m = PREFIX_SEQUENCE.exec(id);
+    return m ? { stream: m[1], sequence: Number(m[2]), learned: true } : undefined;
+  },
+};
+
 export const opaqueCodec: EventIdCodec = {
   name: 'opaque',
   decode() {
@@ -88,8 +111,17 @@ export const opaqueCodec: EventIdCodec = {
   },
 };
 
-/** Most specific first: an mcp-proxy id also matches the looser SDK pattern's shape rules only by accident. */
-const AUTO_ORDER: readonly EventIdCodec[] = [integerCodec, mcpProxyCodec, sdkCodec, hexSequenceCodec];
+/**
+ * Most specific first: an mcp-proxy id also matches the looser SDK pattern's shape rules only by accident. The
+ * learned prefix-sequence reading comes last, for ids no producer format claims.
+ */
+const AUTO_ORDER: readonly EventIdCodec[] = [
+  integerCodec,
+  mcpProxyCodec,
+  sdkCodec,
+  hexSequenceCodec,
+  prefixSequenceCodec,
+];
 
 /** Picks the first built-in codec that understands the id. */
 export function detectCodec(id: string): EventIdCodec | undefined {

@@ -70,10 +70,12 @@ export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
   let decoded: FirstFrameVerdict | undefined;
   if (codec && before) {
     const after = safeDecode(codec, firstId);
-    // The cursor is in the codec's format and the first id is not: it comes from another log.
-    if (after === undefined) return { verdict: 'forked', reason: 'stream_changed', codec: codec.name };
-    decoded = compareDecoded(before, after, codec.name);
-    if (decoded.verdict === 'forked') return decoded;
+    // The cursor is in the codec's format and the first id is not: it comes from another log. A format learned
+    // from the cursor's shape alone proves nothing by its absence.
+    if (after === undefined && !before.learned)
+      return { verdict: 'forked', reason: 'stream_changed', codec: codec.name };
+    decoded = after === undefined ? undefined : compareDecoded(before, after, codec.name);
+    if (decoded?.verdict === 'forked') return decoded;
   }
   if (input.wasConsumed(firstId))
     return { verdict: 'forked', reason: 'id_reused', ...(codec ? { codec: codec.name } : {}) };
@@ -81,6 +83,7 @@ export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
 }
 
 function compareDecoded(before: DecodedEventId, after: DecodedEventId, codec: string): FirstFrameVerdict {
+  if (before.learned || after.learned) return compareLearned(before, after, codec);
   let verified = false;
   if (before.stream !== undefined && after.stream !== undefined) {
     if (before.stream !== after.stream) return { verdict: 'forked', reason: 'stream_changed', codec };
@@ -103,4 +106,17 @@ function compareDecoded(before: DecodedEventId, after: DecodedEventId, codec: st
     ...(clockRegressed ? { clockRegressed } : {}),
     codec,
   };
+}
+
+/**
+ * A prefix and a number read from the ids' shape: the same prefix and a larger number confirm continuity; anything
+ * else is no evidence either way (a random or clock-like suffix goes down as often as up), never a fork.
+ */
+function compareLearned(before: DecodedEventId, after: DecodedEventId, codec: string): FirstFrameVerdict {
+  const ordered =
+    before.stream === after.stream &&
+    isFiniteNumber(before.sequence) &&
+    isFiniteNumber(after.sequence) &&
+    after.sequence > before.sequence;
+  return { verdict: 'resumed', continuityVerified: ordered, codec };
 }

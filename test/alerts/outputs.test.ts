@@ -126,7 +126,7 @@ describe('the OpenTelemetry Collector config', () => {
         const name = collectorName(
           spec.otelName,
           spec.unit,
-          spec.kind === 'counter' ? 'monotonic_counter' : 'histogram',
+          spec.kind === 'counter' ? 'monotonic_counter' : spec.kind === 'gauge' ? 'gauge' : 'histogram',
         );
         return spec.kind === 'histogram' ? ['_bucket', '_sum', '_count'].map(s => name + s) : [name];
       }),

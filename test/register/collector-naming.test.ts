@@ -10,7 +10,7 @@
  */
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { METRIC_SPECS } from '../../src/names';
+import { METRIC_SPECS, type MetricKind } from '../../src/names';
 import { type OtlpMetricType, collectorName, collectorNameUtf8, jsExporterName } from './otlp-translator';
 import {
   type AppDir,
@@ -75,8 +75,8 @@ describe('the translation rule (vectors from prometheus/otlptranslator metric_na
   });
 });
 
-const typeOf = (kind: 'counter' | 'histogram'): OtlpMetricType =>
-  kind === 'counter' ? 'monotonic_counter' : 'histogram';
+const typeOf = (kind: MetricKind): OtlpMetricType =>
+  kind === 'counter' ? 'monotonic_counter' : kind === 'gauge' ? 'gauge' : 'histogram';
 
 test.each(METRIC_SPECS.map(spec => [spec.otelName, spec] as const))(
   '%s: one Prometheus name in every pipeline',
@@ -144,13 +144,13 @@ describe('what a register-instrumented app really exports', () => {
         const type: OtlpMetricType = m.histogram ? 'histogram' : m.sum?.isMonotonic ? 'monotonic_counter' : 'gauge';
         byName.set(m.name, { unit: m.unit ?? '', type });
       }
-      // Counters are all there; of the histograms, the two the client recorded.
-      const expected = METRIC_SPECS.filter(s => s.kind === 'counter' || s.otelName.startsWith('forkwatch.client.'));
+      // Counters and the info gauge are all there; of the histograms, the two the client recorded.
+      const expected = METRIC_SPECS.filter(s => s.kind !== 'histogram' || s.otelName.startsWith('forkwatch.client.'));
       expect([...byName.keys()].sort()).toEqual(expected.map(s => s.otelName).sort());
       for (const [name, { unit, type }] of byName) {
         const viaCollector = collectorName(name, unit, type);
         expect(scraped.has(viaCollector), `${name} [${unit}] -> ${viaCollector}`).toBe(true);
-        expect(scraped.get(viaCollector)!.type).toBe(type === 'histogram' ? 'histogram' : 'counter');
+        expect(scraped.get(viaCollector)!.type).toBe(type === 'monotonic_counter' ? 'counter' : type);
       }
       expect(byName.get('forkwatch.client.resume.gap_seconds')).toEqual({ unit: 's', type: 'histogram' });
       expect(collectorName('forkwatch.client.resume.gap_seconds', 's', 'histogram')).toBe(

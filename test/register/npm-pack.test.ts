@@ -122,7 +122,7 @@ describe('the tarball', () => {
         /(^|\/)tsconfig[^/]*\.json$/.test(path) ||
         /^vitest\.config/.test(path) ||
         /\.(ts|mts|cts|map|tgz|log)$/.test(path.replace(/\.d\.ts$/, '')) ||
-        /^build\/(?!src\/|esm\/)/.test(path) ||
+        /^build\/(?!src\/|esm\/|pack\/forkwatch-pack\.js$)/.test(path) ||
         /^(dashboards|alerts)\/.*\/(src|tests)\//.test(path) ||
         /^alerts\/tests\//.test(path) ||
         /^dashboards\/src\//.test(path),

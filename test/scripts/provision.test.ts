@@ -45,14 +45,18 @@ function recorder(outcome: (args: string[]) => number, effect?: (args: string[])
 }
 
 test('everything present: nothing runs', () => {
-  const map = binaries(['prometheus', 'promtool', 'prometheus-alertmanager', 'amtool']);
+  const map = binaries(['prometheus', 'promtool', 'prometheus-alertmanager', 'amtool', 'jsonnet']);
   const apt = recorder(() => 0);
   expect(provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true })).toBeUndefined();
   expect(apt.calls).toEqual([]);
 });
 
+test("the table names Debian's jsonnet, which compiles the pack's mixin", () => {
+  expect((DEBIAN_BINARIES as Record<string, string[]>).jsonnet).toEqual(['/usr/bin/jsonnet']);
+});
+
 test('missing as root: apt-get update, then install of exactly the missing packages, without recommends', () => {
-  const map = binaries(['prometheus', 'promtool']);
+  const map = binaries(['prometheus', 'promtool', 'jsonnet']);
   const apt = recorder(
     () => 0,
     args => {
@@ -71,7 +75,7 @@ test('missing and not root: a failure that names the command, and nothing runs',
   const apt = recorder(() => 0);
   const error = provisionDebianPackages({ run: apt.run, binaries: map, isRoot: false, hasApt: true });
   expect(error).toMatch(
-    /missing; .*Run as root: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager$/,
+    /missing; .*Run as root: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager jsonnet$/,
   );
   expect(apt.calls).toEqual([]);
 });

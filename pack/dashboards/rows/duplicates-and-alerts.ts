@@ -1,4 +1,4 @@
-/** Last row of the overview: duplicate deliveries and the firing forkwatch alerts. */
+/** Last row of the overview: duplicate deliveries, the firing forkwatch alerts, and what forkwatch instruments. */
 import { ALERT } from '../../alerts/names';
 import { runbookUrl } from '../../config/links';
 import { type Ctx, table, timeseries } from '../panels';
@@ -40,5 +40,22 @@ export function duplicateAndAlertPanels(ctx: Ctx) {
     },
   ]);
 
-  return [duplicates, firing];
+  const instrumented = table(
+    {
+      title: 'What forkwatch instruments, per process',
+      description:
+        'One row per MCP SDK class forkwatch patched in each process (`forkwatch_instrumentation_info`), with the ' +
+        'route that found it, plus `fetch` for its wire observer. A process whose only row says `none` has ' +
+        'forkwatch loaded but patched nothing: its counters stay at 0 whatever happens. **A process missing here, ' +
+        'or showing only `none`, is not checked:** see the ForkwatchTargetWithoutMetrics runbook.',
+      unit: 'short',
+      targets: [{ expr: ctx.q.instrumentation }],
+      links: ctx.links([ALERT.targetWithoutMetrics]),
+      span: 24,
+      height: 8,
+    },
+    ['Time', 'Value'],
+  );
+
+  return [duplicates, firing, instrumented];
 }

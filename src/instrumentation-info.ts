@@ -1,0 +1,74 @@
+/**
+ * forkwatch_instrumentation_info (src/names.ts): 1 for each MCP SDK class forkwatch has patched, with the package and
+ * the route that found it, 1 for its fetch observer, and a `sdk_class="none"` series that is 1 while there is neither. Exported from the
+ * first collection, so a dashboard and an alert tell "instrumented and quiet" (classes patched, counters at 0) from
+ * "loaded but seeing nothing" (none == 1) and from "not instrumented" (no series at all).
+ *
+ * A series once reported stays in the SDK's cumulative output, so what stops being true is reported as 0 (an
+ * unpatched class, `none` once a class is patched) instead of disappearing.
+ */
+import type { Meter, ObservableResult } from '@opentelemetry/api';
+import { INFO_NONE, METRICS, type PATCH_ROUTES } from './names';
+import { PACKAGE_VERSION } from './version';
+
+export type PatchRoute = (typeof PATCH_ROUTES)[number];
+
+export interface PatchedClass {
+  sdk_package: string;
+  sdk_class: string;
+  route: PatchRoute;
+}
+
+const NOTHING_PATCHED = { sdk_package: INFO_NONE, sdk_class: INFO_NONE, route: INFO_NONE };
+
+export class InstrumentationInfo {
+  /** Prototype -> what it is and whether it is patched now; iterated at each collection, and holds a few entries. */
+  private readonly classes = new Map<object, PatchedClass & { now: boolean }>();
+  private readonly meters = new WeakSet<Meter>();
+
+  /** `key`: the patched prototype (globalThis for the fetch observer). */
+  patched(key: object, what: PatchedClass): void {
+    this.classes.set(key, { ...what, now: true });
+  }
+
+  unpatched(key: object): void {
+    const known = this.classes.get(key);
+    if (known) known.now = false;
+  }
+
+  /** Reports on this meter from now on (once per meter: the base class may hand the same one again). */
+  observe(meter: Meter): void {
+    if (this.meters.has(meter)) return;
+    this.meters.add(meter);
+    const spec = METRICS.instrumentationInfo;
+    meter
+      .createObservableGauge(spec.otelName, { description: spec.description, unit: spec.unit })
+      .addCallback(result => this.report(result));
+  }
+
+  private report(result: ObservableResult): void {
+    // Two copies of one class (say, ESM and CommonJS) are one series: 1 if either is patched.
+    const series = new Map<string, { attributes: Record<string, string>; value: number }>();
+    for (const { now, ...what } of this.classes.values()) {
+      const attributes = { version: PACKAGE_VERSION, ...what };
+      const key = JSON.stringify(attributes);
+      const value = Math.max(now ? 1 : 0, series.get(key)?.value ?? 0);
+      series.set(key, { attributes, value });
+    }
+    const anyPatched = [...series.values()].some(s => s.value === 1);
+    for (const { attributes, value } of series.values()) result.observe(value, attributes);
+    result.observe(anyPatched ? 0 : 1, { version: PACKAGE_VERSION, ...NOTHING_PATCHED });
+  }
+}
+
+const byInstrumentation = new WeakMap<object, InstrumentationInfo>();
+
+/** The info of one ForkwatchInstrumentation instance. */
+export function instrumentationInfo(instrumentation: object): InstrumentationInfo {
+  let info = byInstrumentation.get(instrumentation);
+  if (!info) {
+    info = new InstrumentationInfo();
+    byInstrumentation.set(instrumentation, info);
+  }
+  return info;
+}
