@@ -71,7 +71,9 @@ function createReplica({
       const answer = await transport.handleRequest(
         new Request('http://localhost/mcp', { method: 'POST', headers, body: JSON.stringify(initialize) }),
       );
-      await answer.body?.cancel();
+      // Read the answer to its end: cancelling it early would leave the initialize response stored for a stream
+      // that no longer has a connection (forkwatch's delivery ledger would rightly count it undelivered).
+      await answer.text();
       if (!transport.sessionId) throw new Error(`hydrating session ${sessionId}: initialize answered ${answer.status}`);
       const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
       const version = initialize.params?.protocolVersion;
