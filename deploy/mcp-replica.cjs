@@ -24,7 +24,9 @@
 const { randomUUID } = require('node:crypto');
 const { getRequestListener } = require('@hono/node-server');
 const { createMcpExpressApp } = require('@modelcontextprotocol/sdk/server/express.js');
-const { WebStandardStreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
+const {
+  WebStandardStreamableHTTPServerTransport,
+} = require('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js');
 const { isInitializeRequest } = require('@modelcontextprotocol/sdk/types.js');
 const { RedisEventStore } = require('./redis-event-store.cjs');
 

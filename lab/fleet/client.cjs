@@ -83,8 +83,7 @@ function wireWatch() {
     if (cursor) {
       wire.resumes++;
       resumesTotal++;
-    }
-    else if (wire.gets > 0) wire.cursorless++;
+    } else if (wire.gets > 0) wire.cursorless++;
     wire.gets++;
     if (!res.ok || !res.body || !String(res.headers.get('content-type')).includes('text/event-stream')) return res;
     wire.open++;

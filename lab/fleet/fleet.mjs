@@ -279,7 +279,9 @@ export async function runFleet(options = {}) {
       if (balancer.waitServer) for (const slot of slots.keys()) await balancer.waitServer(slot, 'UP');
       note(`${policy.balancer} (pid ${balancer.pid}) and redis (pid ${redis.pid}) up, ${policy.balance}`);
     } else router.setControl(control.url);
-    note(`${replicaCount} replicas and a control replica up (${policy.store} store, ${policy.router ?? policy.balance} routing)`);
+    note(
+      `${replicaCount} replicas and a control replica up (${policy.store} store, ${policy.router ?? policy.balance} routing)`,
+    );
     const frontUrl = real ? balancer.url : router.url;
 
     const perClient = Math.max(1, Math.round(o.sessions / o.clients));
@@ -524,7 +526,8 @@ function routingSeen(clientReports, servers) {
       Object.assign(of(s.session), { resumes: s.wire.resumes, cursorless: s.wire.cursorless, gets: s.wire.gets });
     }
   }
-  for (const server of servers) for (const session of Object.keys(server.served ?? {})) of(session).replicas.push(server.name);
+  for (const server of servers)
+    for (const session of Object.keys(server.served ?? {})) of(session).replicas.push(server.name);
   const totals = { requests: 0, resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, errors: 0 };
   for (const c of Object.values(counts)) {
     totals.resumes += c.resumes;

@@ -75,7 +75,20 @@ export async function startRedis({ track } = {}) {
   const proc = await startProcess(
     'redis-server',
     BINARIES.redis,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+    ],
     { cwd: dir, dir, track, ready: () => canConnect(port) },
   );
   return { ...proc, port, url: `redis://127.0.0.1:${port}` };
@@ -98,13 +111,18 @@ export async function startHaproxy({ servers, policy = 'sticky', streamTimeout, 
     MCP_S3: servers.s3,
     ...(streamTimeout ? { MCP_STREAM_TIMEOUT: streamTimeout } : {}),
   };
-  const proc = await startProcess('haproxy', BINARIES.haproxy, ['-db', '-f', join(root, 'deploy/haproxy/haproxy.cfg')], {
-    env,
-    cwd: dir,
-    dir,
-    track,
-    ready: async () => existsSync(socket) && (await canConnect(port)),
-  });
+  const proc = await startProcess(
+    'haproxy',
+    BINARIES.haproxy,
+    ['-db', '-f', join(root, 'deploy/haproxy/haproxy.cfg')],
+    {
+      env,
+      cwd: dir,
+      dir,
+      track,
+      ready: async () => existsSync(socket) && (await canConnect(port)),
+    },
+  );
   /** One runtime API command on the admin socket; resolves with its answer. */
   const admin = command =>
     new Promise((resolve, reject) => {
