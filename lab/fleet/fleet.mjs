@@ -219,7 +219,11 @@ export async function runFleet(options = {}) {
           store: policy.store,
           redisUrl: redis.url,
           deliveryWindowMs: o.deliveryWindowMs,
-          instrumentationConfig: o.instrumentationConfig,
+          // The replicas know their store is shared (forkwatch's sharedEventStore), unless the run judges alone.
+          instrumentationConfig: {
+            sharedEventStore: policy.store === 'redis' && !o.judgeAlone,
+            ...o.instrumentationConfig,
+          },
         }
       : { store: policy.store, storeUrl: store?.url, deliveryWindowMs: o.deliveryWindowMs };
     if (o.prometheus) {
@@ -487,6 +491,7 @@ export async function runFleet(options = {}) {
         soakMs: o.soakMs,
         verdictTimeoutMs: o.verdictTimeoutMs,
         deliveryWindowMs: o.deliveryWindowMs,
+        judgeAlone: Boolean(o.judgeAlone),
       },
       durationMs: Date.now() - startedAt,
       events,
