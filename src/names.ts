@@ -39,6 +39,7 @@ export const SERVER_SHARED_UNREPLAYED_REASONS = [
   'stream_moved',
   'no_listener',
 ] as const satisfies readonly ServerUndeliveredReason[];
+export type ServerSharedUnreplayedReason = (typeof SERVER_SHARED_UNREPLAYED_REASONS)[number];
 
 /** Metric attribute (Prometheus label) keys. Plain words, so the exporter keeps them as written. */
 export const LABEL = {

@@ -7,12 +7,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-// @ts-expect-error: plain ESM module without types
 import {
   DEBIAN_BINARIES,
   POLICY_RC_D,
   provisionDebianPackages,
   provisionVersionFolders,
+  // @ts-expect-error: plain ESM module without types
 } from '../../scripts/provision.mjs';
 
 const dirs: string[] = [];
