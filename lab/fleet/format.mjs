@@ -12,6 +12,8 @@ export function formatScore(s) {
   lines.push(
     `ground truth: ${s.eventsEmitted} events confirmed, ${s.lostEvents} lost in ${s.lossySessions} sessions (${s.eventsUnconfirmed} unconfirmed emits, ${s.sessionErrors} session errors)`,
   );
+  if (s.sessionsUnstarted)
+    lines.push(`sessions that never started (no session id): ${s.sessionsUnstarted}: ${s.unstartedErrors.join(' | ')}`);
   lines.push(
     `false alarms: client ${s.falseAlarms.client} forked (${n(s.falseAlarms.clientPer10kResumes, 1)} per 10k resumes), server ${s.falseAlarms.server} (${n(s.falseAlarms.serverPer10kResumes, 1)} per 10k), on ${s.falseAlarms.sessions} sessions; client rejected/inconclusive on lossless sessions ${s.falseAlarms.clientRejectedOrInconclusive}; signals on ${s.falseAlarms.losslessMovedSessions} lossless sessions that moved between replicas ${s.falseAlarms.signalsOnLosslessMovedSessions}`,
   );

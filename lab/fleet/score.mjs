@@ -114,6 +114,8 @@ function soak(run) {
 
 export function scoreFleet(run) {
   const sessions = run.clients.flatMap(c => c.sessions).filter(s => s.session);
+  // Sessions that never got an id (initialize failed or timed out: a starved machine): not scored, but counted.
+  const unstarted = run.clients.flatMap(c => c.sessions).filter(s => !s.session);
   const crashed = new Set(run.crashedSessions);
   const clientSignals = mergeSignals(run.clients);
   const serverSignals = mergeSignals(run.servers);
@@ -199,6 +201,8 @@ export function scoreFleet(run) {
     crashedSessions: crashed.size,
     crashedSessionsScored: crashedScored.length,
     sessionErrors: sessions.filter(s => s.error).length,
+    sessionsUnstarted: unstarted.length,
+    unstartedErrors: [...new Set(unstarted.map(s => String(s.error).slice(0, 120)))].slice(0, 3),
     resumes,
     cursorlessReconnects: run.router.totals.cursorless,
     duplicateResumes: run.router.totals.duplicates,
