@@ -193,9 +193,15 @@ export class ForkwatchInstrumentation
       {
         countUndelivered: (transport, reason, events) =>
           this.instruments.serverUndeliveredEvents.add(events, { transport, reason }),
+        countSharedUnreplayed: (transport, reason, events) =>
+          this.instruments.serverSharedUnreplayedEvents.add(events, { transport, reason }),
+        countReplayedUnpending: (transport, events) =>
+          this.instruments.serverReplayedUnpendingEvents.add(events, { transport }),
         now: nowMs,
         onError: (what, error) => this._diag.error(`${what} failed`, error),
       },
+      'streamable_http',
+      this.settings.sharedEventStore,
     );
   }
 }

@@ -21,6 +21,8 @@ export interface ResolvedSettings {
   deliveryWindowMs: number;
   /** Protocol 2026-07-28: the re-issue window and the bounds of what is remembered. */
   perRequest: PerRequestLimits;
+  /** Replicas share one event store (sharedEventStore): loss is judged with the fleet balance. */
+  sharedEventStore: boolean;
 }
 
 export interface ForkwatchRuntime {

@@ -30,6 +30,8 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
   const window = atLeast(config.deliveryWindowMs, 0);
   if (config.deliveryWindowMs !== undefined && window === undefined)
     warnings.push(`invalid deliveryWindowMs ${config.deliveryWindowMs}; using ${DEFAULT_DELIVERY_WINDOW_MS}`);
+  if (config.sharedEventStore !== undefined && typeof config.sharedEventStore !== 'boolean')
+    warnings.push(`invalid sharedEventStore ${JSON.stringify(config.sharedEventStore)}; using false`);
   return {
     settings: {
       onFork: config.onFork === 'abort' ? 'abort' : 'record',
@@ -40,6 +42,7 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
       propagateContext: config.propagateContext !== false,
       deliveryWindowMs: window ?? DEFAULT_DELIVERY_WINDOW_MS,
       perRequest: resolvePerRequestLimits(config.perRequest, warnings),
+      sharedEventStore: config.sharedEventStore === true,
     },
     warnings,
   };

@@ -12,6 +12,8 @@ export function formatScore(s) {
   lines.push(
     `ground truth: ${s.eventsEmitted} events confirmed, ${s.lostEvents} lost in ${s.lossySessions} sessions (${s.eventsUnconfirmed} unconfirmed emits, ${s.sessionErrors} session errors)`,
   );
+  if (s.sessionsUnstarted)
+    lines.push(`sessions that never started (no session id): ${s.sessionsUnstarted}: ${s.unstartedErrors.join(' | ')}`);
   lines.push(
     `false alarms: client ${s.falseAlarms.client} forked (${n(s.falseAlarms.clientPer10kResumes, 1)} per 10k resumes), server ${s.falseAlarms.server} (${n(s.falseAlarms.serverPer10kResumes, 1)} per 10k), on ${s.falseAlarms.sessions} sessions; client rejected/inconclusive on lossless sessions ${s.falseAlarms.clientRejectedOrInconclusive}; signals on ${s.falseAlarms.losslessMovedSessions} lossless sessions that moved between replicas ${s.falseAlarms.signalsOnLosslessMovedSessions}`,
   );
@@ -20,7 +22,7 @@ export function formatScore(s) {
   );
   lines.push(
     s.ledger
-      ? `server ledger: undelivered ${s.ledger.loss} loss events (stream_moved ${s.ledger.stream_moved}, no_listener ${s.ledger.no_listener}, dropped ${s.ledger.dropped}), abandoned ${s.ledger.abandoned}; ground truth lost ${s.ledger.lostEventsGroundTruth} (event recall ${pct(s.ledger.eventRecall)})`
+      ? `server ledger: undelivered ${s.ledger.loss} loss events (stream_moved ${s.ledger.stream_moved}, no_listener ${s.ledger.no_listener}, dropped ${s.ledger.dropped}; shared store: ${s.ledger.shared.unreplayed} stored and not replayed here, ${s.ledger.shared.replayedUnpending} replayed elsewhere-stored, balance ${s.ledger.shared.balance}), abandoned ${s.ledger.abandoned}; ground truth lost ${s.ledger.lostEventsGroundTruth} (event recall ${pct(s.ledger.eventRecall)})`
       : 'server ledger: not in this build (forkwatch_server_undelivered_events_total absent)',
   );
   lines.push(

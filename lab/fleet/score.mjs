@@ -114,6 +114,8 @@ function soak(run) {
 
 export function scoreFleet(run) {
   const sessions = run.clients.flatMap(c => c.sessions).filter(s => s.session);
+  // Sessions that never got an id (initialize failed or timed out: a starved machine): not scored, but counted.
+  const unstarted = run.clients.flatMap(c => c.sessions).filter(s => !s.session);
   const crashed = new Set(run.crashedSessions);
   const clientSignals = mergeSignals(run.clients);
   const serverSignals = mergeSignals(run.servers);
@@ -165,7 +167,17 @@ export function scoreFleet(run) {
       serverMetrics.reduce((n, m) => n + counterSum(m, 'forkwatch_server_undelivered_events_total', { reason }), 0),
     ]),
   );
-  const ledgerLoss = LEDGER_LOSS_REASONS.reduce((n, r) => n + ledger[r], 0);
+  // With a shared store (sharedEventStore), what replicas stored and did not replay themselves is loss only past
+  // what other replicas replayed that was not pending on them: the fleet balance of the recording rules.
+  const sum = (name, labels) => serverMetrics.reduce((n, m) => n + counterSum(m, name, labels), 0);
+  const shared = {
+    unreplayed: sum('forkwatch_server_shared_unreplayed_events_total'),
+    unreplayedNoListener: sum('forkwatch_server_shared_unreplayed_events_total', { reason: 'no_listener' }),
+    replayedUnpending: sum('forkwatch_server_replayed_unpending_events_total'),
+  };
+  shared.balance = Math.max(0, shared.unreplayed - shared.replayedUnpending);
+  const judgedLoss = LEDGER_LOSS_REASONS.reduce((n, r) => n + ledger[r], 0);
+  const ledgerLoss = judgedLoss + shared.balance;
   const lostEvents = sessions.reduce((n, s) => n + s.lost, 0);
   const outcomeTotals = (reports, name) => {
     const totals = {};
@@ -189,6 +201,8 @@ export function scoreFleet(run) {
     crashedSessions: crashed.size,
     crashedSessionsScored: crashedScored.length,
     sessionErrors: sessions.filter(s => s.error).length,
+    sessionsUnstarted: unstarted.length,
+    unstartedErrors: [...new Set(unstarted.map(s => String(s.error).slice(0, 120)))].slice(0, 3),
     resumes,
     cursorlessReconnects: run.router.totals.cursorless,
     duplicateResumes: run.router.totals.duplicates,
@@ -217,6 +231,8 @@ export function scoreFleet(run) {
     ledger: ledgerPresent
       ? {
           ...ledger,
+          judged: judgedLoss,
+          shared,
           loss: ledgerLoss,
           lostEventsGroundTruth: lostEvents,
           eventRecall: ratio(Math.min(ledgerLoss, lostEvents), lostEvents),

@@ -123,6 +123,10 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     'A target up without forkwatch series, in a job that had them within `lookback` (1d: a deploy that dropped the instrumentation is caught the same day, while jobs that never had forkwatch stay quiet). `for` 15m rides out a slow start, and a process whose forkwatch patched nothing (info sdk_class="none") gets as long to patch a lazily loaded SDK.',
   ForkwatchMetricsAbsent:
     'No forkwatch series at all: `for` 15m so a Prometheus restart or a first deploy stays quiet.',
+  ForkwatchServerDuplicateExecutionRisk:
+    'Protocol 2026-07-28: any probable re-issue of a tool not annotated idempotent may have run it twice: a ticket on any in 1h; `for` 1m rides out one scrape.',
+  ForkwatchServerPublishesWithoutListener:
+    "Protocol 2026-07-28: share of a process's event-bus publishes with no listen stream there. 5 % over 1h with a floor of 20 publishes: a bus that does not span the replicas stays above it; a publish between one stream's drop and its re-listen stays below. `for` 15m.",
 };
 
 export interface ForkwatchConfig {
@@ -157,10 +161,18 @@ export interface ForkwatchConfig {
    * per-request path that reached the client (a result or error produced after the exchange closed is lost).
    */
   serverResultObjective: number;
+  /**
    * The SLOs' compliance window (Sloth, Pyrra and OpenSLO specs; the README's "over 30 days"). 30d: a month of error
    * budget, the SRE workbook's window, which the burn-rate factors below are computed for (14.4x = 2 % in 1h).
    */
   sloWindow: string;
+  /**
+   * Fleets with a shared event store (forkwatch's `sharedEventStore`): how much longer than an SLO window the fleet
+   * balance looks back for replays by other replicas. A replica counts what it stored and did not replay a delivery
+   * window (30 s) after the session's next request; the replay elsewhere usually comes before that, but a client
+   * whose stream stays open on another replica resumes only when that stream breaks. 5m: ten delivery windows.
+   */
+  sharedStoreReplayLag: string;
   /** Burn-rate windows, shared by both SLOs; every long and short window gets a ratio recording rule. */
   burnWindows: BurnWindow[];
   /** Thresholds, windows and `for` of the other alerts, by alert name. */
@@ -186,6 +198,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
   serverDeliveryObjective: 0.995,
   serverResultObjective: 0.995,
   sloWindow: '30d',
+  sharedStoreReplayLag: '5m',
   burnWindows: [
     { long: '1h', short: '5m', factor: 14.4, for: '2m', severity: 'page', minEvents: 20 },
     { long: '6h', short: '30m', factor: 6, for: '15m', severity: 'page', minEvents: 50 },
