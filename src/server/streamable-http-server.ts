@@ -38,7 +38,7 @@ import type {
   WebRequestLike,
   Wrap,
 } from '../internal-types';
-import type { ServerTransportLabel } from '../names';
+import { type ServerTransportLabel, isProbeUserAgent } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { type RecordingHooks, ensureRecordingStore, runInReplayScope } from './recording-event-store';
@@ -415,6 +415,7 @@ function beginResume(
     sessionId: claimed ?? own,
     protocolVersion,
     hasEventStore: Boolean(transport._eventStore),
+    fromProbe: isProbeUserAgent(flavor.header(req, 'user-agent')),
     parent: parentContext(req, flavor),
   });
 }

@@ -92,6 +92,68 @@ describe('single process', () => {
   });
 });
 
+describe('the standalone GET stream', () => {
+  test("the SDK example store with getStreamIdForEventId added: NOT RESUMABLE, the standalone stream's resume replays nothing", async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'sdk-example-lookup']);
+    const { code, report } = await probe(server.url, '--resumes', '3');
+    expect(code).toBe(1);
+    expect(report.verdict).toBe('not_resumable');
+    // getStreamIdForEventId makes unknown cursors a 400 now.
+    expect(report.conditions.bogus_cursor_refused).toMatchObject({ status: 'pass', evidence: { status: 400 } });
+    const standalone = report.streams.standalone;
+    expect(standalone.trigger).toBe('roots_list_changed');
+    expect(standalone.cursor.real).toMatch(/^_GET_stream_\d{13}_/);
+    expect(standalone.conditions.event_ids.status).toBe('pass');
+    // The server's own cursor is accepted (200)...
+    expect(standalone.conditions.cursor_accepted.status).toBe('pass');
+    // ...but '_GET_stream_…'.split('_')[0] is '': nothing replayed, and the stream is registered under ''.
+    expect(standalone.conditions.replay.status).toBe('fail');
+    expect(standalone.conditions.replay.detail).toMatch(/replayed nothing/);
+    expect(standalone.conditions.continues.status).toBe('fail');
+    expect(standalone.conditions.repeated_resumes.status).toBe('fail');
+    expect(standalone.resumes.forkedRatio).toBe(1);
+    expect(report.summary).toMatch(/standalone replay/);
+  });
+
+  test('a validating store, events made by --notify-tool: every standalone condition passes', async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'validating', '--notify', 'tool']);
+    const { code, report } = await probe(server.url, '--resumes', '3', '--notify-tool', 'notify');
+    expect(code).toBe(0);
+    const standalone = report.streams.standalone;
+    expect(standalone.trigger).toBe('notify_tool');
+    expect(standalone.verdict).toBe('resumable');
+    for (const c of Object.values(standalone.conditions)) expect(c.status).toBe('pass');
+    // The tool sends two notifications: the cursor is the second, and the first missed one comes first.
+    expect(standalone.cursor).toMatchObject({ real: '_GET_stream:00000002', source: 'event' });
+    expect(standalone.conditions.replay.detail).toContain('_GET_stream:00000003');
+    expect(standalone.resumes.outcomes.resumed).toBe(3);
+    expect(standalone.conditions.bogus_cursor_refused).toMatchObject({ status: 'pass', evidence: { status: 400 } });
+  });
+
+  test('a server the probe cannot make send on its GET stream: untestable there, never a pass (exit 2)', async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'validating', '--notify', 'none']);
+    const { code, report } = await probe(server.url, '--resumes', '2', '--timeout', '600');
+    expect(report.streams.request.verdict).toBe('resumable');
+    const standalone = report.streams.standalone;
+    expect(standalone.verdict).toBe('untestable');
+    expect(standalone.trigger).toBeNull();
+    for (const c of Object.values(standalone.conditions)) expect(c.status).toBe('not_tested');
+    expect(standalone.conditions.event_ids.detail).toMatch(/could not make the server send.*--notify-tool/);
+    expect(standalone.tried.join('\n')).toMatch(/roots\/list_changed: nothing arrived/);
+    expect(report.verdict).toBe('untestable');
+    expect(code).toBe(2);
+  });
+
+  test('--streams request leaves the standalone stream out, plainly (not applicable, not a pass)', async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'validating', '--notify', 'none']);
+    const { code, report } = await probe(server.url, '--resumes', '2', '--streams', 'request');
+    expect(code).toBe(0);
+    expect(report.streams.standalone.verdict).toBe('not_applicable');
+    expect(report.streams.standalone.conditions.replay.detail).toMatch(/not probed/);
+    expect(report.steps.some(s => s.step.startsWith('standalone'))).toBe(false);
+  });
+});
+
 describe('two processes behind a round-robin proxy', () => {
   test('per-process logs: resumes that land on the other replica fork silently, and the share is reported', async () => {
     // SDK-shaped ids, unknown cursors served 200 (like the SDK example store), replay in insertion order.
@@ -139,7 +201,7 @@ describe('two processes behind a round-robin proxy', () => {
     expect(forks.filter(d => d.reason === 'no_frame').length).toBeLessThanOrEqual(2);
   });
 
-  test('one event store shared by both replicas: resumable behind the same proxy (no false alarm)', async () => {
+  test('one event store shared by both replicas, no affinity: request streams resume, standalone notifications go astray', async () => {
     const store = await fixture('store-server.mjs');
     const storeUrl = `http://127.0.0.1:${store.port}`;
     const a = await fixture('sdk-server.mjs', ['--store', 'shared', '--store-url', storeUrl, '--hydrate']);
@@ -148,9 +210,33 @@ describe('two processes behind a round-robin proxy', () => {
     proxies.push(proxy);
     const { code, report } = await probe(proxy.url, '--resumes', '6');
     expect(new Set(proxy.routed)).toEqual(new Set([a.port, b.port]));
-    expect(report.verdict).toBe('resumable');
+    // No false alarm where the shared store does its job: request streams and the standalone replay.
+    expect(report.streams.request.verdict).toBe('resumable');
     expect(report.resumes.outcomes.resumed).toBe(6);
-    expect(code).toBe(0);
+    const standalone = report.streams.standalone;
+    expect(standalone.conditions.replay.status).toBe('pass');
+    expect(standalone.conditions.repeated_resumes.status).toBe('pass');
+    // A notification made on the replica that does not hold the GET stream is stored, never written to it.
+    expect(standalone.conditions.continues.status).toBe('fail');
+    expect(standalone.conditions.continues.detail).toMatch(/never arrived on the resumed stream/);
+    expect(code).toBe(1);
+  });
+
+  test('sticky replicas (affinity on Mcp-Session-Id) with one shared store: RESUMABLE on every stream kind', async () => {
+    const store = await fixture('store-server.mjs');
+    const storeUrl = `http://127.0.0.1:${store.port}`;
+    const a = await fixture('sdk-server.mjs', ['--store', 'shared', '--store-url', storeUrl]);
+    const b = await fixture('sdk-server.mjs', ['--store', 'shared', '--store-url', storeUrl]);
+    const proxy = await startRoundRobinProxy([a.port, b.port], { sticky: true });
+    proxies.push(proxy);
+    // Two probes: two sessions, one on each replica.
+    for (let run = 0; run < 2; run++) {
+      const { code, report } = await probe(proxy.url, '--resumes', '4');
+      expect(report.streams.request.verdict).toBe('resumable');
+      expect(report.streams.standalone.verdict).toBe('resumable');
+      expect(code).toBe(0);
+    }
+    expect(new Set(proxy.routed)).toEqual(new Set([a.port, b.port]));
   });
 
   test('per-process logs with validating stores: the other replica refuses (400) instead of forking', async () => {

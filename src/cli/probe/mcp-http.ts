@@ -3,7 +3,12 @@
  * request (`Connection: close`) so that a load balancer can send each request to a different replica, and a
  * bound on every exchange.
  */
+import { PROBE_USER_AGENT } from '../../names';
+import { PACKAGE_VERSION } from '../../version';
 import { type SseFrame, SseReader } from './sse-reader';
+
+/** How the probe names itself on every request, so servers (and forkwatch's own server side) can count it apart. */
+export const USER_AGENT = `${PROBE_USER_AGENT}/${PACKAGE_VERSION}`;
 
 export interface StepRecord {
   step: string;
@@ -63,6 +68,7 @@ export class McpHttp {
     options: { message?: JsonRpcMessage; lastEventId?: string } = {},
   ): Promise<Exchange> {
     const headers: Record<string, string> = {
+      'user-agent': USER_AGENT,
       accept: method === 'GET' ? 'text/event-stream' : 'application/json, text/event-stream',
       connection: 'close',
       ...this.extraHeaders,

@@ -13,8 +13,14 @@ import { SseReader } from './sse-reader';
 
 export interface ResumeTarget {
   cursor: string;
-  /** Id of the request whose response followed the cursor on its stream. */
-  responseTo: string | number;
+  /**
+   * What must come first: the response to this request (a request stream), or, on the standalone stream, a
+   * message frame (priming frames skipped), with this id when the probe knows it.
+   */
+  responseTo?: string | number;
+  standaloneFirstId?: string;
+  /** Words for the expected frame, in details ('the response that followed the cursor'). */
+  expected?: string;
   /** Ids consumed up to and including the cursor: a replay must not start with one of them. */
   consumedUpToCursor: ReadonlySet<string>;
 }
@@ -39,11 +45,11 @@ const SOLO: Turn = { opened: () => undefined, earlier: Promise.resolve() };
  * the connection it conflicts with is one of the probe's own earlier attempts still waiting for a frame, it first
  * waits for those to finish (each is bounded by its own step time), then retries with a fresh step time.
  */
-async function resumeGet(
+export async function resumeGet(
   http: McpHttp,
   step: string,
   cursor: string,
-  turn: Turn,
+  turn: Turn = SOLO,
 ): Promise<{ exchange: Exchange; conflicts: number }> {
   let deadline = http.deadline();
   let backoff = CONFLICT_BACKOFF_MS;
@@ -105,7 +111,11 @@ export async function resumeOnce(
 
   const reader = new SseReader(exchange.response.body);
   try {
-    const read = await reader.next(http.deadline());
+    const deadline = http.deadline();
+    let read = await reader.next(deadline);
+    // A standalone resume may open with a fresh priming event; what was missed follows it.
+    while (target.responseTo === undefined && read.kind === 'frame' && read.frame.data.trim() === '')
+      read = await reader.next(deadline);
     if (read.kind === 'timeout') {
       return done({
         outcome: 'forked',
@@ -133,7 +143,10 @@ export async function resumeOnce(
     const { id, data } = read.frame;
     const firstEventId = id === undefined || id === '' ? null : id;
     const shown = firstEventId === null ? 'no id' : `id ${displayEventId(firstEventId)}`;
-    const replayedResponse = findResponse(parseJson(data), target.responseTo) !== undefined;
+    const replayedResponse =
+      target.responseTo !== undefined
+        ? findResponse(parseJson(data), target.responseTo) !== undefined
+        : target.standaloneFirstId === undefined || target.standaloneFirstId === id;
     const verdict = decideFirstFrame({
       cursor: target.cursor,
       firstId: id,
@@ -155,7 +168,7 @@ export async function resumeOnce(
         reason: 'wrong_first_frame',
         firstEventId,
         replayedResponse,
-        detail: `first frame (${shown}) is not the response that followed the cursor`,
+        detail: `first frame (${shown}) is not ${target.expected ?? 'the response that followed the cursor'}`,
       });
     }
     return done({
@@ -164,7 +177,7 @@ export async function resumeOnce(
       replayedResponse,
       continuityVerified: verdict.continuityVerified,
       ...(verdict.codec ? { codec: verdict.codec } : {}),
-      detail: `replayed the response (${shown}) as the first frame`,
+      detail: `replayed ${target.responseTo !== undefined ? 'the response' : 'the first missed event'} (${shown}) as the first frame`,
     });
   } finally {
     await reader.cancel();
@@ -173,8 +186,13 @@ export async function resumeOnce(
 }
 
 /** Condition 3: a cursor that never existed must be refused with a 4xx, not served a (silent) fresh stream. */
-export async function checkBogusCursor(http: McpHttp, bogus: string, turn: Turn = SOLO): Promise<ConditionResult> {
-  const exchange = await http.send('bogus_cursor', 'GET', { lastEventId: bogus }).finally(() => turn.opened());
+export async function checkBogusCursor(
+  http: McpHttp,
+  bogus: string,
+  turn: Turn = SOLO,
+  step = 'bogus_cursor',
+): Promise<ConditionResult> {
+  const exchange = await http.send(step, 'GET', { lastEventId: bogus }).finally(() => turn.opened());
   const evidence = { cursor: bogus, status: exchange.status === 0 ? null : exchange.status };
   if (exchange.status === 0) return { status: 'not_tested', detail: `no answer: ${exchange.error}`, evidence };
   if (exchange.status >= 400 && exchange.status < 500) {

@@ -1,6 +1,7 @@
 /**
- * The probe itself: opens a session like a client would, obtains a real cursor (the priming id of a `ping`
- * stream, followed on that stream by the ping's response), checks the four conditions, and ends the session.
+ * The probe itself: opens a session like a client would; on the request stream, obtains a real cursor (the
+ * priming id of a `ping` stream, followed on that stream by the ping's response) and checks the four conditions;
+ * then probes the standalone GET stream (standalone.ts); and ends the session.
  */
 import { bogusCursor } from './bogus-cursor';
 import { inspectPingStream, repeatedCondition, replayCondition, summarize, withoutPostStreams } from './conditions';
@@ -12,10 +13,14 @@ import {
   type ProbeReport,
   type ResumeAttempt,
   EXIT_CODES,
+  type StandaloneReport,
   allConditions,
+  allStandalone,
+  combineVerdicts,
   decideVerdict,
   summarizeResumes,
 } from './report';
+import { probeStandalone, standaloneReport } from './standalone';
 import { type PipelineTask, runPipelined } from './pipeline';
 import { type ResumeTarget, checkBogusCursor, resumeOnce } from './resume';
 import { openSession } from './session';
@@ -31,7 +36,12 @@ interface Findings {
   bogus?: string;
   resumes?: ResumeAttempt[];
   notes?: string[];
+  /** The server's capabilities, once a session is open. */
+  serverCapabilities?: Record<string, unknown>;
 }
+
+/** Standalone streams are waited on for at most this long per trigger (bounded by --timeout too). */
+const STANDALONE_WAIT_MS = 2000;
 
 /** Where the probe says what it is doing (one short phrase at a time); see progress.ts. */
 export type ProgressSink = (phrase: string) => void;
@@ -40,13 +50,18 @@ export async function runProbe(options: ProbeOptions, progress: ProgressSink = (
   const startedAt = new Date();
   const http = new McpHttp(options.url, options.headers, options.timeoutMs);
   let findings: Findings;
+  let standalone: StandaloneReport;
   try {
     findings = await probe(http, options, progress);
+    standalone = await standaloneOf(http, options, findings, progress);
   } finally {
     // Leave nothing behind on the server; the answer does not matter.
     if (http.sessionId !== undefined) await (await http.send('terminate', 'DELETE')).close();
   }
-  const verdict = decideVerdict(findings.conditions);
+  if (!options.streams.includes('request'))
+    findings.conditions = allConditions('not_applicable', 'not probed (--streams leaves request streams out)');
+  const requestVerdict = decideVerdict(findings.conditions);
+  const verdict = combineVerdicts([requestVerdict, standalone.verdict]);
   return {
     schema: 'forkwatch.probe/v1',
     target: displayTarget(options.url),
@@ -54,7 +69,7 @@ export async function runProbe(options: ProbeOptions, progress: ProgressSink = (
     durationMs: Date.now() - startedAt.getTime(),
     verdict,
     exitCode: EXIT_CODES[verdict],
-    summary: summarize(verdict, findings.conditions),
+    summary: summarize(verdict, findings.conditions, standalone),
     protocol: {
       requested: options.protocolVersion,
       negotiated: findings.negotiated ?? null,
@@ -68,17 +83,48 @@ export async function runProbe(options: ProbeOptions, progress: ProgressSink = (
     },
     conditions: findings.conditions,
     resumes: summarizeResumes(findings.resumes ?? []),
+    streams: { request: { verdict: requestVerdict }, standalone },
     steps: http.steps,
     notes: findings.notes ?? [],
   };
+}
+
+/** The standalone stream, once the session is open; otherwise what stopped the probe, for this stream too. */
+async function standaloneOf(
+  http: McpHttp,
+  options: ProbeOptions,
+  findings: Findings,
+  progress: ProgressSink,
+): Promise<StandaloneReport> {
+  if (findings.serverCapabilities === undefined) {
+    const { status, detail } = findings.conditions.event_ids;
+    return standaloneReport(allStandalone(status, detail));
+  }
+  if (!options.streams.includes('standalone'))
+    return standaloneReport(allStandalone('not_applicable', 'not probed (--streams leaves the standalone stream out)'));
+  return probeStandalone({
+    http,
+    serverCapabilities: findings.serverCapabilities,
+    resumes: options.resumes,
+    waitMs: Math.min(options.timeoutMs, STANDALONE_WAIT_MS),
+    progress,
+    ...(options.notifyTool !== undefined ? { notifyTool: options.notifyTool } : {}),
+    ...(options.notifyArgs !== undefined ? { notifyArgs: options.notifyArgs } : {}),
+  });
 }
 
 async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSink): Promise<Findings> {
   progress('opening a session');
   const session = await openSession(http, options.protocolVersion);
   if (session.kind === 'stop') return session;
-  const { negotiated, notes } = session;
-  const stop = (conditions: Record<ConditionName, ConditionResult>): Findings => ({ conditions, negotiated, notes });
+  const { negotiated, notes, serverCapabilities } = session;
+  const stop = (conditions: Record<ConditionName, ConditionResult>): Findings => ({
+    conditions,
+    negotiated,
+    notes,
+    serverCapabilities,
+  });
+  if (!options.streams.includes('request')) return stop(allConditions('not_applicable', 'not probed'));
 
   progress('getting a cursor (ping)');
   // The ping's SSE stream: the cursor (priming id) and the frame that must follow it (the response).
@@ -87,7 +133,7 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
   if (ping.status < 200 || ping.status >= 300 || ping.mediaType !== 'text/event-stream') {
     await ping.close();
     if (ping.status >= 200 && ping.status < 300 && ping.mediaType === 'application/json') {
-      return stop(await withoutPostStreams(http));
+      return stop(withoutPostStreams());
     }
     return stop(
       allConditions('not_tested', `ping answered ${ping.status} ${ping.mediaType || 'without content type'}`),
@@ -100,7 +146,7 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
 
   const allIds = [...session.initFrames, ...pingRead.frames].flatMap(f => (f.id ? [f.id] : []));
   const bogus = bogusCursor(stream.cursor ?? stream.responseId, new Set(allIds));
-  const found = { negotiated, notes, expectedEventId: stream.responseId, bogus };
+  const found = { negotiated, notes, serverCapabilities, expectedEventId: stream.responseId, bogus };
   if (stream.cursor === undefined) {
     const noCursor: ConditionResult = {
       status: 'not_tested',
