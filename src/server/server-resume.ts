@@ -154,7 +154,8 @@ export class ServerResume {
     if (record.replayCalled) this.span.setAttribute(ATTR.replayedEvents, record.replayedEvents);
     if (status !== undefined) this.span.setAttribute(ATTR.httpStatusCode, status);
     // The probe's deliberate refusals are not errors of this server.
-    if (outcome !== 'replayed' && outcome !== 'probe_rejected') this.span.setStatus({ code: SpanStatusCode.ERROR, message: STATUS_MESSAGES[outcome] });
+    if (outcome !== 'replayed' && outcome !== 'probe_rejected')
+      this.span.setStatus({ code: SpanStatusCode.ERROR, message: STATUS_MESSAGES[outcome] });
     this.span.end();
   }
 
