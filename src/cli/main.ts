@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-/** The `forkwatch` command: `forkwatch probe <url>`, `--version`, `--help`. */
+/** The `forkwatch` command: `forkwatch probe <url>`, `forkwatch exporter`, `--version`, `--help`. */
+import { runExporterCli } from './exporter/cli';
 import { runProbeCli } from './probe/cli';
 import { USAGE_ERROR } from './probe/report';
 import { PACKAGE_VERSION } from '../version';
@@ -8,6 +9,7 @@ const USAGE = `Usage: forkwatch <command> [options]
 
 Commands:
   probe <url>   test a live MCP endpoint for session resumability (forkwatch probe --help)
+  exporter      serve the probe to Prometheus, blackbox_exporter style (forkwatch exporter --help)
 
 Options:
   -v, --version print forkwatch's version
@@ -21,6 +23,8 @@ export async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'probe':
       return runProbeCli(rest);
+    case 'exporter':
+      return runExporterCli(rest);
     case '-v':
     case '--version':
     case 'version':

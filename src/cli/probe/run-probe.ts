@@ -46,9 +46,17 @@ const STANDALONE_WAIT_MS = 2000;
 /** Where the probe says what it is doing (one short phrase at a time); see progress.ts. */
 export type ProgressSink = (phrase: string) => void;
 
-export async function runProbe(options: ProbeOptions, progress: ProgressSink = () => undefined): Promise<ProbeReport> {
+/**
+ * `stop` ends the probe early (the exporter's per-probe deadline): exchanges in flight are cut, the session is
+ * still ended, and nothing the cut caused counts as a failure: the verdict is untestable.
+ */
+export async function runProbe(
+  options: ProbeOptions,
+  progress: ProgressSink = () => undefined,
+  stop?: AbortSignal,
+): Promise<ProbeReport> {
   const startedAt = new Date();
-  const http = new McpHttp(options.url, options.headers, options.timeoutMs);
+  const http = new McpHttp(options.url, options.headers, options.timeoutMs, stop);
   let findings: Findings;
   let standalone: StandaloneReport;
   try {
@@ -56,7 +64,13 @@ export async function runProbe(options: ProbeOptions, progress: ProgressSink = (
     standalone = await standaloneOf(http, options, findings, progress);
   } finally {
     // Leave nothing behind on the server; the answer does not matter.
-    if (http.sessionId !== undefined) await (await http.send('terminate', 'DELETE')).close();
+    if (http.sessionId !== undefined) await (await http.send('terminate', 'DELETE', { evenWhenStopped: true })).close();
+  }
+  if (http.stopped) {
+    const cut = 'the probe reached its deadline before deciding this';
+    findings.conditions = withoutFailures(findings.conditions, cut);
+    standalone = standaloneReport(withoutFailures(standalone.conditions, cut), standalone);
+    findings.notes = [...(findings.notes ?? []), 'stopped at its deadline: the verdict is untestable'];
   }
   if (!options.streams.includes('request'))
     findings.conditions = allConditions('not_applicable', 'not probed (--streams leaves request streams out)');
@@ -87,6 +101,14 @@ export async function runProbe(options: ProbeOptions, progress: ProgressSink = (
     steps: http.steps,
     notes: findings.notes ?? [],
   };
+}
+
+/** A cut exchange proves nothing: what failed becomes not tested. */
+function withoutFailures<T extends Record<string, ConditionResult>>(conditions: T, detail: string): T {
+  const out: Record<string, ConditionResult> = {};
+  for (const [name, c] of Object.entries(conditions))
+    out[name] = c.status === 'fail' || c.status === 'pass' ? { status: 'not_tested', detail } : c;
+  return out as T;
 }
 
 /** The standalone stream, once the session is open; otherwise what stopped the probe, for this stream too. */
