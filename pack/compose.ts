@@ -7,8 +7,12 @@ import { renderDashboards } from './dashboards/render';
 import { dashboardProvisioning } from './outputs/grafana';
 import { podMonitor, prometheusRule } from './outputs/kubernetes';
 import { collectorConfig, scrapeConfig } from './outputs/otel-collector';
+import { exporterConfigExample, probeScrapeConfig } from './outputs/probe-exporter';
 
-const yaml = (header: string, value: unknown) => `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
+export const PROBE_SCRAPE_HEADER =
+  'Prometheus scrape jobs for forkwatch exporter (blackbox_exporter style): list the MCP endpoints as targets.';
+
+export const yaml = (header: string, value: unknown) => `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
 
 /** Relative path -> file content. */
 export function renderPack(config: ForkwatchConfig): Map<string, string> {
@@ -37,6 +41,8 @@ export function renderPack(config: ForkwatchConfig): Map<string, string> {
   );
   const scrape = scrapeConfig(config);
   files.set('otel-collector/prometheus-scrape.yaml', yaml('Prometheus scrape job for the Collector.', scrape));
+  files.set('prometheus/forkwatch-probe-scrape.yaml', yaml(PROBE_SCRAPE_HEADER, probeScrapeConfig(config)));
+  files.set('forkwatch-exporter/config.json', `${JSON.stringify(exporterConfigExample(config), null, 2)}\n`);
   files.set('links.md', links(config));
   return files;
 }

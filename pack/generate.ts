@@ -7,18 +7,22 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderRuleFiles } from './alerts/rule-files';
+import { PROBE_SCRAPE_HEADER, yaml } from './compose';
 import { DEFAULT_CONFIG } from './config/config';
 import { renderDashboards } from './dashboards/render';
+import { probeScrapeConfig } from './outputs/probe-exporter';
 
 const ROOT = join(__dirname, '..');
 export const ALERTS_DIR = join(ROOT, 'alerts');
 export const DASHBOARDS_DIR = join(ROOT, 'dashboards');
+export const PROBE_SCRAPE_EXAMPLE = 'forkwatch-probe-scrape.example.yml';
 
 /** Committed path -> content. */
 export function committedOutputs(): Map<string, string> {
   const files = new Map<string, string>();
   for (const [name, content] of renderRuleFiles(DEFAULT_CONFIG)) files.set(join(ALERTS_DIR, name), content);
   for (const [name, content] of renderDashboards(DEFAULT_CONFIG)) files.set(join(DASHBOARDS_DIR, name), content);
+  files.set(join(ALERTS_DIR, PROBE_SCRAPE_EXAMPLE), yaml(PROBE_SCRAPE_HEADER, probeScrapeConfig(DEFAULT_CONFIG)));
   return files;
 }
 

@@ -11,6 +11,7 @@ import { queries } from './queries';
 import { forkPanels, lossVersusHttpPanels } from './rows/client-loss';
 import { duplicateAndAlertPanels } from './rows/duplicates-and-alerts';
 import { gapPanels } from './rows/gaps';
+import { probePanels } from './rows/probe';
 import { serverDeliveryPanels } from './rows/server-delivery';
 import { serverPanels } from './rows/servers';
 import { summaryPanels } from './rows/summary';
@@ -28,6 +29,7 @@ const ROWS: Array<[string, (ctx: Ctx) => PanelBuilder[]]> = [
   ['Which process forks sessions', serverPanels],
   ['Server delivery', serverDeliveryPanels],
   ['Duplicates and alerts', duplicateAndAlertPanels],
+  ['The probe (forkwatch exporter)', probePanels],
 ];
 
 export function overviewDashboard(config: ForkwatchConfig = DEFAULT_CONFIG): dashboard.DashboardBuilder {
