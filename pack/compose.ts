@@ -41,7 +41,7 @@ export function renderPack(config: ForkwatchConfig): Map<string, string> {
   );
   const scrape = scrapeConfig(config);
   files.set('otel-collector/prometheus-scrape.yaml', yaml('Prometheus scrape job for the Collector.', scrape));
-  files.set('prometheus/forkwatch-probe-scrape.yaml', yaml(PROBE_SCRAPE_HEADER, probeScrapeConfig(config)));
+  files.set('forkwatch-exporter/prometheus-scrape.yaml', yaml(PROBE_SCRAPE_HEADER, probeScrapeConfig(config)));
   files.set('forkwatch-exporter/config.json', `${JSON.stringify(exporterConfigExample(config), null, 2)}\n`);
   files.set('links.md', links(config));
   return files;
