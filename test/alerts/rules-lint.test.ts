@@ -7,7 +7,8 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
 import { startLabTarget } from '../support/lab-target';
 import { analyzePromQL } from '../support/promql';
-import { type MetricFamily, scrapeMetricFamilies } from '../support/scrape';
+import { scrapeExporter } from '../support/probe-scrape';
+import { type MetricFamily, parseMetricFamilies, scrapeMetricFamilies } from '../support/scrape';
 import {
   DASHBOARD_URL,
   type LintInput,
@@ -38,6 +39,8 @@ beforeAll(async () => {
   } finally {
     await lab.stop();
   }
+  // The probe group reads forkwatch exporter's series: a real scrape of it joins the lab's.
+  for (const [name, family] of parseMetricFamilies(await scrapeExporter())) families.set(name, family);
   input = { files: loadRuleFiles(ALERTS_DIR), families, runbooks: loadRunbooks(RUNBOOKS_DIR), traceNames: TRACE_NAMES };
 });
 
