@@ -8,7 +8,7 @@ import { describe, expect, test } from 'vitest';
 import { DELIVERY_RULES, type DeliveryTrigger, judgePendingStream } from '../../src/core/delivery-rules';
 
 const ledgerTests = readFileSync(join(__dirname, 'delivery-ledger.test.ts'), 'utf8');
-const due = { replayable: true, standalone: false, dueAt: 100 };
+const due = { replayable: true, standalone: false, dueAt: 100, behindReplay: false };
 const listened = { listenerSeen: true };
 
 describe('delivery rules', () => {
@@ -42,5 +42,12 @@ describe('delivery rules', () => {
     );
     expect(judgePendingStream({ ...due, standalone: true }, listened, 100, 'request')).toBe('stream_moved');
     expect(judgePendingStream({ ...due, dueAt: undefined }, listened, 1e9, 'request')).toBeUndefined();
+  });
+
+  test('behind a replay that missed them: never judged on activity, abandoned when the session ends', () => {
+    const behind = { ...due, behindReplay: true };
+    for (const trigger of ['request', 'live_write', 'get'] as const)
+      expect(judgePendingStream(behind, listened, 1e9, trigger), trigger).toBeUndefined();
+    expect(judgePendingStream(behind, listened, 1e9, 'closed')).toBe('abandoned');
   });
 });

@@ -75,7 +75,7 @@ export function renderText(report: ProbeReport): string {
       lines.push(`    #${d.attempt} ${d.outcome} (${d.status ?? 'no answer'}): ${d.detail}`);
     if (forked.length > 10) lines.push(`    … ${forked.length - 10} more (see --json)`);
   }
-  for (const note of report.notes) lines.push(`  note: ${note}`);
+  for (const note of [...report.notes, ...report.streams.standalone.notes]) lines.push(`  note: ${note}`);
   lines.push('', `verdict: ${VERDICT_LINE[report.verdict]} (exit ${report.exitCode})`, `  ${MEANING[report.verdict]}`);
   return `${lines.join('\n')}\n`;
 }

@@ -56,6 +56,8 @@ export interface StandaloneReport {
   /** What the probe tried to make the server send. */
   tried: string[];
   resumes: ResumeSummary;
+  /** What the probe noticed on this stream that is not a condition (a balancer holding closed connections). */
+  notes: string[];
 }
 
 /** `not_tested`: the probe could not decide (a step failed or a prerequisite was missing). */
@@ -142,7 +144,8 @@ export function decideVerdict(conditions: Readonly<Record<string, ConditionResul
   const statuses = Object.values(conditions).map(c => c.status);
   if (statuses.every(s => s === 'not_applicable')) return 'not_applicable';
   if (statuses.includes('fail')) return 'not_resumable';
-  if (statuses.every(s => s === 'pass')) return 'resumable';
+  // A condition that does not apply to this server (said why in its detail) neither passes nor blocks a pass.
+  if (statuses.every(s => s === 'pass' || s === 'not_applicable')) return 'resumable';
   return 'untestable';
 }
 

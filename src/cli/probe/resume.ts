@@ -21,6 +21,8 @@ export interface ResumeTarget {
   standaloneFirstId?: string;
   /** Words for the expected frame, in details ('the response that followed the cursor'). */
   expected?: string;
+  /** How long 409s may be retried (default: one step time); see resumeGet. */
+  conflictWaitMs?: number;
   /** Ids consumed up to and including the cursor: a replay must not start with one of them. */
   consumedUpToCursor: ReadonlySet<string>;
 }
@@ -50,23 +52,31 @@ export async function resumeGet(
   step: string,
   cursor: string,
   turn: Turn = SOLO,
-): Promise<{ exchange: Exchange; conflicts: number }> {
+  conflictWaitMs = http.timeoutMs,
+): Promise<{ exchange: Exchange; conflicts: number; conflictMs: number }> {
+  const started = Date.now();
   let deadline = http.deadline();
   let backoff = CONFLICT_BACKOFF_MS;
   let conflicts = 0;
   let waitedForEarlier = false;
+  const done = (exchange: Exchange) => ({
+    exchange,
+    conflicts,
+    conflictMs: conflicts === 0 ? 0 : Date.now() - started,
+  });
   for (;;) {
     const exchange = await http.send(step, 'GET', { lastEventId: cursor });
-    if (exchange.status !== 409) return { exchange, conflicts };
+    if (exchange.status !== 409 || http.stopped) return done(exchange);
     if (!waitedForEarlier) {
       await exchange.close();
       conflicts++;
       waitedForEarlier = true;
       await turn.earlier;
-      deadline = http.deadline();
+      // A balancer may hold the probe's closed connection open until the server's next keep-alive write.
+      deadline = Date.now() + Math.max(http.timeoutMs, conflictWaitMs);
       continue;
     }
-    if (Date.now() + backoff >= deadline) return { exchange, conflicts };
+    if (Date.now() + backoff >= deadline) return done(exchange);
     await exchange.close();
     conflicts++;
     await new Promise(resolve => setTimeout(resolve, backoff));
@@ -82,7 +92,9 @@ export async function resumeOnce(
   turn: Turn = SOLO,
 ): Promise<ResumeAttempt> {
   const started = Date.now();
-  const { exchange, conflicts } = await resumeGet(http, step, target.cursor, turn).finally(() => turn.opened());
+  const { exchange, conflicts } = await resumeGet(http, step, target.cursor, turn, target.conflictWaitMs).finally(() =>
+    turn.opened(),
+  );
   const base = { attempt, status: exchange.status === 0 ? null : exchange.status, conflictRetries: conflicts };
   const done = (rest: Omit<ResumeAttempt, 'attempt' | 'status' | 'conflictRetries' | 'ms'>): ResumeAttempt => ({
     ...base,

@@ -189,6 +189,10 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
   // A replay must not start with anything consumed up to the cursor.
   const consumed = new Set([...session.initFrames.flatMap(f => (f.id ? [f.id] : [])), ...stream.idsUpToCursor]);
   const target: ResumeTarget = { cursor: stream.cursor, responseTo: PING_ID, consumedUpToCursor: consumed };
+  // One more ping per repeated resume: each resume continues a stream of its own, so none waits for the server
+  // (or a balancer that holds closed connections open) to release the probe's previous connection (a 409).
+  progress('getting cursors for the repeated resumes');
+  const repeatTargets = await repeatedTargets(http, options.resumes, negotiated, consumed, target);
   // The replay, the bogus cursor and the K repeated resumes, pipelined (pipeline.ts).
   const total = options.resumes + 2;
   progress(`resumes: 0/${total} answered`);
@@ -197,7 +201,7 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
     turn => checkBogusCursor(http, bogus, turn),
   ];
   for (let k = 1; k <= options.resumes; k++)
-    tasks.push(turn => resumeOnce(http, `resume_repeat_${k}`, k, target, turn));
+    tasks.push(turn => resumeOnce(http, `resume_repeat_${k}`, k, repeatTargets[k - 1]!, turn));
   const [first, bogusResult, ...attempts] = await runPipelined(tasks, done =>
     progress(`resumes: ${done}/${total} answered`),
   );
@@ -213,4 +217,38 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
       repeated_resumes: repeatedCondition(attempts as ResumeAttempt[]),
     },
   };
+}
+
+/**
+ * The targets of the K repeated resumes: one ping each, assigned so that consecutive resumes continue pings sent in
+ * the same order and in swapped order by turns (0 1 3 2 4 5 7 6 …). Behind a balancer without affinity, some
+ * resumes then reach another process than the one that served their ping whatever the balancer's cycle, as with
+ * one shared cursor. A ping without a cursor falls back to the first ping's stream.
+ */
+async function repeatedTargets(
+  http: McpHttp,
+  count: number,
+  negotiated: string,
+  consumed: ReadonlySet<string>,
+  fallback: ResumeTarget,
+): Promise<ResumeTarget[]> {
+  const pinged: ResumeTarget[] = [];
+  for (let k = 0; k < count; k++) {
+    const id = `${PING_ID}-${k + 1}`;
+    const exchange = await http.send(`ping_${k + 1}`, 'POST', { message: { jsonrpc: '2.0', id, method: 'ping' } });
+    const read =
+      exchange.status >= 200 && exchange.status < 300 && exchange.mediaType === 'text/event-stream'
+        ? await http.readResponse(exchange, id, http.deadline())
+        : (await exchange.close(), undefined);
+    const stream = read?.message !== undefined ? inspectPingStream(read.frames, negotiated) : undefined;
+    pinged.push(
+      stream?.cursor !== undefined
+        ? { cursor: stream.cursor, responseTo: id, consumedUpToCursor: new Set([...consumed, ...stream.idsUpToCursor]) }
+        : fallback,
+    );
+  }
+  return pinged.map((_, k) => {
+    const swapped = k ^ ((k >> 1) & 1);
+    return pinged[swapped < count ? swapped : k]!;
+  });
 }

@@ -36,8 +36,18 @@ export interface StandaloneInput extends TriggerOptions {
 type Conditions = Record<StandaloneConditionName, ConditionResult>;
 
 const PRIMING_WAIT_MS = 250;
+/**
+ * 409s on the one standalone stream are retried this long: behind a balancer that does not pass a client's close
+ * on (HAProxy, measured), the server holds the probe's dropped connection until its next keep-alive write (the
+ * SDK's default is every 15 s), and the SDK refuses a second connection to the stream meanwhile.
+ */
+const CONFLICT_WAIT_MS = 20_000;
+/** A hold longer than this is reported: a real client reconnecting that soon is refused too. */
+const NOTABLE_HOLD_MS = 1000;
 /** Events made while away and after the resume, each over a new connection. */
 const ROUNDS = 2;
+/** Repeated resumes of the standalone stream (at most --resumes). */
+const STANDALONE_RESUMES = 3;
 
 export function standaloneReport(
   conditions: Conditions,
@@ -50,6 +60,7 @@ export function standaloneReport(
     trigger: extra.trigger ?? null,
     tried: extra.tried ?? [],
     resumes: extra.resumes ?? summarizeResumes([]),
+    notes: extra.notes ?? [],
   };
 }
 
@@ -70,11 +81,21 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
   await enableLogging(http, input.serverCapabilities);
   const triggers = availableTriggers(http, input);
   const tried: string[] = [];
+  const notes: string[] = [];
   const got = await getCursor(stream, triggers, tried, input);
   const cursor = stream.lastId;
   const consumed = new Set(stream.frames.flatMap(f => (f.id ? [f.id] : [])));
   await stream.close();
 
+  if (cursor === undefined && got.silentTool !== undefined && stream.frames.length === 0) {
+    // The operator said this tool notifies: every call answered, and nothing reached the session's stream.
+    const conditions = allStandalone('not_tested', 'no cursor to resume from');
+    conditions.event_ids = {
+      status: 'fail',
+      detail: `${got.silentTool} answered ${NOTIFY_TOOL_CALLS} times (new connections) and nothing it sent arrived on the standalone stream within ${input.waitMs} ms each: its notifications go to a process that does not hold the stream (no affinity?), or on its request stream`,
+    };
+    return standaloneReport(conditions, { tried });
+  }
   if (cursor === undefined) {
     const noCursor =
       stream.frames.length > 0
@@ -104,7 +125,13 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
   }
 
   progress('standalone stream: resuming');
-  const resumed = await resumeStandalone(http, cursor, consumed, awayFired, got.trigger, conditions);
+  let holdMs = 0;
+  const resumed = await resumeStandalone(http, cursor, consumed, awayFired, got.trigger, conditions, ms => {
+    holdMs = ms;
+    notes.push(
+      `the server held the probe's dropped standalone connection for ${(ms / 1000).toFixed(1)} s before it accepted a resume (409 meanwhile): a balancer that does not pass a client's close on, and a server that notices at its next keep-alive; a client that reconnects sooner is refused, and the SDK client gives up after 2 retries`,
+    );
+  });
   const bogus = bogusCursor(cursor, consumed);
   progress('standalone stream: unknown cursor');
   conditions.bogus_cursor_refused = await checkBogusCursor(http, bogus, undefined, 'standalone_bogus_cursor');
@@ -115,13 +142,24 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
       cursor,
       consumedUpToCursor: consumed,
       expected: 'the first event sent while the stream was away',
+      conflictWaitMs: CONFLICT_WAIT_MS,
       ...(resumed.firstId !== undefined ? { standaloneFirstId: resumed.firstId } : {}),
     };
-    const tasks: PipelineTask<ResumeAttempt>[] = [];
-    for (let k = 1; k <= input.resumes; k++)
-      tasks.push(turn => resumeOnce(http, `standalone_resume_repeat_${k}`, k, target, turn));
-    attempts = await runPipelined(tasks, done => progress(`standalone stream: resumes ${done}/${input.resumes}`));
-    conditions.repeated_resumes = repeated(attempts);
+    if (holdMs > NOTABLE_HOLD_MS) {
+      // A 409 comes from the process that holds the stream (the SDK's check is in-process): every resume reached
+      // that process. Repeated resumes would test it again, each after waiting out another hold.
+      conditions.repeated_resumes = {
+        status: 'not_applicable',
+        detail: `not repeated: the ${(holdMs / 1000).toFixed(1)} s hold (409 from the process holding the stream) shows resumes of this stream reach that process; request streams were resumed over new connections`,
+      };
+    } else {
+      const count = Math.min(input.resumes, STANDALONE_RESUMES);
+      const tasks: PipelineTask<ResumeAttempt>[] = [];
+      for (let k = 1; k <= count; k++)
+        tasks.push(turn => resumeOnce(http, `standalone_resume_repeat_${k}`, k, target, turn));
+      attempts = await runPipelined(tasks, done => progress(`standalone stream: resumes ${done}/${count}`));
+      conditions.repeated_resumes = repeated(attempts);
+    }
   } else {
     conditions.repeated_resumes = {
       status: 'not_tested',
@@ -135,6 +173,7 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
     trigger: got.trigger?.name ?? (got.unprompted ? 'unprompted' : got.priming ? 'priming' : null),
     tried,
     resumes: summarizeResumes(attempts),
+    notes,
   });
 }
 
@@ -142,7 +181,12 @@ interface Got {
   priming: boolean;
   unprompted: boolean;
   trigger?: Trigger;
+  /** The operator's notify tool answered every call and nothing it sent reached the stream. */
+  silentTool?: string;
 }
+
+/** Calls of the operator's notify tool before concluding that what it sends never reaches this stream. */
+const NOTIFY_TOOL_CALLS = 3;
 
 /** Reads the stream until it has a cursor: a priming event, or a message made by the first trigger that works. */
 async function getCursor(
@@ -154,22 +198,31 @@ async function getCursor(
   const first = await stream.next(Date.now() + PRIMING_WAIT_MS);
   const priming = first.kind === 'frame' && first.frame.data.trim() === '' && !!first.frame.id;
   const unpromptedMessage = first.kind === 'frame' && !priming;
+  let silentTool: string | undefined;
   for (const trigger of triggers) {
-    input.progress(`standalone stream: ${trigger.describe}`);
-    const why = await trigger.fire();
-    if (why !== undefined) {
-      tried.push(`${trigger.describe}: ${why}`);
-      continue;
+    // Each call is a new connection: behind a balancer without affinity, one may reach the stream's process.
+    const calls = trigger.name === 'notify_tool' ? NOTIFY_TOOL_CALLS : 1;
+    let answered = 0;
+    for (let call = 1; call <= calls; call++) {
+      input.progress(`standalone stream: ${trigger.describe}`);
+      const why = await trigger.fire();
+      if (why !== undefined) {
+        tried.push(`${trigger.describe}: ${why}`);
+        break;
+      }
+      answered++;
+      const read = await stream.nextMessage(Date.now() + input.waitMs);
+      if (read.kind === 'frame') {
+        // The rest of the burst (a tool's second notification) belongs before the cursor too.
+        await stream.drain(Date.now() + input.waitMs);
+        if (call > 1) tried.push(`${trigger.describe}: ${call - 1} of ${call} calls sent nothing to this stream`);
+        return { priming, unprompted: false, trigger };
+      }
     }
-    const read = await stream.nextMessage(Date.now() + input.waitMs);
-    if (read.kind === 'frame') {
-      // The rest of the burst (a tool's second notification) belongs before the cursor too.
-      await stream.drain(Date.now() + input.waitMs);
-      return { priming, unprompted: false, trigger };
-    }
-    tried.push(`${trigger.describe}: nothing arrived within ${input.waitMs} ms`);
+    if (answered > 0) tried.push(`${trigger.describe}: nothing arrived within ${input.waitMs} ms (${answered}×)`);
+    if (trigger.name === 'notify_tool' && answered === calls) silentTool = trigger.describe;
   }
-  return { priming, unprompted: unpromptedMessage };
+  return { priming, unprompted: unpromptedMessage, ...(silentTool ? { silentTool } : {}) };
 }
 
 /** The first resume: accepted, replays what was sent while away, and keeps carrying what is sent next. */
@@ -180,8 +233,16 @@ async function resumeStandalone(
   awayFired: boolean,
   trigger: Trigger | undefined,
   conditions: Conditions,
+  held: (ms: number) => void,
 ): Promise<{ firstId?: string }> {
-  const { exchange, conflicts } = await resumeGet(http, 'standalone_resume', cursor);
+  const { exchange, conflicts, conflictMs } = await resumeGet(
+    http,
+    'standalone_resume',
+    cursor,
+    undefined,
+    CONFLICT_WAIT_MS,
+  );
+  if (conflictMs > NOTABLE_HOLD_MS) held(conflictMs);
   const { stream } = await openStandalone(http, 'standalone_resume', exchange);
   const evidence = { status: exchange.status === 0 ? null : exchange.status, conflictRetries: conflicts };
   if (stream === undefined) {
