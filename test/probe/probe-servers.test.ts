@@ -346,6 +346,32 @@ describe('authentication and timeouts', () => {
     }
   });
 
+  test('a wrong path or a server that is not MCP: one line with the status and content type, said once', async () => {
+    const page = `<!doctype html><html><body>${'<p>Not Found</p>'.repeat(200)}</body></html>`;
+    const web: Server = createServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end(page));
+    await new Promise<void>(resolve => web.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = web.address() as { port: number };
+      let stdout = '';
+      const code = await runProbeCli([`http://127.0.0.1:${port}/wrong`], {
+        stdout: text => (stdout += text),
+        stderr: () => undefined,
+        env: {},
+      });
+      expect(code).toBe(2);
+      expect(stdout).not.toContain('<');
+      const lines = stdout.split('\n').filter(l => l.includes('404'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /UNTESTED\s+every condition\s+initialize answered 404 \(text\/html\), no JSON-RPC response/,
+      );
+      expect(stdout).toContain('verdict: COULD NOT TEST (exit 2)');
+    } finally {
+      web.closeAllConnections();
+      await new Promise(resolve => web.close(resolve));
+    }
+  });
+
   test('a refused connection: exit 2', async () => {
     const stopped = await startFixture('sdk-server.mjs');
     await stopped.stop();

@@ -110,8 +110,10 @@ export function summarize(
   const untested = (all: Record<string, ConditionResult>) =>
     Object.values(all).find(c => c.status === 'not_tested')?.detail;
   switch (verdict) {
-    case 'resumable':
-      return 'resumable: resumes of request and standalone streams replay the lost events and unknown cursors are refused';
+    case 'resumable': {
+      const kinds = standalone.verdict === 'resumable' ? 'request and standalone streams' : 'request streams';
+      return `resumable: resumes of ${kinds} replay the lost events and unknown cursors are refused`;
+    }
     case 'not_resumable':
       return `not resumable: ${[...failed('request', conditions), ...failed('standalone', standalone.conditions)].join(', ')} failed`;
     case 'not_applicable':

@@ -2,12 +2,14 @@
  * Opening the probe's session as a client would: `initialize`, then `notifications/initialized`. Decides early
  * when there is nothing to probe: unreachable, not authorized, or a protocol version without resumption.
  */
+import { PROBE_USER_AGENT } from '../../names';
+import { PACKAGE_VERSION } from '../../version';
 import type { McpHttp } from './mcp-http';
 import { FIRST_UNRESUMABLE_VERSION, RESUMABLE_PROTOCOL_VERSIONS } from './options';
 import { type ConditionName, type ConditionResult, allConditions } from './report';
 import type { SseFrame } from './sse-reader';
 
-export const PROBE_CLIENT_INFO = { name: 'forkwatch-probe', version: '1' };
+export const PROBE_CLIENT_INFO = { name: PROBE_USER_AGENT, version: PACKAGE_VERSION };
 const INITIALIZE_ID = 'forkwatch-probe-initialize';
 
 interface Stopped {
