@@ -9,8 +9,12 @@ import { podMonitor, prometheusRule } from './outputs/kubernetes';
 import { mixinFiles } from './outputs/mixin';
 import { collectorConfig, scrapeConfig } from './outputs/otel-collector';
 import { openSloDocuments, pyrraObjectives, slothSpec } from './outputs/slo-tools';
+import { exporterConfigExample, probeScrapeConfig } from './outputs/probe-exporter';
 
-const yaml = (header: string, value: unknown) => `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
+export const PROBE_SCRAPE_HEADER =
+  'Prometheus scrape jobs for forkwatch exporter (blackbox_exporter style): list the MCP endpoints as targets.';
+
+export const yaml = (header: string, value: unknown) => `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
 
 /** Relative path -> file content. */
 export function renderPack(config: ForkwatchConfig): Map<string, string> {
@@ -59,6 +63,8 @@ export function renderPack(config: ForkwatchConfig): Map<string, string> {
       .join('---\n'),
   );
   for (const [name, content] of mixinFiles(config, renderDashboards(config))) files.set(`mixin/${name}`, content);
+  files.set('forkwatch-exporter/prometheus-scrape.yaml', yaml(PROBE_SCRAPE_HEADER, probeScrapeConfig(config)));
+  files.set('forkwatch-exporter/config.json', `${JSON.stringify(exporterConfigExample(config), null, 2)}\n`);
   files.set('links.md', links(config));
   return files;
 }

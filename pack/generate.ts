@@ -7,14 +7,17 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { renderRuleFiles } from './alerts/rule-files';
+import { PROBE_SCRAPE_HEADER, yaml } from './compose';
 import { DEFAULT_CONFIG } from './config/config';
 import { configSchema } from './config/schema';
 import { renderDashboards } from './dashboards/render';
+import { probeScrapeConfig } from './outputs/probe-exporter';
 
 const ROOT = join(__dirname, '..');
 export const ALERTS_DIR = join(ROOT, 'alerts');
 export const DASHBOARDS_DIR = join(ROOT, 'dashboards');
 export const CONFIG_SCHEMA = join(ROOT, 'schema/pack-config.schema.json');
+export const PROBE_SCRAPE_EXAMPLE = 'forkwatch-probe-scrape.example.yml';
 
 /** Committed path -> content. */
 export function committedOutputs(): Map<string, string> {
@@ -22,6 +25,7 @@ export function committedOutputs(): Map<string, string> {
   for (const [name, content] of renderRuleFiles(DEFAULT_CONFIG)) files.set(join(ALERTS_DIR, name), content);
   for (const [name, content] of renderDashboards(DEFAULT_CONFIG)) files.set(join(DASHBOARDS_DIR, name), content);
   files.set(CONFIG_SCHEMA, `${JSON.stringify(configSchema(), null, 2)}\n`);
+  files.set(join(ALERTS_DIR, PROBE_SCRAPE_EXAMPLE), yaml(PROBE_SCRAPE_HEADER, probeScrapeConfig(DEFAULT_CONFIG)));
   return files;
 }
 

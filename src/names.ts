@@ -9,13 +9,33 @@ import { PACKAGE_VERSION } from './version';
 
 export const INSTRUMENTATION_SCOPE = 'forkwatch';
 
+/** The product token of `forkwatch probe`'s User-Agent (`forkwatch-probe/<version>`). */
+export const PROBE_USER_AGENT = 'forkwatch-probe';
+
+/** True for a request made by `forkwatch probe` (or its exporter). */
+export function isProbeUserAgent(userAgent: string | undefined): boolean {
+  return userAgent !== undefined && userAgent.startsWith(`${PROBE_USER_AGENT}/`);
+}
+
 export const CLIENT_TRANSPORTS = ['streamable_http', 'sse'] as const;
 export type ClientTransportLabel = (typeof CLIENT_TRANSPORTS)[number];
 
 export const SERVER_TRANSPORTS = ['streamable_http'] as const;
 export type ServerTransportLabel = (typeof SERVER_TRANSPORTS)[number];
 
-export const SERVER_RESUME_OUTCOMES = ['replayed', 'unknown_cursor', 'ignored', 'rejected', 'failed'] as const;
+/**
+ * `probe_rejected`: a resume from `forkwatch probe` (User-Agent PROBE_USER_AGENT) that was refused or served
+ * without the session log. The probe sends a never-issued cursor on purpose and retries its own 409s, so these
+ * are counted apart from real clients' `rejected` and `unknown_cursor` and never reach an alert.
+ */
+export const SERVER_RESUME_OUTCOMES = [
+  'replayed',
+  'unknown_cursor',
+  'ignored',
+  'rejected',
+  'failed',
+  'probe_rejected',
+] as const;
 export type ServerResumeOutcome = (typeof SERVER_RESUME_OUTCOMES)[number];
 
 /**

@@ -6,6 +6,7 @@ import { serverEventsWithoutListener } from './delivery';
 import { duplicateDeliveries, forksDetected } from './forks';
 import { resumeGapEventsHigh, resumeGapSecondsHigh } from './gaps';
 import { ALERT_GROUP } from './names';
+import { probeGroups } from './probe';
 import { resumesRejected, serverResumesRejected } from './rejections';
 import type { GroupSpec } from './rule-model';
 import { perRequestAlerts } from './per-request';
@@ -29,5 +30,5 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     targetWithoutMetrics(config),
     metricsAbsent(config),
   ];
-  return [{ name: ALERT_GROUP, rules }];
+  return [{ name: ALERT_GROUP, rules }, ...probeGroups(config)];
 }

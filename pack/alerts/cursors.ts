@@ -13,11 +13,12 @@ export function serverUnknownCursors(config: ForkwatchConfig): RuleSpec {
     config,
     ALERT.serverUnknownCursors,
     {
-      expr: perInstanceShare(config, scope(config), 'unknown_cursor', t.share),
+      expr: perInstanceShare(config, scope(config), 'unknown_cursor', t),
       for: t.for,
       comment:
         "Server view, per process: resumes whose Last-Event-ID the event store does not know (the session's log is\n" +
-        'on another process, or was lost in a restart).',
+        "on another process, or was lost in a restart). forkwatch probe's never-issued cursors are probe_rejected,\n" +
+        `not counted; the floor (${t.minResumes} resumes in the rate window) keeps one unknown cursor of a quiet process quiet.`,
     },
     'MCP server receives resume cursors it has no events for.',
     '{{ $labels.instance }} ({{ $labels.job }}): {{ $value | humanizePercentage }} of the resumes it served over ' +

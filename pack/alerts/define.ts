@@ -2,6 +2,7 @@
 import type { ForkwatchConfig } from '../config/config';
 import { alertLinks } from '../config/links';
 import type { Scope } from '../config/scope';
+import { seconds } from '../config/units';
 import type { RuleSpec } from './rule-model';
 
 export type AlertSpec = Omit<RuleSpec, 'alert' | 'annotations'>;
@@ -31,11 +32,21 @@ export function anyIncrease(s: Scope, window: string, metric: string, ...labels:
   );
 }
 
-/** The share of a process's resumes (recorded per instance) with this outcome, above `share`. */
-export function perInstanceShare(config: ForkwatchConfig, s: Scope, outcome: string, share: number): string {
+/**
+ * The share of a process's resumes (recorded per instance) with this outcome, above `share`, once the rate window
+ * holds `minResumes`. The probe's deliberate refusals (`probe_rejected`) count on neither side.
+ */
+export function perInstanceShare(
+  config: ForkwatchConfig,
+  s: Scope,
+  outcome: string,
+  { share, minResumes }: { share: number; minResumes: number },
+): string {
   const series = `job_instance:forkwatch_server_resumes:rate${config.rateWindow}`;
+  const by = s.by('instance');
+  const resumes = `sum by (${by}) (${series}{outcome!="probe_rejected"})`;
   return (
-    `sum by (${s.by('instance')}) (${series}{outcome="${outcome}"})\n/\n` +
-    `sum by (${s.by('instance')}) (${series})\n> ${share}\n`
+    `sum by (${by}) (${series}{outcome="${outcome}"})\n/\n${resumes}\n> ${share}\n` +
+    `and on (${by})\n${resumes} * ${seconds(config.rateWindow)} >= ${minResumes}\n`
   );
 }

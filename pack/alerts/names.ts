@@ -22,9 +22,13 @@ export const ALERT = {
   serverResultDeliveryBudgetBurn: 'ForkwatchServerResultDeliveryBudgetBurn',
   serverDuplicateExecutionRisk: 'ForkwatchServerDuplicateExecutionRisk',
   serverPublishesWithoutListener: 'ForkwatchServerPublishesWithoutListener',
+  probeNotResumable: 'ForkwatchProbeNotResumable',
+  probeUntestable: 'ForkwatchProbeUntestable',
+  probeStale: 'ForkwatchProbeStale',
 } as const;
 
 export const ALERT_GROUP = 'forkwatch';
+export const PROBE_GROUP = 'forkwatch-probe';
 export const RECORDING_GROUP = 'forkwatch.rules';
 export const SLO_GROUP = 'forkwatch-slo.rules';
 

@@ -1,7 +1,7 @@
 /** Unrecoverable gaps: resumes answered non-2xx, seen by the client and by the server. */
 import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';
-import { windowWords } from '../config/units';
+import { seconds, windowWords } from '../config/units';
 import { defineAlert, perInstanceShare } from './define';
 import { ALERT } from './names';
 import type { RuleSpec } from './rule-model';
@@ -16,10 +16,12 @@ export function resumesRejected(config: ForkwatchConfig): RuleSpec {
     {
       expr:
         `sum by (${s.by('transport')}) (${series}{outcome="rejected"})\n/\n` +
-        `sum by (${s.by('transport')}) (${series})\n> ${t.share}\n`,
+        `sum by (${s.by('transport')}) (${series})\n> ${t.share}\n` +
+        `and on (${s.by('transport')})\nsum by (${s.by('transport')}) (${series}) * ${seconds(config.rateWindow)} >= ${t.minResumes}\n`,
       for: t.for,
       comment:
-        'Unrecoverable gaps, client view: the resume was answered non-2xx, so the events since the cursor are gone\n(loudly).',
+        'Unrecoverable gaps, client view: the resume was answered non-2xx, so the events since the cursor are gone\n' +
+        `(loudly). The floor (${t.minResumes} resumes in the rate window) keeps one refused resume of a quiet client quiet.`,
     },
     'MCP stream resumes are rejected and their gaps cannot be recovered.',
     '{{ $labels.job }}: {{ $value | humanizePercentage }} of {{ $labels.transport }} resume attempts over the last ' +
@@ -34,9 +36,11 @@ export function serverResumesRejected(config: ForkwatchConfig): RuleSpec {
     config,
     ALERT.serverResumesRejected,
     {
-      expr: perInstanceShare(config, scope(config), 'rejected', t.share),
+      expr: perInstanceShare(config, scope(config), 'rejected', t),
       for: t.for,
-      comment: 'Same, server view per process.',
+      comment:
+        "Same, server view per process. forkwatch probe's deliberate refusals (its never-issued cursor, its 409\n" +
+        `retries) are probe_rejected, on neither side of the share; floor ${t.minResumes} resumes in the rate window.`,
     },
     'MCP server rejects resumes and their gaps cannot be recovered.',
     '{{ $labels.instance }} ({{ $labels.job }}): {{ $value | humanizePercentage }} of the resumes it served over ' +

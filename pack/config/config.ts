@@ -67,6 +67,44 @@ export interface ShareAlert {
   /** Fires above this share (0..1) of the resumes in the rate window. */
   share: number;
   for: string;
+  /**
+   * Traffic floor: resumes the rate window must hold (the probe's deliberate refusals, `probe_rejected`, not
+   * counted) before a share means anything. 20 with a 5 % share: one refused resume alone is 1/20, never above it.
+   */
+  minResumes: number;
+}
+
+/** The probe's alerts, on `forkwatch exporter` (or --prom-file/--pushgateway) series. */
+export interface ProbeAlerts {
+  /**
+   * The probe's verdict is not resumable. `for` 5m: ten probes at a 30 s interval, so a rolling restart that fails
+   * one or two probes stays quiet, while a store or routing fault, which fails every probe, opens the ticket.
+   */
+  ForkwatchProbeNotResumable: { for: string };
+  /**
+   * The probe cannot reach a verdict (unreachable, 401, its deadline, a standalone stream it cannot exercise). 30m:
+   * a ticket for a probe that tells nothing, never a page.
+   */
+  ForkwatchProbeUntestable: { for: string };
+  /** No probe result for `window` (an exporter job that is down, a cron that stopped). */
+  ForkwatchProbeStale: { window: string; for: string };
+}
+
+/** Where the probe runs and what it probes: the scrape config example, and the probe alerts' scope. */
+export interface ProbeConfig {
+  /** Prometheus job name of the exporter's /probe scrapes (the probe alerts select on it). */
+  job: string;
+  /** host:port of `forkwatch exporter`. */
+  exporterAddress: string;
+  /** Module of the exporter's config file to probe with. */
+  module: string;
+  /** How often each target is probed; 30s is the interval the pack's quiet-on-healthy tests use. */
+  interval: string;
+  /** Below the interval; the exporter answers half a second before it (its per-probe deadline). */
+  scrapeTimeout: string;
+  /** MCP endpoints to probe (the example's static targets). */
+  targets: string[];
+  alerts: ProbeAlerts;
 }
 
 /**
@@ -182,6 +220,7 @@ export interface ForkwatchConfig {
   otelCollector: CollectorOutput;
   /** Where Grafana reads the dashboard JSON files (the provisioning file's options.path). */
   grafanaDashboardsPath: string;
+  probe: ProbeConfig;
 }
 
 export const DEFAULT_CONFIG: ForkwatchConfig = {
@@ -208,10 +247,10 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
   alerts: {
     ForkwatchForksDetected: { window: '10m', for: '1m' },
     ForkwatchDuplicateDeliveries: { window: '10m', for: '1m' },
-    ForkwatchServerUnknownCursors: { share: 0.05, for: '15m' },
+    ForkwatchServerUnknownCursors: { share: 0.05, for: '15m', minResumes: 20 },
     ForkwatchServerCursorsIgnored: { window: '10m', for: '1m' },
-    ForkwatchResumesRejected: { share: 0.05, for: '15m' },
-    ForkwatchServerResumesRejected: { share: 0.05, for: '15m' },
+    ForkwatchResumesRejected: { share: 0.05, for: '15m', minResumes: 20 },
+    ForkwatchServerResumesRejected: { share: 0.05, for: '15m', minResumes: 20 },
     ForkwatchResumeGapSecondsHigh: { quantile: 0.99, seconds: 30, for: '15m' },
     ForkwatchResumeGapEventsHigh: { quantile: 0.99, events: 1000, for: '15m' },
     ForkwatchServerEventsWithoutListener: { window: '1h', share: 0.01, minEvents: 100, for: '15m' },
@@ -234,4 +273,17 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     resourceAttributes: { cluster: 'k8s.cluster.name', namespace: 'k8s.namespace.name' },
   },
   grafanaDashboardsPath: '/var/lib/grafana/dashboards/forkwatch',
+  probe: {
+    job: 'forkwatch-probe',
+    exporterAddress: '127.0.0.1:9465',
+    module: 'default',
+    interval: '30s',
+    scrapeTimeout: '25s',
+    targets: ['https://mcp.example.com/mcp'],
+    alerts: {
+      ForkwatchProbeNotResumable: { for: '5m' },
+      ForkwatchProbeUntestable: { for: '30m' },
+      ForkwatchProbeStale: { window: '1h', for: '5m' },
+    },
+  },
 };

@@ -12,6 +12,7 @@ import { forkPanels, lossVersusHttpPanels } from './rows/client-loss';
 import { duplicateAndAlertPanels } from './rows/duplicates-and-alerts';
 import { gapPanels } from './rows/gaps';
 import { perRequestPanels } from './rows/per-request';
+import { probePanels } from './rows/probe';
 import { serverDeliveryPanels } from './rows/server-delivery';
 import { serverPanels } from './rows/servers';
 import { summaryPanels } from './rows/summary';
@@ -30,6 +31,7 @@ const ROWS: Array<[string, (ctx: Ctx) => PanelBuilder[]]> = [
   ['Server delivery', serverDeliveryPanels],
   ['Per-request (2026-07-28)', perRequestPanels],
   ['Duplicates and alerts', duplicateAndAlertPanels],
+  ['The probe (forkwatch exporter)', probePanels],
 ];
 
 export function overviewDashboard(config: ForkwatchConfig = DEFAULT_CONFIG): dashboard.DashboardBuilder {

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-/** The `forkwatch` command: `forkwatch probe <url>`, `forkwatch pack`, `--version`, `--help`. */
+/** The `forkwatch` command: `forkwatch probe <url>`, `forkwatch exporter`, `forkwatch pack`, `--version`, `--help`. */
+import { runExporterCli } from './exporter/cli';
 import { runProbeCli } from './probe/cli';
 import { USAGE_ERROR } from './probe/report';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ const USAGE = `Usage: forkwatch <command> [options]
 Commands:
   probe <url>   test a live MCP endpoint for session resumability (forkwatch probe --help)
   pack          render the alerting pack (rules, dashboards, SLO specs, mixin) from a config (forkwatch pack --help)
+  exporter      serve the probe to Prometheus, blackbox_exporter style (forkwatch exporter --help)
 
 Options:
   -v, --version print forkwatch's version
@@ -25,6 +27,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       return runProbeCli(rest);
     case 'pack':
       return runPack(rest);
+    case 'exporter':
+      return runExporterCli(rest);
     case '-v':
     case '--version':
     case 'version':

@@ -26,11 +26,14 @@ export interface ServerResumeInit {
   protocolVersion: string | undefined;
   /** The transport had an event store when the request arrived; without one the SDK drops Last-Event-ID. */
   hasEventStore: boolean;
+  /** The request came from `forkwatch probe` (its User-Agent). */
+  fromProbe?: boolean;
   parent: Context;
 }
 
 export interface ClassifyInput {
   hasEventStore: boolean;
+  fromProbe?: boolean;
   /** HTTP status of the answer, when one was written. */
   status: number | undefined;
   record: ReplayRecord;
@@ -47,13 +50,21 @@ export interface ClassifyInput {
  *   transport still answered with a stream that nothing will ever write to.
  * - `replayed`: the store resolved a stream and replayed what it had after the cursor (possibly nothing).
  *
+ * - `probe_rejected`: `rejected` or `unknown_cursor` for a request from `forkwatch probe`, whose never-issued
+ *   cursor and 409 retries are deliberate: counted apart so that probing never sets off a rejected-resume alert.
+ *
  * The server has only its store's word. A store that returns a stream id for a cursor it never stored and replays
  * nothing (falling through to a fresh stream, as Cloudflare agents' McpAgent does) is `replayed` with 0 events:
  * with a shared store a legitimate empty replay looks the same, so calling it a fork here would be a guess. The
  * client's first-frame verdict catches that fork, and both spans are in one trace. Likewise, if the store wrapper
  * could not be put in place (a frozen transport), a 2xx with a store is `replayed` without a gap.
  */
-export function classifyServerResume({ hasEventStore, status, record }: ClassifyInput): ServerResumeOutcome {
+export function classifyServerResume(input: ClassifyInput): ServerResumeOutcome {
+  const outcome = classifyAnyResume(input);
+  return input.fromProbe && (outcome === 'rejected' || outcome === 'unknown_cursor') ? 'probe_rejected' : outcome;
+}
+
+function classifyAnyResume({ hasEventStore, status, record }: ClassifyInput): ServerResumeOutcome {
   if (record.storeFailed) return 'failed';
   if (status !== undefined && status >= 500) return 'failed';
   if (status !== undefined && status >= 400) return 'rejected';
@@ -69,6 +80,7 @@ const STATUS_MESSAGES: Record<Exclude<ServerResumeOutcome, 'replayed'>, string> 
   ignored: 'resume answered with a fresh stream: no event store, Last-Event-ID ignored',
   rejected: 'resume rejected',
   failed: 'resume failed',
+  probe_rejected: "forkwatch probe's resume refused or served without the log (deliberate)",
 };
 
 export class ServerResume {
@@ -107,7 +119,12 @@ export class ServerResume {
     if (this.concluded) return;
     // Store results observed by the wrapper settle before the SDK continues; a non-native thenable may lag.
     await Promise.all(this.record.pending);
-    const outcome = classifyServerResume({ hasEventStore: this.init.hasEventStore, status, record: this.record });
+    const outcome = classifyServerResume({
+      hasEventStore: this.init.hasEventStore,
+      fromProbe: this.init.fromProbe === true,
+      status,
+      record: this.record,
+    });
     this.finish(outcome, status, this.record.storeFailed ? this.record.storeError : undefined);
   }
 
@@ -143,7 +160,9 @@ export class ServerResume {
     this.span.setAttribute(ATTR.serverOutcome, outcome);
     if (record.replayCalled) this.span.setAttribute(ATTR.replayedEvents, record.replayedEvents);
     if (status !== undefined) this.span.setAttribute(ATTR.httpStatusCode, status);
-    if (outcome !== 'replayed') this.span.setStatus({ code: SpanStatusCode.ERROR, message: STATUS_MESSAGES[outcome] });
+    // The probe's deliberate refusals are not errors of this server.
+    if (outcome !== 'replayed' && outcome !== 'probe_rejected')
+      this.span.setStatus({ code: SpanStatusCode.ERROR, message: STATUS_MESSAGES[outcome] });
     this.span.end();
   }
 

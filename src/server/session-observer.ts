@@ -14,7 +14,7 @@
  */
 import { type Context, context, propagation, trace } from '@opentelemetry/api';
 import type { HttpRequestLike, StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../internal-types';
-import type { ServerTransportLabel } from '../names';
+import { type ServerTransportLabel, isProbeUserAgent } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { type RecordingHooks, ensureRecordingStore } from './recording-event-store';
@@ -168,6 +168,7 @@ export class ServerSessionObserver {
         sessionId: claimed ?? own,
         protocolVersion,
         hasEventStore: Boolean(transport._eventStore),
+        fromProbe: isProbeUserAgent(this.flavor.header(req, 'user-agent')),
         parent: this.parentContext(req),
       });
     } catch (error) {

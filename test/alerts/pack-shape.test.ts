@@ -24,13 +24,14 @@ describe('thresholds are config fields', () => {
     rateWindow: '10m',
     alerts: {
       ForkwatchForksDetected: { window: '30m', for: '5m' },
-      ForkwatchServerUnknownCursors: { share: 0.2 },
+      ForkwatchServerUnknownCursors: { share: 0.2, minResumes: 50 },
       ForkwatchResumeGapSecondsHigh: { seconds: 90, quantile: 0.95 },
       ForkwatchResumeGapEventsHigh: { events: 5000 },
       ForkwatchServerEventsWithoutListener: { window: '2h', share: 0.03, minEvents: 400 },
       ForkwatchTargetWithoutMetrics: { lookback: '7d' },
       ForkwatchMetricsAbsent: { for: '30m' },
     },
+    probe: { alerts: { ForkwatchProbeStale: { window: '2h' }, ForkwatchProbeNotResumable: { for: '10m' } } },
   });
   const rules = alertsOf(tuned);
 
@@ -39,8 +40,9 @@ describe('thresholds are config fields', () => {
     names.delete('ForkwatchResumeLossBudgetBurn');
     names.delete('ForkwatchServerDeliveryBudgetBurn');
     names.delete('ForkwatchServerResultDeliveryBudgetBurn');
-    expect(Object.keys(DEFAULT_CONFIG.alerts).sort()).toEqual([...names].sort());
-    for (const [name, t] of Object.entries(DEFAULT_CONFIG.alerts)) expect(one(alertsOf(), name).for).toBe(t.for);
+    const configured = { ...DEFAULT_CONFIG.alerts, ...DEFAULT_CONFIG.probe.alerts };
+    expect(Object.keys(configured).sort()).toEqual([...names].sort());
+    for (const [name, t] of Object.entries(configured)) expect(one(alertsOf(), name).for).toBe(t.for);
   });
 
   test('a tuned value reaches the expression, the `for` and the description', () => {
@@ -49,7 +51,12 @@ describe('thresholds are config fields', () => {
     expect(forks.expr).toContain('offset 30m');
     expect(forks.for).toBe('5m');
     expect(forks.annotations?.description).toContain('in the last 30 minutes');
-    expect(one(rules, 'ForkwatchServerUnknownCursors').expr).toMatch(/rate10m\)\n> 0\.2\n$/);
+    expect(one(rules, 'ForkwatchServerUnknownCursors').expr).toContain('rate10m{outcome!="probe_rejected"})\n> 0.2\n');
+    // The floor counts resumes over the tuned window: 600 s.
+    expect(one(rules, 'ForkwatchServerUnknownCursors').expr).toMatch(/\* 600 >= 50\n$/);
+    expect(one(rules, 'ForkwatchProbeStale').expr).toContain('> 7200\n');
+    expect(one(rules, 'ForkwatchProbeStale').annotations?.description).toContain('in the last 2 hours');
+    expect(one(rules, 'ForkwatchProbeNotResumable').for).toBe('10m');
     expect(one(rules, 'ForkwatchServerUnknownCursors').annotations?.description).toContain('over the last 10 minutes');
     const gap = one(rules, 'ForkwatchResumeGapSecondsHigh');
     expect(gap.expr).toBe('histogram_quantile(0.95, job:forkwatch_client_resume_gap_seconds_bucket:rate10m) > 90');

@@ -268,6 +268,42 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
     expect(res.out).toMatch(/low traffic/);
   });
 
+  test.concurrent.each(
+    eachOrder([
+      ['ForkwatchServerResumesRejected'],
+      ['ForkwatchServerUnknownCursors'],
+      ['ForkwatchResumesRejected'],
+    ] as const),
+  )('%s without its resume floor fails its unit tests, %s', async (alert, order) => {
+    const floor = /\s*and on \([^)]*\)\s*sum by \([^)]*\) \(job[^\n]*\* \d+ >= \d+/;
+    const res = await runMutated(testFilesFor(alert), order, r => {
+      if (r.alert !== alert) return undefined;
+      expect(r.expr).toMatch(floor);
+      return { expr: r.expr.replace(floor, '') };
+    });
+    expect(res.code, res.out).not.toBe(0);
+    expect(res.out).toMatch(/traffic floor/);
+  });
+
+  test.concurrent.each(
+    eachOrder([
+      ['ForkwatchServerResumesRejected', 'rejected'],
+      ['ForkwatchServerUnknownCursors', 'unknown_cursor'],
+    ] as const),
+  )("%s counting the probe's deliberate refusals as %s fails its unit tests, %s", async (alert, outcome, order) => {
+    const res = await runMutated(testFilesFor(alert), order, r =>
+      r.alert === alert
+        ? {
+            expr: r.expr
+              .replace(`{outcome="${outcome}"}`, `{outcome=~"${outcome}|probe_rejected"}`)
+              .replaceAll('{outcome!="probe_rejected"}', ''),
+          }
+        : undefined,
+    );
+    expect(res.code, res.out).not.toBe(0);
+    expect(res.out).toMatch(/probed every 30 s/);
+  });
+
   test.concurrent.each(EVAL_ORDER_NAMES)(
     'ForkwatchServerDeliveryBudgetBurn counting abandoned events as loss fails its unit tests, %s',
     async order => {

@@ -8,7 +8,8 @@ import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
 import { startLabTarget } from '../support/lab-target';
 import { analyzePromQL } from '../support/promql';
 import { seconds } from '../../pack/config/units';
-import { type MetricFamily, scrapeMetricFamilies } from '../support/scrape';
+import { scrapeExporter } from '../support/probe-scrape';
+import { type MetricFamily, parseMetricFamilies, scrapeMetricFamilies } from '../support/scrape';
 import {
   DASHBOARD_URL,
   type LintInput,
@@ -39,6 +40,8 @@ beforeAll(async () => {
   } finally {
     await lab.stop();
   }
+  // The probe group reads forkwatch exporter's series: a real scrape of it joins the lab's.
+  for (const [name, family] of parseMetricFamilies(await scrapeExporter())) families.set(name, family);
   input = { files: loadRuleFiles(ALERTS_DIR), families, runbooks: loadRunbooks(RUNBOOKS_DIR), traceNames: TRACE_NAMES };
 });
 
@@ -142,6 +145,9 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       'ForkwatchDuplicateDeliveries',
       'ForkwatchForksDetected',
       'ForkwatchMetricsAbsent',
+      'ForkwatchProbeNotResumable',
+      'ForkwatchProbeStale',
+      'ForkwatchProbeUntestable',
       'ForkwatchResumeGapEventsHigh',
       'ForkwatchResumeGapSecondsHigh',
       'ForkwatchResumeLossBudgetBurn',

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { METRICS, METRIC_SPECS, type MetricSpec } from '../../src/names';
 import { type LabTarget, startLabTarget } from '../support/lab-target';
-import { scrapeMetricFamilies, seriesNamesByType } from '../support/scrape';
+import { scrapeExporter } from '../support/probe-scrape';
+import { parseMetricFamilies, scrapeMetricFamilies, seriesNamesByType } from '../support/scrape';
 import { loadDashboard, queriesOf } from './dashboard-model';
 import { analyse, analyseLabelValues } from './promql';
 import { loadRules, recordedNames } from './rule-files';
@@ -55,6 +56,8 @@ describe('every metric name is in a real scrape of the fork lab or recorded by t
     await target.runScenario();
     for (const s of seriesNamesByType(await scrapeMetricFamilies(target.metricsUrl)).keys()) exported.add(s);
     for (const s of [...exported, ...recordedNames(loadRules())]) known.add(s);
+    // The probe row reads forkwatch exporter's series: a real scrape of it, too.
+    for (const s of seriesNamesByType(parseMetricFamilies(await scrapeExporter())).keys()) known.add(s);
   });
   afterAll(() => target?.stop());
 

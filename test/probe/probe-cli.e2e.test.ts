@@ -87,6 +87,7 @@ describe('forkwatch probe (built binary)', () => {
         'session',
         'startedAt',
         'steps',
+        'streams',
         'summary',
         'target',
         'verdict',
@@ -112,9 +113,13 @@ describe('forkwatch probe (built binary)', () => {
     for (const name of probeMetricNames()) expect(text).toContain(`# TYPE ${name} `);
     const target = `target="${validating.url}"`;
     expect(text).toContain(`forkwatch_probe_resumable{${target}} 1\n`);
-    expect(text).toContain(`forkwatch_probe_condition_ok{${target},condition="bogus_cursor_refused"} 1\n`);
-    expect(text).toContain(`forkwatch_probe_resume_attempts_total{${target},outcome="resumed"} 3\n`);
-    expect(text).toContain(`forkwatch_probe_resume_forked_ratio{${target}} 0\n`);
+    const request = `${target},stream="request"`;
+    const standalone = `${target},stream="standalone"`;
+    expect(text).toContain(`forkwatch_probe_condition_ok{${request},condition="bogus_cursor_refused"} 1\n`);
+    expect(text).toContain(`forkwatch_probe_condition_ok{${standalone},condition="continues"} 1\n`);
+    expect(text).toContain(`forkwatch_probe_resume_attempts_total{${request},outcome="resumed"} 3\n`);
+    expect(text).toContain(`forkwatch_probe_resume_attempts_total{${standalone},outcome="resumed"} 3\n`);
+    expect(text).toContain(`forkwatch_probe_resume_forked_ratio{${request}} 0\n`);
   });
 
   test('human output: a verdict per condition and exit 1 when an unknown cursor is accepted', async () => {

@@ -52,7 +52,9 @@ describe('single process', () => {
     expect(report.conditions.bogus_cursor_refused).toMatchObject({ status: 'pass', evidence: { status: 400 } });
     expect(report.resumes.outcomes.resumed).toBe(5);
     expect(report.resumes.forkedRatio).toBe(0);
-    expect(report.resumes.firstEventIds).toEqual({ [report.cursor.expectedEventId!]: 5 });
+    // Each repeated resume continues a ping of its own: five streams, each replayed its own response once.
+    expect(Object.values(report.resumes.firstEventIds)).toEqual([1, 1, 1, 1, 1]);
+    expect(report.resumes.details.every(d => d.replayedResponse && d.continuityVerified)).toBe(true);
   });
 
   test("the SDK's example InMemoryEventStore: answers an unknown cursor with a silent 200", async () => {
@@ -67,7 +69,10 @@ describe('single process', () => {
     // suffixes decide, and the response can sort before its cursor and never be replayed (the next test forces it).
     const replayable = report.cursor.real!.localeCompare(report.cursor.expectedEventId!) < 0;
     expect(report.conditions.replay.status).toBe(replayable ? 'pass' : 'fail');
-    expect(report.resumes.outcomes[replayable ? 'resumed' : 'forked']).toBe(3);
+    // Each repeated resume has a ping of its own, each with the same coin toss: resumed or silently lost.
+    expect(report.resumes.outcomes.resumed + report.resumes.outcomes.forked).toBe(3);
+    for (const d of report.resumes.details.filter(d => d.outcome === 'forked'))
+      expect(['no_frame', 'eof_without_frames']).toContain(d.reason);
   });
 
   test("the same store when the response shares the priming event's millisecond: the response is lost", async () => {
@@ -92,6 +97,68 @@ describe('single process', () => {
   });
 });
 
+describe('the standalone GET stream', () => {
+  test("the SDK example store with getStreamIdForEventId added: NOT RESUMABLE, the standalone stream's resume replays nothing", async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'sdk-example-lookup']);
+    const { code, report } = await probe(server.url, '--resumes', '3');
+    expect(code).toBe(1);
+    expect(report.verdict).toBe('not_resumable');
+    // getStreamIdForEventId makes unknown cursors a 400 now.
+    expect(report.conditions.bogus_cursor_refused).toMatchObject({ status: 'pass', evidence: { status: 400 } });
+    const standalone = report.streams.standalone;
+    expect(standalone.trigger).toBe('roots_list_changed');
+    expect(standalone.cursor.real).toMatch(/^_GET_stream_\d{13}_/);
+    expect(standalone.conditions.event_ids.status).toBe('pass');
+    // The server's own cursor is accepted (200)...
+    expect(standalone.conditions.cursor_accepted.status).toBe('pass');
+    // ...but '_GET_stream_…'.split('_')[0] is '': nothing replayed, and the stream is registered under ''.
+    expect(standalone.conditions.replay.status).toBe('fail');
+    expect(standalone.conditions.replay.detail).toMatch(/replayed nothing/);
+    expect(standalone.conditions.continues.status).toBe('fail');
+    expect(standalone.conditions.repeated_resumes.status).toBe('fail');
+    expect(standalone.resumes.forkedRatio).toBe(1);
+    expect(report.summary).toMatch(/standalone replay/);
+  });
+
+  test('a validating store, events made by --notify-tool: every standalone condition passes', async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'validating', '--notify', 'tool']);
+    const { code, report } = await probe(server.url, '--resumes', '3', '--notify-tool', 'notify');
+    expect(code).toBe(0);
+    const standalone = report.streams.standalone;
+    expect(standalone.trigger).toBe('notify_tool');
+    expect(standalone.verdict).toBe('resumable');
+    for (const c of Object.values(standalone.conditions)) expect(c.status).toBe('pass');
+    // The tool sends two notifications: the cursor is the second, and the first missed one comes first.
+    expect(standalone.cursor).toMatchObject({ real: '_GET_stream:00000002', source: 'event' });
+    expect(standalone.conditions.replay.detail).toContain('_GET_stream:00000003');
+    expect(standalone.resumes.outcomes.resumed).toBe(3);
+    expect(standalone.conditions.bogus_cursor_refused).toMatchObject({ status: 'pass', evidence: { status: 400 } });
+  });
+
+  test('a server the probe cannot make send on its GET stream: untestable there, never a pass (exit 2)', async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'validating', '--notify', 'none']);
+    const { code, report } = await probe(server.url, '--resumes', '2', '--timeout', '600');
+    expect(report.streams.request.verdict).toBe('resumable');
+    const standalone = report.streams.standalone;
+    expect(standalone.verdict).toBe('untestable');
+    expect(standalone.trigger).toBeNull();
+    for (const c of Object.values(standalone.conditions)) expect(c.status).toBe('not_tested');
+    expect(standalone.conditions.event_ids.detail).toMatch(/could not make the server send.*--notify-tool/);
+    expect(standalone.tried.join('\n')).toMatch(/roots\/list_changed: nothing arrived/);
+    expect(report.verdict).toBe('untestable');
+    expect(code).toBe(2);
+  });
+
+  test('--streams request leaves the standalone stream out, plainly (not applicable, not a pass)', async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'validating', '--notify', 'none']);
+    const { code, report } = await probe(server.url, '--resumes', '2', '--streams', 'request');
+    expect(code).toBe(0);
+    expect(report.streams.standalone.verdict).toBe('not_applicable');
+    expect(report.streams.standalone.conditions.replay.detail).toMatch(/not probed/);
+    expect(report.steps.some(s => s.step.startsWith('standalone'))).toBe(false);
+  });
+});
+
 describe('two processes behind a round-robin proxy', () => {
   test('per-process logs: resumes that land on the other replica fork silently, and the share is reported', async () => {
     // SDK-shaped ids, unknown cursors served 200 (like the SDK example store), replay in insertion order.
@@ -106,13 +173,14 @@ describe('two processes behind a round-robin proxy', () => {
     expect(report.conditions.repeated_resumes.status).toBe('fail');
     expect(report.resumes.outcomes.forked).toBeGreaterThan(0);
     expect(report.resumes.outcomes.resumed).toBeGreaterThan(0);
-    // Strict alternation sends every other resume to the replica without the log.
-    expect(report.resumes.forkedRatio).toBe(0.5);
+    // Strict alternation, and the pings' order swapped for every other pair of resumes: 4 of the 10 reach the
+    // replica that did not serve their ping.
+    expect(report.resumes.forkedRatio).toBe(0.4);
     expect(report.conditions.replay.status).toBe('fail'); // the first resume went to the other replica
     expect(report.resumes.statusCodes).toEqual({ '200': 10 });
     const forks = report.resumes.details.filter(d => d.outcome === 'forked');
     for (const fork of forks) expect(['no_frame', 'eof_without_frames']).toContain(fork.reason);
-    expect(report.resumes.firstEventIds['(no frame)']).toBe(5);
+    expect(report.resumes.firstEventIds['(no frame)']).toBe(4);
   });
 
   test('the same dead half with the default --timeout: the silent resumes wait together, not one after another', async () => {
@@ -129,17 +197,17 @@ describe('two processes behind a round-robin proxy', () => {
     const report = JSON.parse(stdout) as ProbeReport;
     expect(code).toBe(1);
     expect(report.resumes.attempts).toBe(10);
-    expect(report.resumes.forkedRatio).toBe(0.5);
+    expect(report.resumes.forkedRatio).toBe(0.4);
     // Pipelined: each resume opened before the previous one had its verdict (requests overlapped at the proxy).
     // The SDK ends a replica's silent stream when the next resume for it arrives, so every silent resume but the
     // last one to each replica ends early; at most the last two wait out the whole --timeout, not all five in turn.
     expect(proxy.maxOpen()).toBeGreaterThanOrEqual(2);
     const forks = report.resumes.details.filter(d => d.outcome === 'forked');
-    expect(forks).toHaveLength(5);
+    expect(forks).toHaveLength(4);
     expect(forks.filter(d => d.reason === 'no_frame').length).toBeLessThanOrEqual(2);
   });
 
-  test('one event store shared by both replicas: resumable behind the same proxy (no false alarm)', async () => {
+  test('one event store shared by both replicas, no affinity: request streams resume, standalone notifications go astray', async () => {
     const store = await fixture('store-server.mjs');
     const storeUrl = `http://127.0.0.1:${store.port}`;
     const a = await fixture('sdk-server.mjs', ['--store', 'shared', '--store-url', storeUrl, '--hydrate']);
@@ -148,9 +216,33 @@ describe('two processes behind a round-robin proxy', () => {
     proxies.push(proxy);
     const { code, report } = await probe(proxy.url, '--resumes', '6');
     expect(new Set(proxy.routed)).toEqual(new Set([a.port, b.port]));
-    expect(report.verdict).toBe('resumable');
+    // No false alarm where the shared store does its job: request streams and the standalone replay.
+    expect(report.streams.request.verdict).toBe('resumable');
     expect(report.resumes.outcomes.resumed).toBe(6);
-    expect(code).toBe(0);
+    const standalone = report.streams.standalone;
+    expect(standalone.conditions.replay.status).toBe('pass');
+    expect(standalone.conditions.repeated_resumes.status).toBe('pass');
+    // A notification made on the replica that does not hold the GET stream is stored, never written to it.
+    expect(standalone.conditions.continues.status).toBe('fail');
+    expect(standalone.conditions.continues.detail).toMatch(/never arrived on the resumed stream/);
+    expect(code).toBe(1);
+  });
+
+  test('sticky replicas (affinity on Mcp-Session-Id) with one shared store: RESUMABLE on every stream kind', async () => {
+    const store = await fixture('store-server.mjs');
+    const storeUrl = `http://127.0.0.1:${store.port}`;
+    const a = await fixture('sdk-server.mjs', ['--store', 'shared', '--store-url', storeUrl]);
+    const b = await fixture('sdk-server.mjs', ['--store', 'shared', '--store-url', storeUrl]);
+    const proxy = await startRoundRobinProxy([a.port, b.port], { sticky: true });
+    proxies.push(proxy);
+    // Two probes: two sessions, one on each replica.
+    for (let run = 0; run < 2; run++) {
+      const { code, report } = await probe(proxy.url, '--resumes', '4');
+      expect(report.streams.request.verdict).toBe('resumable');
+      expect(report.streams.standalone.verdict).toBe('resumable');
+      expect(code).toBe(0);
+    }
+    expect(new Set(proxy.routed)).toEqual(new Set([a.port, b.port]));
   });
 
   test('per-process logs with validating stores: the other replica refuses (400) instead of forking', async () => {
@@ -251,6 +343,32 @@ describe('authentication and timeouts', () => {
     } finally {
       hanging.closeAllConnections();
       await new Promise(resolve => hanging.close(resolve));
+    }
+  });
+
+  test('a wrong path or a server that is not MCP: one line with the status and content type, said once', async () => {
+    const page = `<!doctype html><html><body>${'<p>Not Found</p>'.repeat(200)}</body></html>`;
+    const web: Server = createServer((_req, res) => res.writeHead(404, { 'content-type': 'text/html' }).end(page));
+    await new Promise<void>(resolve => web.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = web.address() as { port: number };
+      let stdout = '';
+      const code = await runProbeCli([`http://127.0.0.1:${port}/wrong`], {
+        stdout: text => (stdout += text),
+        stderr: () => undefined,
+        env: {},
+      });
+      expect(code).toBe(2);
+      expect(stdout).not.toContain('<');
+      const lines = stdout.split('\n').filter(l => l.includes('404'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(
+        /UNTESTED\s+every condition\s+initialize answered 404 \(text\/html\), no JSON-RPC response/,
+      );
+      expect(stdout).toContain('verdict: COULD NOT TEST (exit 2)');
+    } finally {
+      web.closeAllConnections();
+      await new Promise(resolve => web.close(resolve));
     }
   });
 

@@ -15,7 +15,10 @@ import {
   allConditions,
   decideVerdict,
   summarizeResumes,
+  STANDALONE_CONDITIONS,
+  allStandalone,
 } from '../../src/cli/probe/report';
+import { standaloneReport } from '../../src/cli/probe/standalone';
 
 describe('parseProbeArgs', () => {
   const parse = (args: string[], env: NodeJS.ProcessEnv = {}) => {
@@ -135,6 +138,16 @@ describe('Prometheus text', () => {
       replay: { status: 'not_tested', detail: '' },
     },
     resumes: summarizeResumes([]),
+    streams: {
+      request: { verdict: 'not_resumable' },
+      standalone: standaloneReport(allStandalone('not_tested', 'nothing sent on it')),
+    },
+    steps: [
+      { step: 'initialize', method: 'POST', status: 200, ms: 1 },
+      { step: 'bogus_cursor', method: 'GET', status: 400, ms: 1 },
+      { step: 'resume', method: 'GET', status: 200, ms: 1 },
+      { step: 'resume_repeat_1', method: 'GET', status: null, ms: 1 },
+    ],
   } as unknown as ProbeReport;
 
   test('every metric family once, all prefixed forkwatch_probe_, target label escaped, NaN without attempts', () => {
@@ -147,12 +160,29 @@ describe('Prometheus text', () => {
     }
     const t = 'target="http://h/\\"mcp\\"\\\\x"';
     expect(text).toContain(`forkwatch_probe_resumable{${t}} 0\n`);
+    expect(text).toContain(`forkwatch_probe_success{${t}} 0\n`);
     expect(text).toContain(`forkwatch_probe_verdict{${t},verdict="not_resumable"} 1\n`);
-    expect(text).toContain(`forkwatch_probe_condition_ok{${t},condition="repeated_resumes"} 0\n`);
-    expect(text).toContain(`forkwatch_probe_condition_tested{${t},condition="replay"} 0\n`);
-    expect(text).toContain(`forkwatch_probe_condition_tested{${t},condition="repeated_resumes"} 1\n`);
-    expect(text).toContain(`forkwatch_probe_resume_forked_ratio{${t}} NaN\n`);
+    const r = `${t},stream="request"`;
+    const sa = `${t},stream="standalone"`;
+    expect(text).toContain(`forkwatch_probe_stream_verdict{${r},verdict="not_resumable"} 1\n`);
+    expect(text).toContain(`forkwatch_probe_stream_verdict{${sa},verdict="untestable"} 1\n`);
+    expect(text).toContain(`forkwatch_probe_condition_ok{${r},condition="repeated_resumes"} 0\n`);
+    expect(text).toContain(`forkwatch_probe_condition_tested{${r},condition="replay"} 0\n`);
+    expect(text).toContain(`forkwatch_probe_condition_tested{${r},condition="repeated_resumes"} 1\n`);
+    // Every standalone condition is there, untested: never a pass.
+    for (const c of STANDALONE_CONDITIONS) {
+      expect(text).toContain(`forkwatch_probe_condition_ok{${sa},condition="${c}"} 0\n`);
+      expect(text).toContain(`forkwatch_probe_condition_tested{${sa},condition="${c}"} 0\n`);
+    }
+    expect(text).toContain(`forkwatch_probe_resume_forked_ratio{${r}} NaN\n`);
+    expect(text).toContain(`forkwatch_probe_http_responses{${t},status="200"} 2\n`);
+    expect(text).toContain(`forkwatch_probe_http_responses{${t},status="400"} 1\n`);
+    expect(text).toContain(`forkwatch_probe_http_responses{${t},status="none"} 1\n`);
     expect(text).toContain(`forkwatch_probe_last_run_timestamp_seconds{${t}} 1700000000\n`);
+    // The exporter's flavour: no target label (Prometheus relabels the target into instance).
+    const bare = renderPrometheus(report, { finishedAt: 1_700_000_000_000, targetLabel: false });
+    expect(bare).toContain('forkwatch_probe_resumable 0\n');
+    expect(bare).not.toContain('target=');
   });
 
   test('writePromFile replaces the file atomically and leaves no temporary file, also when it fails', async () => {

@@ -3,9 +3,9 @@ import { describe, expect, test } from 'vitest';
 import { runPipelined } from '../../src/cli/probe/pipeline';
 import { progressLine } from '../../src/cli/probe/progress';
 
-function stream(isTTY: boolean) {
+function stream(isTTY: boolean, columns?: number) {
   const writes: string[] = [];
-  return { isTTY, columns: 60, writes, write: (text: string) => writes.push(text) };
+  return { isTTY, columns: arguments.length > 1 ? columns : 60, writes, write: (text: string) => writes.push(text) };
 }
 
 describe('progress line', () => {
@@ -26,6 +26,17 @@ describe('progress line', () => {
     const tty = stream(true);
     progressLine(tty).sink('x'.repeat(200));
     expect(tty.writes[0]!.replace('\r\x1b[2K', '').length).toBe(59);
+  });
+
+  test('a terminal that reports 0 columns (or none) gets 80, not a 20-character stub', () => {
+    for (const columns of [0, undefined, Number.NaN]) {
+      const tty = stream(true, columns);
+      progressLine(tty).sink('x'.repeat(200));
+      expect(tty.writes[0]!.replace('\r\x1b[2K', '').length).toBe(79);
+    }
+    const narrow = stream(true, 10);
+    progressLine(narrow).sink('x'.repeat(200));
+    expect(narrow.writes[0]!.replace('\r\x1b[2K', '').length).toBe(20);
   });
 
   test('piped: nothing at all, not even the erase', () => {

@@ -40,6 +40,7 @@ const only = (outcome: string, n: number) => ({
   ignored: 0,
   rejected: 0,
   failed: 0,
+  probe_rejected: 0,
   [outcome]: n,
 });
 

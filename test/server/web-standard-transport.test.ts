@@ -6,7 +6,8 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import { afterEach, describe, expect, test } from 'vitest';
 import { hashSessionId } from '../../src/session-id';
-import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
+import { ATTR, METRICS, PROBE_USER_AGENT, SPAN, SPAN_EVENT } from '../../src/names';
+import { PACKAGE_VERSION } from '../../src/version';
 import { sample } from '../support/lab';
 import {
   type Forkwatch,
@@ -58,7 +59,7 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     expect(frames.map(f => f.id)).toEqual(['3', '4', '5', '6', '7']);
     const m = await fw.metrics();
     expect(sample(m, resumes, { ...t, outcome: 'replayed' })).toBe(1);
-    for (const outcome of ['unknown_cursor', 'ignored', 'rejected', 'failed'])
+    for (const outcome of ['unknown_cursor', 'ignored', 'rejected', 'failed', 'probe_rejected'])
       expect(sample(m, resumes, { ...t, outcome })).toBe(0);
     expect(sample(m, `${gap}_count`)).toBe(1);
     expect(sample(m, `${gap}_sum`)).toBe(frames.length);
@@ -169,6 +170,36 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     expect(sample(await fw.metrics(), resumes, { ...t, outcome: 'rejected' })).toBe(3);
     expect(fw.spans(SPAN.serverResume).map(s => s.attributes[ATTR.httpStatusCode])).toEqual([400, 404, 409]);
     expect(fw.spans(SPAN.serverResume).every(s => s.status.code === SpanStatusCode.ERROR)).toBe(true);
+  });
+
+  test("forkwatch probe's resumes (its User-Agent): refusals and unknown cursors are probe_rejected, replays still replayed", async () => {
+    fw = setupForkwatch({}, module);
+    const probe = { 'user-agent': `${PROBE_USER_AGENT}/${PACKAGE_VERSION}` };
+    const validating = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
+    await validating.send(notification(1));
+    await validating.send(notification(2));
+    const forgiving = hydrate(new Transport({ eventStore: new InMemoryEventStore() }), 'session-2');
+    const statuses = [];
+    for (const [transport, request] of [
+      [validating, getRequest({ ...probe, 'last-event-id': '999' })], // the probe's bogus cursor: 400
+      [forgiving, getRequest({ ...probe, 'last-event-id': 'never_issued_x' }, 'session-2')], // 200, no log
+      [validating, getRequest({ ...probe, 'last-event-id': '1' })], // the probe's real cursor: replayed
+      [validating, getRequest({ 'user-agent': 'node', 'last-event-id': '998' })], // a real client: rejected
+    ] as const) {
+      const res = await transport.handleRequest(request);
+      statuses.push(res.status);
+      await res.body?.cancel();
+    }
+    await fw.waitForSpans(SPAN.serverResume, 4);
+    expect(statuses).toEqual([400, 200, 200, 400]);
+    const m = await fw.metrics();
+    expect(sample(m, resumes, { ...t, outcome: 'probe_rejected' })).toBe(2);
+    expect(sample(m, resumes, { ...t, outcome: 'replayed' })).toBe(1);
+    expect(sample(m, resumes, { ...t, outcome: 'rejected' })).toBe(1);
+    expect(sample(m, resumes, { ...t, outcome: 'unknown_cursor' })).toBe(0);
+    // Deliberate refusals are not errors of the server; the real client's is.
+    const codes = fw.spans(SPAN.serverResume).map(s => s.status.code);
+    expect(codes).toEqual([SpanStatusCode.UNSET, SpanStatusCode.UNSET, SpanStatusCode.UNSET, SpanStatusCode.ERROR]);
   });
 
   test('a store that throws: failed, with the error type, and the SDK answers as it would (500)', async () => {

@@ -6,6 +6,7 @@ import {
   type ConditionResult,
   type ProbeVerdict,
   type ResumeAttempt,
+  type StandaloneReport,
   allConditions,
   summarizeResumes,
 } from './report';
@@ -61,21 +62,9 @@ export function inspectPingStream(frames: SseFrame[], negotiated: string): PingS
   return { condition, ...(cursor ? { cursor } : {}), ...(responseId ? { responseId } : {}), idsUpToCursor };
 }
 
-/** POSTs answered with JSON: SSE can only come from the standalone GET stream, if there is one. */
-export async function withoutPostStreams(http: McpHttp): Promise<Record<ConditionName, ConditionResult>> {
-  const get = await http.send('standalone_get', 'GET');
-  await get.close();
-  if (get.status === 405) {
-    return allConditions(
-      'not_applicable',
-      'server offers no SSE (POSTs answered with JSON, GET with 405): there is no stream to resume',
-    );
-  }
-  const detail =
-    get.status >= 200 && get.status < 300
-      ? 'POSTs are answered with JSON; only the standalone GET stream is SSE, and the probe cannot make the server send on it'
-      : `POSTs are answered with JSON and GET with ${get.status || get.error}`;
-  return allConditions('not_tested', detail);
+/** POSTs answered with JSON: no request stream to resume; SSE can only come from the standalone GET stream. */
+export function withoutPostStreams(): Record<ConditionName, ConditionResult> {
+  return allConditions('not_applicable', 'POSTs are answered with JSON (no SSE on request streams): nothing to resume');
 }
 
 /** Condition 2 from the first resume. */
@@ -109,16 +98,30 @@ export function repeatedCondition(attempts: ResumeAttempt[]): ConditionResult {
   return { status: 'not_tested', detail, evidence };
 }
 
-export function summarize(verdict: ProbeVerdict, conditions: Record<ConditionName, ConditionResult>): string {
-  const names = Object.keys(conditions) as ConditionName[];
+export function summarize(
+  verdict: ProbeVerdict,
+  conditions: Record<ConditionName, ConditionResult>,
+  standalone: StandaloneReport,
+): string {
+  const failed = (kind: string, all: Record<string, ConditionResult>) =>
+    Object.keys(all)
+      .filter(n => all[n]!.status === 'fail')
+      .map(n => `${kind} ${n}`);
+  const untested = (all: Record<string, ConditionResult>) =>
+    Object.values(all).find(c => c.status === 'not_tested')?.detail;
   switch (verdict) {
-    case 'resumable':
-      return 'resumable: resumes replay the lost events and unknown cursors are refused';
+    case 'resumable': {
+      const kinds = standalone.verdict === 'resumable' ? 'request and standalone streams' : 'request streams';
+      return `resumable: resumes of ${kinds} replay the lost events and unknown cursors are refused`;
+    }
     case 'not_resumable':
-      return `not resumable: ${names.filter(n => conditions[n].status === 'fail').join(', ')} failed`;
+      return `not resumable: ${[...failed('request', conditions), ...failed('standalone', standalone.conditions)].join(', ')} failed`;
     case 'not_applicable':
-      return `not applicable: ${conditions.event_ids.detail}`;
-    default:
-      return `could not test: ${names.map(n => conditions[n]).find(c => c.status === 'not_tested')?.detail ?? 'unknown'}`;
+      return `not applicable: ${conditions.event_ids.detail}; standalone: ${standalone.conditions.event_ids.detail}`;
+    default: {
+      const request = untested(conditions);
+      if (request !== undefined) return `could not test: ${request}`;
+      return `could not test the standalone stream: ${untested(standalone.conditions) ?? 'unknown'}`;
+    }
   }
 }

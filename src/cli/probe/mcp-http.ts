@@ -3,7 +3,12 @@
  * request (`Connection: close`) so that a load balancer can send each request to a different replica, and a
  * bound on every exchange.
  */
+import { PROBE_USER_AGENT } from '../../names';
+import { PACKAGE_VERSION } from '../../version';
 import { type SseFrame, SseReader } from './sse-reader';
+
+/** How the probe names itself on every request, so servers (and forkwatch's own server side) can count it apart. */
+export const USER_AGENT = `${PROBE_USER_AGENT}/${PACKAGE_VERSION}`;
 
 export interface StepRecord {
   step: string;
@@ -50,7 +55,13 @@ export class McpHttp {
     private readonly url: URL,
     private readonly extraHeaders: Readonly<Record<string, string>>,
     readonly timeoutMs: number,
+    /** Aborts every exchange in flight and every later one but the session's DELETE (the exporter's deadline). */
+    private readonly stop?: AbortSignal,
   ) {}
+
+  get stopped(): boolean {
+    return this.stop?.aborted === true;
+  }
 
   deadline(): number {
     return Date.now() + this.timeoutMs;
@@ -60,9 +71,10 @@ export class McpHttp {
   async send(
     step: string,
     method: 'POST' | 'GET' | 'DELETE',
-    options: { message?: JsonRpcMessage; lastEventId?: string } = {},
+    options: { message?: JsonRpcMessage; lastEventId?: string; evenWhenStopped?: boolean } = {},
   ): Promise<Exchange> {
     const headers: Record<string, string> = {
+      'user-agent': USER_AGENT,
       accept: method === 'GET' ? 'text/event-stream' : 'application/json, text/event-stream',
       connection: 'close',
       ...this.extraHeaders,
@@ -75,8 +87,13 @@ export class McpHttp {
     const controller = new AbortController();
     const started = Date.now();
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    const stop = options.evenWhenStopped ? undefined : this.stop;
+    const onStop = () => controller.abort();
+    if (stop?.aborted) controller.abort();
+    else stop?.addEventListener('abort', onStop, { once: true });
     const close = async (response?: Response) => {
       clearTimeout(timer);
+      stop?.removeEventListener('abort', onStop);
       if (response?.body && !response.bodyUsed) await response.body.cancel().catch(() => undefined);
       controller.abort();
     };
@@ -101,7 +118,11 @@ export class McpHttp {
       this.steps.push({ step, method, status: response.status, ms: exchange.ms });
       return exchange;
     } catch (error) {
-      const message = controller.signal.aborted ? `no response within ${this.timeoutMs} ms` : describeError(error);
+      const message = stop?.aborted
+        ? 'the probe reached its deadline'
+        : controller.signal.aborted
+          ? `no response within ${this.timeoutMs} ms`
+          : describeError(error);
       await close();
       const ms = Date.now() - started;
       this.steps.push({ step, method, status: null, ms, error: message });

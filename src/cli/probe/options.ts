@@ -1,5 +1,6 @@
 /** Command-line options of `forkwatch probe`. */
 import { parseArgs } from 'node:util';
+import { STREAM_KINDS, type StreamKind } from './report';
 
 /** Protocol versions that have Last-Event-ID resumption, oldest first. */
 export const RESUMABLE_PROTOCOL_VERSIONS = ['2025-03-26', '2025-06-18', '2025-11-25'] as const;
@@ -15,6 +16,11 @@ export interface ProbeOptions {
   /** Repeated resumes over fresh connections (condition 4). */
   resumes: number;
   protocolVersion: string;
+  /** Stream kinds to probe (`--streams`); a kind left out is reported not applicable. */
+  streams: StreamKind[];
+  /** A tool that makes the server send notifications on its standalone stream (`--notify-tool`). */
+  notifyTool?: string;
+  notifyArgs?: Record<string, unknown>;
   json: boolean;
   promFile?: string;
   pushgateway?: URL;
@@ -36,6 +42,9 @@ Options:
   --timeout <ms>            bound on each step (default ${DEFAULTS.timeoutMs})
   --resumes <K>             repeated resumes over fresh connections (default ${DEFAULTS.resumes})
   --protocol-version <v>    version to ask for: ${RESUMABLE_PROTOCOL_VERSIONS.join(', ')} (default ${DEFAULTS.protocolVersion})
+  --notify-tool <name>      a tool that makes the server send notifications on its standalone GET stream
+  --notify-args <json>      arguments for --notify-tool (a JSON object; default {})
+  --streams <kinds>         stream kinds to probe: request,standalone (default both)
   --json                    print the report as JSON
   --prom-file <path>        write Prometheus text format (atomically, for a textfile collector)
   --pushgateway <url>       PUT Prometheus text format to a Pushgateway
@@ -71,6 +80,9 @@ function parseProbeArgv(argv: readonly string[]) {
       timeout: { type: 'string' },
       resumes: { type: 'string' },
       'protocol-version': { type: 'string' },
+      'notify-tool': { type: 'string' },
+      'notify-args': { type: 'string' },
+      streams: { type: 'string' },
       json: { type: 'boolean' },
       'prom-file': { type: 'string' },
       pushgateway: { type: 'string' },
@@ -117,6 +129,17 @@ function fromParsed(parsed: ReturnType<typeof parseProbeArgv>, env: NodeJS.Proce
     return { kind: 'error', message: `--protocol-version must be one of ${RESUMABLE_PROTOCOL_VERSIONS.join(', ')}` };
   }
 
+  const streams = (values.streams ?? STREAM_KINDS.join(',')).split(',').map(k => k.trim());
+  if (streams.length === 0 || !streams.every(k => (STREAM_KINDS as readonly string[]).includes(k)))
+    return { kind: 'error', message: `--streams takes a comma-separated list of ${STREAM_KINDS.join(', ')}` };
+  let notifyArgs: Record<string, unknown> | undefined;
+  if (values['notify-args'] !== undefined) {
+    const parsedArgs = parseJsonObject(values['notify-args']);
+    if (parsedArgs === undefined) return { kind: 'error', message: '--notify-args must be a JSON object' };
+    notifyArgs = parsedArgs;
+  }
+  if (values['notify-tool'] === '') return { kind: 'error', message: '--notify-tool must not be empty' };
+
   let pushgateway: URL | undefined;
   if (values.pushgateway !== undefined) {
     pushgateway = parseHttpUrl(values.pushgateway);
@@ -133,12 +156,26 @@ function fromParsed(parsed: ReturnType<typeof parseProbeArgv>, env: NodeJS.Proce
       timeoutMs,
       resumes,
       protocolVersion,
+      streams: [...new Set(streams)] as StreamKind[],
+      ...(values['notify-tool'] !== undefined ? { notifyTool: values['notify-tool'] } : {}),
+      ...(notifyArgs !== undefined ? { notifyArgs } : {}),
       json: values.json ?? false,
       ...(values['prom-file'] !== undefined ? { promFile: values['prom-file'] } : {}),
       ...(pushgateway !== undefined ? { pushgateway } : {}),
       pushJob,
     },
   };
+}
+
+function parseJsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(text);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function parseHttpUrl(text: string): URL | undefined {

@@ -24,7 +24,7 @@ export function progressLine(stream: ProgressStream, startedAt = Date.now()): Pr
   return {
     sink: phrase => {
       const seconds = ((Date.now() - startedAt) / 1000).toFixed(1);
-      const text = `forkwatch probe: ${phrase} (${seconds} s)`.slice(0, Math.max(20, (stream.columns ?? 80) - 1));
+      const text = `forkwatch probe: ${phrase} (${seconds} s)`.slice(0, lineWidth(stream.columns));
       stream.write(`\r\x1b[2K${text}`);
       drawn = true;
     },
@@ -33,4 +33,10 @@ export function progressLine(stream: ProgressStream, startedAt = Date.now()): Pr
       drawn = false;
     },
   };
+}
+
+/** Terminals (and emulators in CI) may report 0 columns or none: then a sane 80, never a 20-character stub. */
+export function lineWidth(columns: number | undefined): number {
+  if (columns === undefined || !Number.isFinite(columns) || columns <= 0) return 79;
+  return Math.max(20, columns - 1);
 }

@@ -6,7 +6,14 @@
 import { randomBytes } from 'node:crypto';
 import { rename, unlink, writeFile } from 'node:fs/promises';
 import { RESUME_OUTCOMES } from '../../core/verdict';
-import { CONDITIONS, type ProbeReport, VERDICTS } from './report';
+import {
+  type ConditionResult,
+  type ProbeReport,
+  STREAM_CONDITIONS,
+  STREAM_KINDS,
+  type StreamKind,
+  VERDICTS,
+} from './report';
 
 type MetricType = 'gauge' | 'counter';
 
@@ -24,20 +31,27 @@ export function probeMetrics() {
     help,
   });
   return {
+    success: m(
+      'success',
+      'gauge',
+      '1 when the last probe found nothing wrong (resumable, or nothing to resume), else 0.',
+    ),
     resumable: m('resumable', 'gauge', '1 when the last probe found the endpoint session-resumable, else 0.'),
     verdict: m('verdict', 'gauge', 'Verdict of the last probe: 1 for the verdict it reached, 0 for the others.'),
+    streamVerdict: m('stream_verdict', 'gauge', 'Verdict of the last probe per stream kind (request, standalone).'),
     conditionOk: m('condition_ok', 'gauge', '1 when the condition passed in the last probe, else 0.'),
     conditionTested: m('condition_tested', 'gauge', '1 when the last probe could decide the condition (pass or fail).'),
     resumeAttempts: m(
       'resume_attempts_total',
       'counter',
-      'Repeated resume attempts of the last probe, by outcome (reset every run).',
+      'Repeated resume attempts of the last probe, by stream kind and outcome (reset every run).',
     ),
     resumeForkedRatio: m(
       'resume_forked_ratio',
       'gauge',
-      'Share of the repeated resumes that forked in the last probe (NaN: none made).',
+      'Share of the repeated resumes that forked in the last probe, per stream kind (NaN: none made).',
     ),
+    httpResponses: m('http_responses', 'gauge', 'HTTP exchanges of the last probe by status code (none: no answer).'),
     durationSeconds: m('duration_seconds', 'gauge', 'Wall time of the last probe.'),
     lastRunTimestamp: m('last_run_timestamp_seconds', 'gauge', 'Unix time the last probe finished.'),
   };
@@ -48,9 +62,20 @@ export function probeMetricNames(): string[] {
   return Object.values(probeMetrics()).map(metric => metric.name);
 }
 
-export function renderPrometheus(report: ProbeReport, finishedAt = Date.now()): string {
+export interface RenderOptions {
+  finishedAt?: number;
+  /**
+   * Label every sample with `target` (default). The exporter leaves it out, as blackbox_exporter does: Prometheus
+   * relabels the target into `instance`.
+   */
+  targetLabel?: boolean;
+}
+
+export function renderPrometheus(report: ProbeReport, options: RenderOptions | number = {}): string {
+  const { finishedAt = Date.now(), targetLabel = true } =
+    typeof options === 'number' ? { finishedAt: options } : options;
   const metrics = probeMetrics();
-  const target = { target: report.target };
+  const target: Record<string, string> = targetLabel ? { target: report.target } : {};
   const lines: string[] = [];
   const family = (metric: ProbeMetric, samples: Array<[Record<string, string>, number]>) => {
     lines.push(`# HELP ${metric.name} ${metric.help}`, `# TYPE ${metric.name} ${metric.type}`);
@@ -58,25 +83,54 @@ export function renderPrometheus(report: ProbeReport, finishedAt = Date.now()): 
       lines.push(`${metric.name}${formatLabels({ ...target, ...labels })} ${formatValue(value)}`);
   };
   const bit = (value: boolean) => (value ? 1 : 0);
+  const streams = {
+    request: { verdict: report.streams.request.verdict, conditions: report.conditions, resumes: report.resumes },
+    standalone: report.streams.standalone,
+  };
+  const perStream = <T>(each: (kind: StreamKind) => Array<[Record<string, string>, T]>) =>
+    STREAM_KINDS.flatMap(kind =>
+      each(kind).map(([labels, v]) => [{ stream: kind, ...labels }, v] as [Record<string, string>, T]),
+    );
 
+  family(metrics.success, [[{}, bit(report.verdict === 'resumable' || report.verdict === 'not_applicable')]]);
   family(metrics.resumable, [[{}, bit(report.verdict === 'resumable')]]);
   family(
     metrics.verdict,
     VERDICTS.map(v => [{ verdict: v }, bit(report.verdict === v)]),
   );
   family(
+    metrics.streamVerdict,
+    perStream(kind => VERDICTS.map(v => [{ verdict: v }, bit(streams[kind].verdict === v)])),
+  );
+  const conditionsOf = (kind: StreamKind) =>
+    STREAM_CONDITIONS[kind].map(c => [c, (streams[kind].conditions as Record<string, ConditionResult>)[c]!] as const);
+  family(
     metrics.conditionOk,
-    CONDITIONS.map(c => [{ condition: c }, bit(report.conditions[c].status === 'pass')]),
+    perStream(kind => conditionsOf(kind).map(([c, r]) => [{ condition: c }, bit(r.status === 'pass')])),
   );
   family(
     metrics.conditionTested,
-    CONDITIONS.map(c => [{ condition: c }, bit(['pass', 'fail'].includes(report.conditions[c].status))]),
+    perStream(kind =>
+      conditionsOf(kind).map(([c, r]) => [{ condition: c }, bit(r.status === 'pass' || r.status === 'fail')]),
+    ),
   );
   family(
     metrics.resumeAttempts,
-    RESUME_OUTCOMES.map(o => [{ outcome: o }, report.resumes.outcomes[o]]),
+    perStream(kind => RESUME_OUTCOMES.map(o => [{ outcome: o }, streams[kind].resumes.outcomes[o]])),
   );
-  family(metrics.resumeForkedRatio, [[{}, report.resumes.forkedRatio ?? Number.NaN]]);
+  family(
+    metrics.resumeForkedRatio,
+    perStream(kind => [[{}, streams[kind].resumes.forkedRatio ?? Number.NaN]]),
+  );
+  const statuses = new Map<string, number>();
+  for (const step of report.steps) {
+    const key = step.status === null ? 'none' : String(step.status);
+    statuses.set(key, (statuses.get(key) ?? 0) + 1);
+  }
+  family(
+    metrics.httpResponses,
+    [...statuses].sort().map(([status, count]) => [{ status }, count]),
+  );
   family(metrics.durationSeconds, [[{}, report.durationMs / 1000]]);
   family(metrics.lastRunTimestamp, [[{}, Math.floor(finishedAt / 1000)]]);
   return `${lines.join('\n')}\n`;

@@ -1,6 +1,14 @@
 /** The human-readable report: one line per condition, then the verdict and what it means. */
 import { displayEventId } from '../../core/event-id';
-import { CONDITIONS, CONDITION_TITLES, type ConditionStatus, type ProbeReport, type ProbeVerdict } from './report';
+import {
+  CONDITIONS,
+  CONDITION_TITLES,
+  type ConditionStatus,
+  type ProbeReport,
+  type ProbeVerdict,
+  STANDALONE_CONDITIONS,
+  STANDALONE_CONDITION_TITLES,
+} from './report';
 
 const STATUS_WORD: Record<ConditionStatus, string> = {
   pass: 'PASS',
@@ -32,11 +40,33 @@ export function renderText(report: ProbeReport): string {
     report.session.id === null ? 'no session' : `session ${displayEventId(report.session.id.slice(0, 8))}…`;
   lines.push(`  protocol ${negotiated} (asked ${report.protocol.requested}), ${session}`);
   if (report.cursor.real !== null) lines.push(`  cursor ${displayEventId(report.cursor.real, 80)}`);
-  lines.push('');
-  const width = Math.max(...CONDITIONS.map(c => CONDITION_TITLES[c].length));
+  const width = Math.max(
+    ...CONDITIONS.map(c => CONDITION_TITLES[c].length),
+    ...STANDALONE_CONDITIONS.map(c => STANDALONE_CONDITION_TITLES[c].length),
+  );
+  const all = [...Object.values(report.conditions), ...Object.values(report.streams.standalone.conditions)];
+  if (all.every(c => c.status === all[0]!.status && c.detail === all[0]!.detail)) {
+    // The probe stopped before any stream (unreachable, 401, not MCP): say it once.
+    lines.push('', `  ${STATUS_WORD[all[0]!.status].padEnd(8)} every condition  ${all[0]!.detail}`);
+    for (const note of report.notes) lines.push(`  note: ${note}`);
+    lines.push(
+      '',
+      `verdict: ${VERDICT_LINE[report.verdict]} (exit ${report.exitCode})`,
+      `  ${MEANING[report.verdict]}`,
+    );
+    return `${lines.join('\n')}\n`;
+  }
+  lines.push('', `  request stream (POST responses): ${VERDICT_LINE[report.streams.request.verdict]}`);
   for (const name of CONDITIONS) {
     const c = report.conditions[name];
     lines.push(`  ${STATUS_WORD[c.status].padEnd(8)} ${CONDITION_TITLES[name].padEnd(width)}  ${c.detail}`);
+  }
+  const standalone = report.streams.standalone;
+  const trigger = standalone.trigger === null ? '' : ` (events via ${standalone.trigger})`;
+  lines.push('', `  standalone GET stream${trigger}: ${VERDICT_LINE[standalone.verdict]}`);
+  for (const name of STANDALONE_CONDITIONS) {
+    const c = standalone.conditions[name];
+    lines.push(`  ${STATUS_WORD[c.status].padEnd(8)} ${STANDALONE_CONDITION_TITLES[name].padEnd(width)}  ${c.detail}`);
   }
   const forked = report.resumes.details.filter(d => d.outcome !== 'resumed');
   if (forked.length > 0) {
@@ -45,7 +75,7 @@ export function renderText(report: ProbeReport): string {
       lines.push(`    #${d.attempt} ${d.outcome} (${d.status ?? 'no answer'}): ${d.detail}`);
     if (forked.length > 10) lines.push(`    … ${forked.length - 10} more (see --json)`);
   }
-  for (const note of report.notes) lines.push(`  note: ${note}`);
+  for (const note of [...report.notes, ...report.streams.standalone.notes]) lines.push(`  note: ${note}`);
   lines.push('', `verdict: ${VERDICT_LINE[report.verdict]} (exit ${report.exitCode})`, `  ${MEANING[report.verdict]}`);
   return `${lines.join('\n')}\n`;
 }

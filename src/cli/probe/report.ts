@@ -12,6 +12,54 @@ export const CONDITION_TITLES: Record<ConditionName, string> = {
   repeated_resumes: 'repeated resumes',
 };
 
+/**
+ * The kinds of SSE stream a session uses: `request`, the response stream of a POST (condition names above), and
+ * `standalone`, the GET stream that carries server-initiated messages (logging, list_changed, server requests).
+ */
+export const STREAM_KINDS = ['request', 'standalone'] as const;
+export type StreamKind = (typeof STREAM_KINDS)[number];
+
+export const STANDALONE_CONDITIONS = [
+  'event_ids',
+  'cursor_accepted',
+  'replay',
+  'continues',
+  'bogus_cursor_refused',
+  'repeated_resumes',
+] as const;
+export type StandaloneConditionName = (typeof STANDALONE_CONDITIONS)[number];
+
+export const STANDALONE_CONDITION_TITLES: Record<StandaloneConditionName, string> = {
+  event_ids: 'event ids on the GET stream',
+  cursor_accepted: "the server's own cursor accepted",
+  replay: 'events sent while away replayed',
+  continues: 'the resumed stream continues',
+  bogus_cursor_refused: 'unknown cursor refused',
+  repeated_resumes: 'repeated resumes',
+};
+
+/** The conditions of each stream kind, in report order. */
+export const STREAM_CONDITIONS: Record<StreamKind, readonly string[]> = {
+  request: CONDITIONS,
+  standalone: STANDALONE_CONDITIONS,
+};
+
+/** How the probe got the server to send on the standalone stream (null: it could not). */
+export type StandaloneTrigger = 'priming' | 'notify_tool' | 'roots_list_changed' | 'unprompted';
+
+export interface StandaloneReport {
+  verdict: ProbeVerdict;
+  conditions: Record<StandaloneConditionName, ConditionResult>;
+  cursor: { real: string | null; source: 'priming' | 'event' | null; bogus: string | null };
+  /** What made the server send on the stream; null when nothing did. */
+  trigger: StandaloneTrigger | null;
+  /** What the probe tried to make the server send. */
+  tried: string[];
+  resumes: ResumeSummary;
+  /** What the probe noticed on this stream that is not a condition (a balancer holding closed connections). */
+  notes: string[];
+}
+
 /** `not_tested`: the probe could not decide (a step failed or a prerequisite was missing). */
 export type ConditionStatus = 'pass' | 'fail' | 'not_tested' | 'not_applicable';
 
@@ -83,17 +131,21 @@ export interface ProbeReport {
   protocol: { requested: string; negotiated: string | null; serverSupported?: string[] };
   session: { id: string | null };
   cursor: { real: string | null; expectedEventId: string | null; bogus: string | null };
+  /** The request (POST response) stream's conditions. */
   conditions: Record<ConditionName, ConditionResult>;
   resumes: ResumeSummary;
+  /** Per stream kind: the request stream's verdict, and everything about the standalone GET stream. */
+  streams: { request: { verdict: ProbeVerdict }; standalone: StandaloneReport };
   steps: StepRecord[];
   notes: string[];
 }
 
-export function decideVerdict(conditions: Record<ConditionName, ConditionResult>): ProbeVerdict {
-  const statuses = CONDITIONS.map(name => conditions[name].status);
+export function decideVerdict(conditions: Readonly<Record<string, ConditionResult>>): ProbeVerdict {
+  const statuses = Object.values(conditions).map(c => c.status);
   if (statuses.every(s => s === 'not_applicable')) return 'not_applicable';
   if (statuses.includes('fail')) return 'not_resumable';
-  if (statuses.every(s => s === 'pass')) return 'resumable';
+  // A condition that does not apply to this server (said why in its detail) neither passes nor blocks a pass.
+  if (statuses.every(s => s === 'pass' || s === 'not_applicable')) return 'resumable';
   return 'untestable';
 }
 
@@ -118,6 +170,28 @@ export function summarizeResumes(details: ResumeAttempt[]): ResumeSummary {
     firstEventIds,
     details,
   };
+}
+
+/**
+ * The verdict over every stream kind: any failure fails; resumable only when each kind the server offers was
+ * judged resumable (a stream the probe could not exercise is untestable, never a pass); not applicable when no
+ * kind applies.
+ */
+export function combineVerdicts(verdicts: readonly ProbeVerdict[]): ProbeVerdict {
+  if (verdicts.includes('not_resumable')) return 'not_resumable';
+  if (verdicts.includes('untestable')) return 'untestable';
+  if (verdicts.includes('resumable')) return 'resumable';
+  return 'not_applicable';
+}
+
+export function allStandalone(
+  status: ConditionStatus,
+  detail: string,
+): Record<StandaloneConditionName, ConditionResult> {
+  return Object.fromEntries(STANDALONE_CONDITIONS.map(name => [name, { status, detail }])) as Record<
+    StandaloneConditionName,
+    ConditionResult
+  >;
 }
 
 export function allConditions(status: ConditionStatus, detail: string): Record<ConditionName, ConditionResult> {

@@ -13,8 +13,16 @@ import { type SseFrame, type SseRead, SseReader } from './sse-reader';
 
 export interface ResumeTarget {
   cursor: string;
-  /** Id of the request whose response followed the cursor on its stream. */
-  responseTo: string | number;
+  /**
+   * What must come first: the response to this request (a request stream), or, on the standalone stream, a
+   * message frame (priming frames skipped), with this id when the probe knows it.
+   */
+  responseTo?: string | number;
+  standaloneFirstId?: string;
+  /** Words for the expected frame, in details ('the response that followed the cursor'). */
+  expected?: string;
+  /** How long 409s may be retried (default: one step time); see resumeGet. */
+  conflictWaitMs?: number;
   /** Ids consumed up to and including the cursor: a replay must not start with one of them. */
   consumedUpToCursor: ReadonlySet<string>;
 }
@@ -39,28 +47,36 @@ const SOLO: Turn = { opened: () => undefined, earlier: Promise.resolve() };
  * the connection it conflicts with is one of the probe's own earlier attempts still waiting for a frame, it first
  * waits for those to finish (each is bounded by its own step time), then retries with a fresh step time.
  */
-async function resumeGet(
+export async function resumeGet(
   http: McpHttp,
   step: string,
   cursor: string,
-  turn: Turn,
-): Promise<{ exchange: Exchange; conflicts: number }> {
+  turn: Turn = SOLO,
+  conflictWaitMs = http.timeoutMs,
+): Promise<{ exchange: Exchange; conflicts: number; conflictMs: number }> {
+  const started = Date.now();
   let deadline = http.deadline();
   let backoff = CONFLICT_BACKOFF_MS;
   let conflicts = 0;
   let waitedForEarlier = false;
+  const done = (exchange: Exchange) => ({
+    exchange,
+    conflicts,
+    conflictMs: conflicts === 0 ? 0 : Date.now() - started,
+  });
   for (;;) {
     const exchange = await http.send(step, 'GET', { lastEventId: cursor });
-    if (exchange.status !== 409) return { exchange, conflicts };
+    if (exchange.status !== 409 || http.stopped) return done(exchange);
     if (!waitedForEarlier) {
       await exchange.close();
       conflicts++;
       waitedForEarlier = true;
       await turn.earlier;
-      deadline = http.deadline();
+      // A balancer may hold the probe's closed connection open until the server's next keep-alive write.
+      deadline = Date.now() + Math.max(http.timeoutMs, conflictWaitMs);
       continue;
     }
-    if (Date.now() + backoff >= deadline) return { exchange, conflicts };
+    if (Date.now() + backoff >= deadline) return done(exchange);
     await exchange.close();
     conflicts++;
     await new Promise(resolve => setTimeout(resolve, backoff));
@@ -76,7 +92,9 @@ export async function resumeOnce(
   turn: Turn = SOLO,
 ): Promise<ResumeAttempt> {
   const started = Date.now();
-  const { exchange, conflicts } = await resumeGet(http, step, target.cursor, turn).finally(() => turn.opened());
+  const { exchange, conflicts } = await resumeGet(http, step, target.cursor, turn, target.conflictWaitMs).finally(() =>
+    turn.opened(),
+  );
   const base = { attempt, status: exchange.status === 0 ? null : exchange.status, conflictRetries: conflicts };
   const done = (rest: AttemptVerdict): ResumeAttempt => ({
     ...base,
@@ -105,7 +123,11 @@ export async function resumeOnce(
 
   const reader = new SseReader(exchange.response.body);
   try {
-    const read = await reader.next(http.deadline());
+    const deadline = http.deadline();
+    let read = await reader.next(deadline);
+    // A standalone resume may open with a fresh priming event; what was missed follows it.
+    while (target.responseTo === undefined && read.kind === 'frame' && read.frame.data.trim() === '')
+      read = await reader.next(deadline);
     return done(
       judgeFirstRead(read, exchange.status, `${http.timeoutMs} ms (${reader.comments} keep-alive comments)`, target),
     );
@@ -148,7 +170,10 @@ function judgeFirstRead(read: SseRead, status: number, waited: string, target: R
 function judgeFirstFrame({ id, data }: SseFrame, target: ResumeTarget): AttemptVerdict {
   const firstEventId = id === undefined || id === '' ? null : id;
   const shown = firstEventId === null ? 'no id' : `id ${displayEventId(firstEventId)}`;
-  const replayedResponse = findResponse(parseJson(data), target.responseTo) !== undefined;
+  const replayedResponse =
+    target.responseTo !== undefined
+      ? findResponse(parseJson(data), target.responseTo) !== undefined
+      : target.standaloneFirstId === undefined || target.standaloneFirstId === id;
   const verdict = decideFirstFrame({
     cursor: target.cursor,
     firstId: id,
@@ -170,7 +195,7 @@ function judgeFirstFrame({ id, data }: SseFrame, target: ResumeTarget): AttemptV
       reason: 'wrong_first_frame',
       firstEventId,
       replayedResponse,
-      detail: `first frame (${shown}) is not the response that followed the cursor`,
+      detail: `first frame (${shown}) is not ${target.expected ?? 'the response that followed the cursor'}`,
     };
   }
   return {
@@ -179,13 +204,18 @@ function judgeFirstFrame({ id, data }: SseFrame, target: ResumeTarget): AttemptV
     replayedResponse,
     continuityVerified: verdict.continuityVerified,
     ...(verdict.codec ? { codec: verdict.codec } : {}),
-    detail: `replayed the response (${shown}) as the first frame`,
+    detail: `replayed ${target.responseTo !== undefined ? 'the response' : 'the first missed event'} (${shown}) as the first frame`,
   };
 }
 
 /** Condition 3: a cursor that never existed must be refused with a 4xx, not served a (silent) fresh stream. */
-export async function checkBogusCursor(http: McpHttp, bogus: string, turn: Turn = SOLO): Promise<ConditionResult> {
-  const exchange = await http.send('bogus_cursor', 'GET', { lastEventId: bogus }).finally(() => turn.opened());
+export async function checkBogusCursor(
+  http: McpHttp,
+  bogus: string,
+  turn: Turn = SOLO,
+  step = 'bogus_cursor',
+): Promise<ConditionResult> {
+  const exchange = await http.send(step, 'GET', { lastEventId: bogus }).finally(() => turn.opened());
   const evidence = { cursor: bogus, status: exchange.status === 0 ? null : exchange.status };
   if (exchange.status === 0) return { status: 'not_tested', detail: `no answer: ${exchange.error}`, evidence };
   if (exchange.status >= 400 && exchange.status < 500) {

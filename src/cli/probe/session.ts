@@ -2,12 +2,14 @@
  * Opening the probe's session as a client would: `initialize`, then `notifications/initialized`. Decides early
  * when there is nothing to probe: unreachable, not authorized, or a protocol version without resumption.
  */
+import { PROBE_USER_AGENT } from '../../names';
+import { PACKAGE_VERSION } from '../../version';
 import type { McpHttp } from './mcp-http';
 import { FIRST_UNRESUMABLE_VERSION, RESUMABLE_PROTOCOL_VERSIONS } from './options';
 import { type ConditionName, type ConditionResult, allConditions } from './report';
 import type { SseFrame } from './sse-reader';
 
-export const PROBE_CLIENT_INFO = { name: 'forkwatch-probe', version: '1' };
+export const PROBE_CLIENT_INFO = { name: PROBE_USER_AGENT, version: PACKAGE_VERSION };
 const INITIALIZE_ID = 'forkwatch-probe-initialize';
 
 interface Stopped {
@@ -17,7 +19,22 @@ interface Stopped {
   serverSupported?: string[];
 }
 
-export type SessionOutcome = { kind: 'open'; negotiated: string; initFrames: SseFrame[]; notes: string[] } | Stopped;
+export type SessionOutcome =
+  | {
+      kind: 'open';
+      negotiated: string;
+      initFrames: SseFrame[];
+      notes: string[];
+      /** The server's `capabilities` from its initialize result ({} when absent). */
+      serverCapabilities: Record<string, unknown>;
+    }
+  | Stopped;
+
+/**
+ * The probe declares roots (with list_changed) so that a server which uses roots asks for them again on the
+ * standalone stream when told they changed: one of the ways it can make a server send there (standalone.ts).
+ */
+const PROBE_CAPABILITIES = { roots: { listChanged: true } };
 
 const stop = (
   status: ConditionResult['status'],
@@ -32,7 +49,7 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
       jsonrpc: '2.0',
       id: INITIALIZE_ID,
       method: 'initialize',
-      params: { protocolVersion, capabilities: {}, clientInfo: PROBE_CLIENT_INFO },
+      params: { protocolVersion, capabilities: PROBE_CAPABILITIES, clientInfo: PROBE_CLIENT_INFO },
     },
   });
   if (init.status === 0) return stop('not_tested', `initialize: ${init.error}`);
@@ -52,6 +69,12 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
   }
 
   const read = await http.readResponse(init, INITIALIZE_ID, http.deadline());
+  if (read.message === undefined) {
+    // A wrong path or not an MCP server: one line with what came back, never the page itself.
+    const type = init.mediaType || 'no content type';
+    const why = read.error?.startsWith('no JSON-RPC response') ? 'no JSON-RPC response' : (read.error ?? 'no body');
+    return stop('not_tested', `initialize answered ${init.status} (${type}), ${why}: not an MCP endpoint at this URL?`);
+  }
   const error = read.message?.error as { message?: string; data?: { supported?: unknown } } | undefined;
   if (error !== undefined || init.status < 200 || init.status >= 300) {
     // 2026-07-28-only servers refuse 2025 versions with the list of what they speak.
@@ -71,7 +94,7 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
     );
   }
 
-  const result = read.message?.result as { protocolVersion?: unknown } | undefined;
+  const result = read.message?.result as { protocolVersion?: unknown; capabilities?: unknown } | undefined;
   const negotiated = isString(result?.protocolVersion) ? result.protocolVersion : undefined;
   if (negotiated === undefined) return stop('not_tested', 'initialize result carries no protocolVersion');
   if (!(RESUMABLE_PROTOCOL_VERSIONS as readonly string[]).includes(negotiated)) {
@@ -93,7 +116,10 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
   if (initialized.status < 200 || initialized.status >= 300) {
     notes.push(`notifications/initialized answered ${initialized.status || initialized.error}`);
   }
-  return { kind: 'open', negotiated, initFrames: read.frames, notes };
+  const capabilities = result?.capabilities;
+  const serverCapabilities =
+    typeof capabilities === 'object' && capabilities !== null ? (capabilities as Record<string, unknown>) : {};
+  return { kind: 'open', negotiated, initFrames: read.frames, notes, serverCapabilities };
 }
 
 function isString(value: unknown): value is string {

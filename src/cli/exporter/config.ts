@@ -1,0 +1,173 @@
+/**
+ * The exporter's config file: named modules, as blackbox_exporter's. JSON (which YAML parsers also read), so the
+ * exporter needs no YAML dependency. Secrets never sit in the file or in a URL: header values and tokens name an
+ * environment variable or a file, read at each probe (a rotated token file is picked up without a restart).
+ *
+ *   { "modules": { "default": { "timeoutMs": 5000, "resumes": 10, "deadlineMs": 30000,
+ *       "bearer": { "file": "/run/secrets/mcp-token" },
+ *       "headers": { "X-Tenant": { "value": "blue" }, "X-Api-Key": { "env": "MCP_API_KEY" } },
+ *       "notifyTool": "notify", "streams": ["request", "standalone"] } },
+ *     "concurrency": 4 }
+ */
+import { readFileSync } from 'node:fs';
+import { DEFAULTS, RESUMABLE_PROTOCOL_VERSIONS } from '../probe/options';
+import { STREAM_KINDS, type StreamKind } from '../probe/report';
+
+/** A value the exporter reads when it probes: from the environment or a file; `value` only for non-secrets. */
+export type SecretSource = { env: string } | { file: string } | { value: string };
+
+export interface ModuleConfig {
+  timeoutMs: number;
+  resumes: number;
+  protocolVersion: string;
+  streams: StreamKind[];
+  /** Bound on the whole probe (also capped by Prometheus's scrape timeout). */
+  deadlineMs: number;
+  bearer?: SecretSource;
+  headers: Record<string, SecretSource>;
+  notifyTool?: string;
+  notifyArgs?: Record<string, unknown>;
+}
+
+export interface ExporterConfig {
+  modules: Record<string, ModuleConfig>;
+  /** Probes running at once; more wait in a queue of `queue`, beyond which the exporter answers 503. */
+  concurrency: number;
+  queue: number;
+}
+
+export const EXPORTER_DEFAULTS = { concurrency: 4, queue: 16, deadlineMs: 30_000, maxResumes: 100 };
+
+export class ConfigError extends Error {}
+
+export function loadConfig(path: string): ExporterConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read ${path}: ${(error as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`${path} is not JSON: ${(error as Error).message}`);
+  }
+  return parseConfig(raw);
+}
+
+export function parseConfig(raw: unknown): ExporterConfig {
+  const root = object(raw, 'the config');
+  allowOnly(root, ['modules', 'concurrency', 'queue'], 'the config');
+  const modules = object(root.modules, 'modules');
+  const names = Object.keys(modules);
+  if (names.length === 0) throw new ConfigError('modules: name at least one module');
+  return {
+    modules: Object.fromEntries(names.map(name => [name, parseModule(modules[name], `modules.${name}`)])),
+    concurrency: int(root.concurrency, 'concurrency', EXPORTER_DEFAULTS.concurrency, 1, 256),
+    queue: int(root.queue, 'queue', EXPORTER_DEFAULTS.queue, 0, 10_000),
+  };
+}
+
+function parseModule(raw: unknown, where: string): ModuleConfig {
+  const m = object(raw, where);
+  allowOnly(
+    m,
+    [
+      'timeoutMs',
+      'resumes',
+      'protocolVersion',
+      'streams',
+      'deadlineMs',
+      'bearer',
+      'headers',
+      'notifyTool',
+      'notifyArgs',
+    ],
+    where,
+  );
+  const protocolVersion = m.protocolVersion ?? DEFAULTS.protocolVersion;
+  if (
+    typeof protocolVersion !== 'string' ||
+    !(RESUMABLE_PROTOCOL_VERSIONS as readonly string[]).includes(protocolVersion)
+  )
+    throw new ConfigError(`${where}.protocolVersion: one of ${RESUMABLE_PROTOCOL_VERSIONS.join(', ')}`);
+  const streams = m.streams ?? [...STREAM_KINDS];
+  if (
+    !Array.isArray(streams) ||
+    streams.length === 0 ||
+    !streams.every(k => (STREAM_KINDS as readonly unknown[]).includes(k))
+  )
+    throw new ConfigError(`${where}.streams: a non-empty list of ${STREAM_KINDS.join(', ')}`);
+  const headers = object(m.headers ?? {}, `${where}.headers`);
+  const out: ModuleConfig = {
+    timeoutMs: int(m.timeoutMs, `${where}.timeoutMs`, DEFAULTS.timeoutMs, 1, 600_000),
+    resumes: int(m.resumes, `${where}.resumes`, DEFAULTS.resumes, 1, EXPORTER_DEFAULTS.maxResumes),
+    protocolVersion,
+    streams: [...new Set(streams as StreamKind[])],
+    deadlineMs: int(m.deadlineMs, `${where}.deadlineMs`, EXPORTER_DEFAULTS.deadlineMs, 100, 3_600_000),
+    headers: Object.fromEntries(
+      Object.entries(headers).map(([name, source]) => {
+        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new ConfigError(`${where}.headers: bad name ${name}`);
+        return [name.toLowerCase(), secretSource(source, `${where}.headers.${name}`, true)];
+      }),
+    ),
+  };
+  if (m.bearer !== undefined) out.bearer = secretSource(m.bearer, `${where}.bearer`, false);
+  if (m.notifyTool !== undefined) {
+    if (typeof m.notifyTool !== 'string' || m.notifyTool === '')
+      throw new ConfigError(`${where}.notifyTool: a tool name`);
+    out.notifyTool = m.notifyTool;
+  }
+  if (m.notifyArgs !== undefined) out.notifyArgs = object(m.notifyArgs, `${where}.notifyArgs`);
+  return out;
+}
+
+function secretSource(raw: unknown, where: string, literalAllowed: boolean): SecretSource {
+  const s = object(raw, where);
+  const keys = Object.keys(s);
+  const allowed = literalAllowed ? ['env', 'file', 'value'] : ['env', 'file'];
+  if (keys.length !== 1 || !allowed.includes(keys[0]!) || typeof s[keys[0]!] !== 'string' || s[keys[0]!] === '')
+    throw new ConfigError(`${where}: one of ${allowed.map(k => `{"${k}": "…"}`).join(', ')}`);
+  return { [keys[0]!]: s[keys[0]!] } as SecretSource;
+}
+
+/** Reads a secret now; throws a message without the secret when it is missing. */
+export function readSecret(source: SecretSource, env: NodeJS.ProcessEnv = process.env): string {
+  if ('value' in source) return source.value;
+  if ('env' in source) {
+    const value = env[source.env];
+    if (value === undefined || value === '') throw new ConfigError(`environment variable ${source.env} is not set`);
+    return value;
+  }
+  try {
+    return readFileSync(source.file, 'utf8').trim();
+  } catch (error) {
+    throw new ConfigError(`cannot read ${source.file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
+  }
+}
+
+/** The request headers of a module, secrets read now. */
+export function moduleHeaders(module: ModuleConfig, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, source] of Object.entries(module.headers)) headers[name] = readSecret(source, env);
+  if (module.bearer !== undefined) headers.authorization = `Bearer ${readSecret(module.bearer, env)}`;
+  return headers;
+}
+
+function object(raw: unknown, where: string): Record<string, unknown> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new ConfigError(`${where}: an object`);
+  return raw as Record<string, unknown>;
+}
+
+function allowOnly(raw: Record<string, unknown>, keys: string[], where: string): void {
+  for (const key of Object.keys(raw))
+    if (!keys.includes(key)) throw new ConfigError(`${where}: unknown field ${key} (known: ${keys.join(', ')})`);
+}
+
+function int(raw: unknown, where: string, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < min || raw > max)
+    throw new ConfigError(`${where}: an integer from ${min} to ${max}`);
+  return raw;
+}

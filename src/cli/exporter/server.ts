@@ -1,0 +1,194 @@
+/**
+ * `forkwatch exporter`: the probe behind an HTTP endpoint in the blackbox_exporter multi-target pattern.
+ * Prometheus scrapes `/probe?target=<url>&module=<name>` (targets and intervals live in its scrape config), each
+ * scrape runs one probe under the module's settings and answers its `forkwatch_probe_*` metrics. `/metrics` is
+ * the exporter's own. Probes are limited in number, bounded in time, and always end their session.
+ */
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { ProbeOptions } from '../probe/options';
+import { renderPrometheus } from '../probe/prometheus';
+import { type ProbeReport, VERDICTS } from '../probe/report';
+import { runProbe } from '../probe/run-probe';
+import { ConfigError, type ExporterConfig, type ModuleConfig, moduleHeaders } from './config';
+import { Limiter } from './limiter';
+
+/** Prometheus sends its scrape timeout; the probe must answer a little before it (blackbox's default offset). */
+const SCRAPE_TIMEOUT_OFFSET_MS = 500;
+const TEXT_FORMAT = 'text/plain; version=0.0.4; charset=utf-8';
+
+export interface ExporterOptions {
+  config: ExporterConfig;
+  env?: NodeJS.ProcessEnv;
+  /** One line per probe and per refused request (stderr by default). */
+  log?: (line: string) => void;
+}
+
+export interface Exporter {
+  handle(req: IncomingMessage, res: ServerResponse): void;
+  /** The exporter's own metrics (what `/metrics` serves). */
+  selfMetrics(): string;
+}
+
+export function createExporter({ config, env = process.env, log = () => undefined }: ExporterOptions): Exporter {
+  const limiter = new Limiter(config.concurrency, config.queue);
+  const probes = new Map<string, number>(); // `${module}\u0000${verdict}` → count
+  const refused = { queue_full: 0, bad_request: 0 };
+  for (const module of Object.keys(config.modules)) for (const v of VERDICTS) probes.set(`${module}\u0000${v}`, 0);
+
+  const probe = async (url: URL, res: ServerResponse, req: IncomingMessage) => {
+    const target = url.searchParams.get('target');
+    const moduleName = url.searchParams.get('module') ?? 'default';
+    const module = config.modules[moduleName];
+    const bad = (message: string) => {
+      refused.bad_request++;
+      log(`forkwatch exporter: 400 ${message}`);
+      send(res, 400, 'text/plain; charset=utf-8', `${message}\n`);
+    };
+    if (module === undefined) return bad(`unknown module ${JSON.stringify(moduleName)}`);
+    const targetUrl = parseTarget(target);
+    if (typeof targetUrl === 'string') return bad(targetUrl);
+    let headers: Record<string, string>;
+    try {
+      headers = moduleHeaders(module, env);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      return bad(`module ${moduleName}: ${error.message}`);
+    }
+    const deadlineMs = probeDeadline(module, req.headers['x-prometheus-scrape-timeout-seconds']);
+    const outcome = await limiter.run(() => runBounded(probeOptions(targetUrl, headers, module), deadlineMs));
+    if (outcome === undefined) {
+      refused.queue_full++;
+      log(`forkwatch exporter: 503 queue full (${config.concurrency} running, ${config.queue} waiting)`);
+      return send(res, 503, 'text/plain; charset=utf-8', 'too many probes waiting\n');
+    }
+    const report = outcome.value;
+    const key = `${moduleName}\u0000${report.verdict}`;
+    probes.set(key, (probes.get(key) ?? 0) + 1);
+    log(
+      `forkwatch exporter: probe ${report.target} module=${moduleName} verdict=${report.verdict} ${report.durationMs} ms`,
+    );
+    send(res, 200, TEXT_FORMAT, renderPrometheus(report, { targetLabel: false }));
+  };
+
+  const selfMetrics = () => {
+    const lines = [
+      '# HELP forkwatch_exporter_probes_total Probes run by this exporter, by module and verdict.',
+      '# TYPE forkwatch_exporter_probes_total counter',
+    ];
+    for (const [key, count] of probes) {
+      const [module, verdict] = key.split('\u0000');
+      lines.push(`forkwatch_exporter_probes_total{module=${quote(module!)},verdict="${verdict}"} ${count}`);
+    }
+    lines.push(
+      '# HELP forkwatch_exporter_requests_refused_total /probe requests answered without a probe, by reason.',
+      '# TYPE forkwatch_exporter_requests_refused_total counter',
+      ...Object.entries(refused).map(([r, n]) => `forkwatch_exporter_requests_refused_total{reason="${r}"} ${n}`),
+      '# HELP forkwatch_exporter_probes_in_flight Probes running now.',
+      '# TYPE forkwatch_exporter_probes_in_flight gauge',
+      `forkwatch_exporter_probes_in_flight ${limiter.inFlight}`,
+      '# HELP forkwatch_exporter_probes_queued Probes waiting for a free slot.',
+      '# TYPE forkwatch_exporter_probes_queued gauge',
+      `forkwatch_exporter_probes_queued ${limiter.queued}`,
+      '# HELP process_resident_memory_bytes Resident memory size in bytes.',
+      '# TYPE process_resident_memory_bytes gauge',
+      `process_resident_memory_bytes ${process.memoryUsage.rss()}`,
+    );
+    return `${lines.join('\n')}\n`;
+  };
+
+  return {
+    selfMetrics,
+    handle(req, res) {
+      const url = new URL(req.url ?? '/', 'http://exporter');
+      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'GET only\n');
+      switch (url.pathname) {
+        case '/probe':
+          probe(url, res, req).catch(error => {
+            log(`forkwatch exporter: probe error: ${(error as Error).message}`);
+            if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'probe error\n');
+          });
+          return;
+        case '/metrics':
+          return send(res, 200, TEXT_FORMAT, selfMetrics());
+        case '/-/healthy':
+          return send(res, 200, 'text/plain', 'OK\n');
+        case '/':
+          return send(
+            res,
+            200,
+            'text/plain; charset=utf-8',
+            `forkwatch exporter\n\n/probe?target=<MCP endpoint URL>&module=<${Object.keys(config.modules).join('|')}>\n/metrics\n`,
+          );
+        default:
+          return send(res, 404, 'text/plain', 'not found\n');
+      }
+    },
+  };
+}
+
+/** The probe, cut at `deadlineMs`: an unfinished probe is untestable (run-probe.ts), and its session still ends. */
+async function runBounded(options: ProbeOptions, deadlineMs: number): Promise<ProbeReport> {
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(), deadlineMs);
+  try {
+    return await runProbe(options, undefined, stop.signal);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function probeOptions(url: URL, headers: Record<string, string>, module: ModuleConfig): ProbeOptions {
+  return {
+    url,
+    headers,
+    timeoutMs: module.timeoutMs,
+    resumes: module.resumes,
+    protocolVersion: module.protocolVersion,
+    streams: module.streams,
+    ...(module.notifyTool !== undefined ? { notifyTool: module.notifyTool } : {}),
+    ...(module.notifyArgs !== undefined ? { notifyArgs: module.notifyArgs } : {}),
+    json: false,
+    pushJob: '',
+  };
+}
+
+export function probeDeadline(module: ModuleConfig, scrapeTimeout: string | string[] | undefined): number {
+  const seconds = Number(Array.isArray(scrapeTimeout) ? scrapeTimeout[0] : scrapeTimeout);
+  if (!Number.isFinite(seconds) || seconds <= 0) return module.deadlineMs;
+  return Math.max(100, Math.min(module.deadlineMs, seconds * 1000 - SCRAPE_TIMEOUT_OFFSET_MS));
+}
+
+/** The target URL, or why it is refused. Credentials never travel in a URL: they belong in the module. */
+export function parseTarget(target: string | null): URL | string {
+  if (target === null || target === '') return 'missing target parameter';
+  let url: URL;
+  try {
+    url = new URL(target);
+  } catch {
+    return `target is not a URL: ${target.slice(0, 200)}`;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'target must be an http(s) URL';
+  if (url.username !== '' || url.password !== '')
+    return "credentials do not belong in the target URL: put them in the module's bearer or headers (env or file)";
+  return url;
+}
+
+function send(res: ServerResponse, status: number, type: string, body: string): void {
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function quote(value: string): string {
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+}
+
+export async function listen(exporter: Exporter, host: string, port: number): Promise<Server> {
+  const server = createServer((req, res) => exporter.handle(req, res));
+  // A scrape that hangs up must not keep its socket: the probe still runs to its deadline and ends its session.
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  return server;
+}

@@ -1,0 +1,231 @@
+/**
+ * forkwatch exporter in process, against real SDK servers on 127.0.0.1: the /probe contract (blackbox_exporter
+ * style), its refusals, its concurrency limit and deadline, the session always ended, and its config file.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type Server, createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { ConfigError, moduleHeaders, parseConfig } from '../../src/cli/exporter/config';
+import { Limiter } from '../../src/cli/exporter/limiter';
+import { createExporter, listen, parseTarget, probeDeadline } from '../../src/cli/exporter/server';
+import { type RoundRobinProxy, startRoundRobinProxy } from '../probe/fixtures/round-robin-proxy';
+import { type FixtureServer, startFixture } from '../probe/fixtures/servers';
+import { sampleOne as sample } from '../support/scrape';
+
+const servers: FixtureServer[] = [];
+const closers: Array<() => Promise<void>> = [];
+let healthy: FixtureServer;
+let broken: FixtureServer;
+let brokenProxy: RoundRobinProxy;
+
+async function exporterWith(raw: unknown, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  const lines: string[] = [];
+  const server: Server = await listen(
+    createExporter({ config: parseConfig(raw), env, log: l => lines.push(l) }),
+    '127.0.0.1',
+    0,
+  );
+  closers.push(
+    () =>
+      new Promise(resolve => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}
+
+const probeUrl = (base: string, target: string, module = 'default') =>
+  `${base}/probe?target=${encodeURIComponent(target)}&module=${module}`;
+
+beforeAll(async () => {
+  [healthy, broken] = await Promise.all([
+    startFixture('sdk-server.mjs', ['--store', 'validating']),
+    startFixture('sdk-server.mjs', ['--store', 'sdk-example-lookup']),
+  ]);
+  servers.push(healthy, broken);
+  brokenProxy = await startRoundRobinProxy([broken.port]);
+  closers.push(() => brokenProxy.close());
+});
+
+afterAll(async () => {
+  await Promise.all(closers.map(c => c()));
+  await Promise.all(servers.map(s => s.stop()));
+});
+
+describe('/probe', () => {
+  test('a healthy target: 200, text format, success 1, every stream kind resumable, no target label', async () => {
+    const base = await exporterWith({ modules: { default: { timeoutMs: 2000, resumes: 3 } } });
+    const res = await fetch(probeUrl(base, healthy.url));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    expect(sample(text, 'forkwatch_probe_success')).toBe(1);
+    expect(sample(text, 'forkwatch_probe_stream_verdict', { stream: 'request', verdict: 'resumable' })).toBe(1);
+    expect(sample(text, 'forkwatch_probe_stream_verdict', { stream: 'standalone', verdict: 'resumable' })).toBe(1);
+    expect(sample(text, 'forkwatch_probe_resume_forked_ratio', { stream: 'standalone' })).toBe(0);
+    expect(sample(text, 'forkwatch_probe_http_responses', { status: '400' })).toBe(2); // the two unknown cursors
+    expect(text).not.toContain('target=');
+    const own = await (await fetch(`${base}/metrics`)).text();
+    expect(sample(own, 'forkwatch_exporter_probes_total', { module: 'default', verdict: 'resumable' })).toBe(1);
+    expect(sample(own, 'forkwatch_exporter_probes_in_flight')).toBe(0);
+    expect(sample(own, 'process_resident_memory_bytes')).toBeGreaterThan(1e6);
+  });
+
+  test('the SDK example store with getStreamIdForEventId: success 0, the standalone stream not resumable, session ended', async () => {
+    const base = await exporterWith({ modules: { default: { timeoutMs: 1000, resumes: 2 } } });
+    const before = brokenProxy.requests.length;
+    const text = await (await fetch(probeUrl(base, brokenProxy.url))).text();
+    expect(sample(text, 'forkwatch_probe_success')).toBe(0);
+    expect(sample(text, 'forkwatch_probe_verdict', { verdict: 'not_resumable' })).toBe(1);
+    expect(sample(text, 'forkwatch_probe_stream_verdict', { stream: 'standalone', verdict: 'not_resumable' })).toBe(1);
+    expect(sample(text, 'forkwatch_probe_condition_ok', { stream: 'standalone', condition: 'replay' })).toBe(0);
+    expect(sample(text, 'forkwatch_probe_condition_tested', { stream: 'standalone', condition: 'replay' })).toBe(1);
+    const mine = brokenProxy.requests.slice(before);
+    expect(mine.at(-1)).toMatchObject({ method: 'DELETE' });
+    expect(mine.at(-1)!.session).toBe(mine[1]!.session);
+  });
+
+  test('refusals: unknown module, no target, a target with credentials, a non-http target (400, no probe)', async () => {
+    const base = await exporterWith({ modules: { default: {} } });
+    const before = brokenProxy.requests.length;
+    for (const url of [
+      probeUrl(base, healthy.url, 'nope'),
+      `${base}/probe?module=default`,
+      probeUrl(base, healthy.url.replace('http://', 'http://user:secret@')),
+      probeUrl(base, 'file:///etc/passwd'),
+    ]) {
+      const res = await fetch(url);
+      expect(res.status, url).toBe(400);
+      expect(await res.text()).not.toContain('secret');
+    }
+    expect(brokenProxy.requests.length).toBe(before);
+    const own = await (await fetch(`${base}/metrics`)).text();
+    expect(sample(own, 'forkwatch_exporter_requests_refused_total', { reason: 'bad_request' })).toBe(4);
+    expect((await fetch(`${base}/nope`)).status).toBe(404);
+    expect(await (await fetch(`${base}/-/healthy`)).text()).toBe('OK\n');
+  });
+
+  test('the deadline (from Prometheus: scrape timeout less 0.5 s) cuts a slow probe: untestable, and the session still ends', async () => {
+    // The broken target's standalone replay waits out the 5 s step timeout: the 2 s deadline comes first.
+    const base = await exporterWith({ modules: { default: { timeoutMs: 5000, resumes: 2 } } });
+    const before = brokenProxy.requests.length;
+    const started = Date.now();
+    const res = await fetch(probeUrl(base, brokenProxy.url), {
+      headers: { 'x-prometheus-scrape-timeout-seconds': '2.5' },
+    });
+    const text = await res.text();
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(1900);
+    expect(elapsed).toBeLessThan(4500);
+    expect(sample(text, 'forkwatch_probe_verdict', { verdict: 'untestable' })).toBe(1);
+    // A cut proves nothing: no condition counts as failed (nor passed).
+    for (const stream of ['request', 'standalone'])
+      expect(sample(text, 'forkwatch_probe_stream_verdict', { stream, verdict: 'not_resumable' })).toBe(0);
+    expect(brokenProxy.requests.slice(before).at(-1)).toMatchObject({ method: 'DELETE' });
+  });
+
+  test('concurrency 1 and no queue: a second probe while one runs is refused with 503', async () => {
+    const hanging = createServer(() => undefined);
+    await new Promise<void>(resolve => hanging.listen(0, '127.0.0.1', resolve));
+    closers.push(
+      () =>
+        new Promise(resolve => {
+          hanging.closeAllConnections();
+          hanging.close(() => resolve());
+        }),
+    );
+    const target = `http://127.0.0.1:${(hanging.address() as { port: number }).port}/mcp`;
+    const base = await exporterWith({ modules: { default: { timeoutMs: 800 } }, concurrency: 1, queue: 0 });
+    const first = fetch(probeUrl(base, target));
+    await new Promise(resolve => setTimeout(resolve, 100));
+    const second = await fetch(probeUrl(base, target));
+    expect(second.status).toBe(503);
+    const text = await (await first).text();
+    expect(sample(text, 'forkwatch_probe_verdict', { verdict: 'untestable' })).toBe(1);
+    const own = await (await fetch(`${base}/metrics`)).text();
+    expect(sample(own, 'forkwatch_exporter_requests_refused_total', { reason: 'queue_full' })).toBe(1);
+  });
+});
+
+describe('config and limits', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'forkwatch-exporter-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('secrets come from the environment or a file, read at each probe; a missing one is named, never shown', () => {
+    const file = join(dir, 'token');
+    writeFileSync(file, 's3cret\n');
+    const config = parseConfig({
+      modules: {
+        default: {
+          bearer: { file },
+          headers: { 'X-Tenant': { value: 'blue' }, 'X-Api-Key': { env: 'MCP_KEY' } },
+        },
+      },
+    });
+    const module = config.modules.default!;
+    expect(moduleHeaders(module, { MCP_KEY: 'k1' })).toEqual({
+      'x-tenant': 'blue',
+      'x-api-key': 'k1',
+      authorization: 'Bearer s3cret',
+    });
+    writeFileSync(file, 'rotated\n');
+    expect(moduleHeaders(module, { MCP_KEY: 'k1' }).authorization).toBe('Bearer rotated');
+    expect(() => moduleHeaders(module, {})).toThrow(/environment variable MCP_KEY is not set/);
+  });
+
+  test('config errors name the field; a bearer written in the file is refused', () => {
+    const bad = (raw: unknown) => {
+      try {
+        parseConfig(raw);
+      } catch (error) {
+        expect(error).toBeInstanceOf(ConfigError);
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(bad({ modules: {} })).toMatch(/at least one module/);
+    expect(bad({ modules: { a: { bearer: { value: 'tok' } } } })).toMatch(/modules\.a\.bearer: one of \{"env"/);
+    expect(bad({ modules: { a: { resumes: 1000 } } })).toMatch(/modules\.a\.resumes: an integer from 1 to 100/);
+    expect(bad({ modules: { a: { timeout: 5 } } })).toMatch(/unknown field timeout/);
+    expect(bad({ modules: { a: { streams: ['sideways'] } } })).toMatch(/streams/);
+    expect(bad({ modules: { a: {} }, concurrency: 0 })).toMatch(/concurrency/);
+  });
+
+  test('deadline: the module bound, capped by Prometheus scrape timeout less half a second', () => {
+    const module = parseConfig({ modules: { a: { deadlineMs: 10_000 } } }).modules.a!;
+    expect(probeDeadline(module, undefined)).toBe(10_000);
+    expect(probeDeadline(module, '4')).toBe(3500);
+    expect(probeDeadline(module, '60')).toBe(10_000);
+    expect(probeDeadline(module, 'soon')).toBe(10_000);
+  });
+
+  test('targets: http(s) only, never with credentials', () => {
+    expect(parseTarget('https://mcp.example.com/mcp')).toBeInstanceOf(URL);
+    expect(parseTarget(null)).toMatch(/missing/);
+    expect(parseTarget('https://u:p@h/mcp')).toMatch(/credentials/);
+    expect(parseTarget('ftp://h/')).toMatch(/http/);
+  });
+
+  test('the limiter runs at most `concurrency`, queues at most `queue`, and hands slots on', async () => {
+    const limiter = new Limiter(2, 1);
+    const releases: Array<() => void> = [];
+    const task = () => new Promise<void>(resolve => releases.push(resolve));
+    const runs = [limiter.run(task), limiter.run(task), limiter.run(task)];
+    expect(await limiter.run(task)).toBeUndefined(); // two running, one queued: full
+    expect(limiter.inFlight).toBe(2);
+    expect(limiter.queued).toBe(1);
+    releases.shift()!();
+    await runs[0];
+    await new Promise(resolve => setImmediate(resolve));
+    expect(limiter.inFlight).toBe(2); // the queued one took the slot
+    expect(limiter.queued).toBe(0);
+    for (const r of releases.splice(0)) r();
+    await Promise.all(runs.slice(1, 2));
+    while (releases.length > 0) releases.shift()!();
+    await Promise.all(runs);
+    expect(limiter.inFlight).toBe(0);
+  });
+});
