@@ -77,6 +77,7 @@ export interface ModuleExportsLike {
 /** The part of a Map the patches read: a lookup that yields undefined for a missing key. */
 export interface MapLookupLike {
   get?(key: unknown): unknown;
+  values?(): Iterable<unknown>;
 }
 
 /**

@@ -4,6 +4,7 @@
  * The Prometheus names here are a contract: dashboards, alerts and users' queries use them. Tests check the
  * OpenTelemetry exporter's scrape, the prom-client bridge, the dashboards and the rules against this module.
  */
+import type { BoundaryOutcome } from './core/replay-boundary';
 import { FORK_REASONS, RESUME_OUTCOMES } from './core/verdict';
 
 export const INSTRUMENTATION_SCOPE = 'forkwatch';
@@ -14,8 +15,26 @@ export type ClientTransportLabel = (typeof CLIENT_TRANSPORTS)[number];
 export const SERVER_TRANSPORTS = ['streamable_http'] as const;
 export type ServerTransportLabel = (typeof SERVER_TRANSPORTS)[number];
 
-export const SERVER_RESUME_OUTCOMES = ['replayed', 'unknown_cursor', 'ignored', 'rejected', 'failed'] as const;
+/**
+ * `cross_session` and `completed_stream` are 2xx replays that crossed a boundary (src/core/replay-boundary.ts): the
+ * replay sent events this process stored for another session (a data leak, it pages), or the cursor resolved to a
+ * request stream of the session that had already completed here (ids colliding across replicas: a fork).
+ */
+export const SERVER_RESUME_OUTCOMES = [
+  'replayed',
+  'unknown_cursor',
+  'ignored',
+  'rejected',
+  'failed',
+  'cross_session',
+  'completed_stream',
+] as const satisfies readonly (string | BoundaryOutcome)[];
 export type ServerResumeOutcome = (typeof SERVER_RESUME_OUTCOMES)[number];
+/** The boundary outcomes, as the core names them: a compile-time check that the two lists agree. */
+export const SERVER_BOUNDARY_OUTCOMES = [
+  'cross_session',
+  'completed_stream',
+] as const satisfies readonly BoundaryOutcome[] satisfies readonly ServerResumeOutcome[];
 
 /**
  * Why an event a server transport stored (or wrote) never reached a client from this process. Loss reasons page
@@ -198,4 +217,11 @@ export const ATTR = {
   replayedEvents: 'forkwatch.replay.events',
   replayStreamId: 'forkwatch.replay.stream_id',
   serverOutcome: 'forkwatch.replay.outcome',
+  /** The event store object is used by several sessions of this process: it cannot tell their streams apart. */
+  storeShared: 'forkwatch.server.store_shared',
+  /** Events of a cross_session replay that this process stored for another session. */
+  foreignEvents: 'forkwatch.replay.foreign_events',
+  /** The other session of a cross_session replay: hashed like forkwatch.session.hash; raw only when opted in. */
+  foreignSessionHash: 'forkwatch.replay.foreign_session.hash',
+  foreignSessionId: 'forkwatch.replay.foreign_session.id',
 } as const;

@@ -80,7 +80,9 @@ export async function runBoundaryScenario(name, options = {}) {
     const verdict = crossed
       ? raised.includes(scenario.crosses)
         ? 'caught'
-        : 'missed'
+        : scenario.knownMiss
+          ? 'missed (documented)'
+          : 'missed'
       : raised.length > 0
         ? 'false alarm'
         : 'silent';

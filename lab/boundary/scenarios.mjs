@@ -15,6 +15,7 @@ const leakSessions = replicas =>
         { name: 's1', via: 'A' },
         { name: 's2', via: 'B' },
         { name: 's3', via: 'A' },
+        { name: 's4', via: 'B' },
       ];
 
 export const BOUNDARY_SCENARIOS = {
@@ -42,7 +43,7 @@ export const BOUNDARY_SCENARIOS = {
   'cross-session-replicas': {
     story:
       "two replicas, one Redis store with the SDK's `_GET_stream` key: s1 (replica A) resumes and gets the " +
-      'notifications of s2 (replica B) and s3 (replica A)',
+      'notifications of s2, s4 (replica B) and s3 (replica A)',
     redis: true,
     replicas: { A: shared('redis', 'sdk'), B: shared('redis', 'sdk') },
     sessions: leakSessions(2),
@@ -50,13 +51,29 @@ export const BOUNDARY_SCENARIOS = {
     crosses: 'cross_session',
   },
   'cross-session-failover': {
-    story: 'the same Redis store; s1 resumes on replica B (a failover), which replays s2 and s3 to it',
+    story: 'the same Redis store; s1 resumes on replica B (a failover), which replays s2, s3 and s4 to it',
     redis: true,
     replicas: { A: shared('redis', 'sdk'), B: shared('redis', 'sdk') },
     sessions: leakSessions(2),
     resumeVia: 'B',
     workload: 'standalone-leak',
     crosses: 'cross_session',
+  },
+  'cross-session-lone-replica': {
+    story:
+      'the documented miss: s1 fails over to replica B, whose only session s2 stored its events before a second ' +
+      'session used the store there, and s3 is on replica A: no leaked event is known to B as another session’s',
+    redis: true,
+    replicas: { A: shared('redis', 'sdk'), B: shared('redis', 'sdk') },
+    sessions: [
+      { name: 's1', via: 'A' },
+      { name: 's2', via: 'B' },
+      { name: 's3', via: 'A' },
+    ],
+    resumeVia: 'B',
+    workload: 'standalone-leak',
+    crosses: 'cross_session',
+    knownMiss: true,
   },
   'per-session-keys-replicas': {
     story: 'healthy control: two replicas, Redis keyed by session',

@@ -3,5 +3,6 @@ export * from './codecs';
 export * from './delivery-ledger';
 export * from './event-id';
 export * from './ledger';
+export * from './replay-boundary';
 export * from './sse-frame-observer';
 export * from './verdict';

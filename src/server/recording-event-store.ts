@@ -13,6 +13,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EventStoreLike, StreamableHttpServerTransportLike } from '../internal-types';
+import type { EventOwner, ReplayBoundaryWatch, StoreShare } from './replay-boundary-watch';
 
 /** What the store did for one resume request. */
 export interface ReplayRecord {
@@ -29,6 +30,11 @@ export interface ReplayRecord {
   replaySettled: boolean;
   storeFailed: boolean;
   storeError: unknown;
+  /** The store object is used by several sessions of this process. */
+  storeShared: boolean;
+  /** Replayed events this process stored for another session, and the first such session. */
+  foreignEvents: number;
+  foreignOwner: EventOwner | undefined;
   /** Observations still settling; the outcome is decided after them. */
   readonly pending: Promise<void>[];
 }
@@ -44,6 +50,9 @@ export function newReplayRecord(transport: object): ReplayRecord {
     replaySettled: false,
     storeFailed: false,
     storeError: undefined,
+    storeShared: false,
+    foreignEvents: 0,
+    foreignOwner: undefined,
     pending: [],
   };
 }
@@ -66,9 +75,17 @@ export interface RecordingHooks {
   /**
    * A storeEvent call is about to go to the store; what it returns is called once the store resolved, before the
    * SDK continues (one more event in the session's log, and the SDK now decides where to write it). It must not
-   * throw: it runs as a promise reaction, where nobody would catch it.
+   * throw: it runs as a promise reaction, where nobody would catch it. It receives the event id the store returned.
+   * `share` says whether other sessions use the same store object.
    */
-  onStore(transport: object, streamId: unknown, message: unknown): (() => void) | undefined;
+  onStore(
+    transport: object,
+    streamId: unknown,
+    message: unknown,
+    share: StoreShare,
+  ): ((eventId: unknown) => void) | undefined;
+  /** Who stored which events in shared stores (replays that cross a session boundary). */
+  readonly boundary: ReplayBoundaryWatch;
   onError(what: string, error: unknown): void;
 }
 
@@ -99,6 +116,7 @@ function createRecordingStore(
 ): EventStoreLike {
   const wrapper: EventStoreLike = Object.create(original);
   originals.set(wrapper, original);
+  const share = hooks.boundary.shareOf(original, transport);
 
   /** Steps aside for good once forkwatch no longer instruments this transport: the field gets its store back. */
   const live = (): boolean => {
@@ -124,10 +142,10 @@ function createRecordingStore(
     Object.defineProperty(wrapper, name, { value: fn, writable: true, configurable: true, enumerable: false });
 
   define('storeEvent', function storeEvent(...args: unknown[]) {
-    let onStored: (() => void) | undefined;
+    let onStored: ((eventId: unknown) => void) | undefined;
     if (live()) {
       try {
-        onStored = hooks.onStore(transport, args[0], args[1]);
+        onStored = hooks.onStore(transport, args[0], args[1], share);
       } catch (error) {
         hooks.onError('recording a stored event', error);
       }
@@ -162,12 +180,16 @@ function createRecordingStore(
     let forwarded = options;
     if (record) {
       record.replayCalled = true;
+      record.storeShared = share.shared;
       const send = options?.send;
       if (typeof send === 'function') {
         forwarded = {
           ...options,
           send: function send_(this: unknown, ...sendArgs: unknown[]) {
-            if (!record.replaySettled) record.replayedEvents++;
+            if (!record.replaySettled) {
+              record.replayedEvents++;
+              if (share.shared) foreignEvent(record, hooks, transport, sendArgs[0]);
+            }
             return send.apply(this, sendArgs);
           },
         };
@@ -200,6 +222,18 @@ function createRecordingStore(
   });
 
   return wrapper;
+}
+
+/** Counts a replayed event that this process stored for another session (never throws into the store's loop). */
+function foreignEvent(record: ReplayRecord, hooks: RecordingHooks, transport: object, eventId: unknown): void {
+  try {
+    const owner = hooks.boundary.foreignOwner(transport, eventId);
+    if (owner === undefined) return;
+    record.foreignEvents++;
+    record.foreignOwner ??= owner;
+  } catch (error) {
+    hooks.onError('checking a replayed event', error);
+  }
 }
 
 /** The SDK sees a failed storeEvent itself; the reaction only keeps it from being reported unhandled twice. */

@@ -41,7 +41,9 @@ import type {
 import type { ServerTransportLabel } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
 import { protocolHasResumability } from '../session-id';
+import { isJsonRpcResponse } from '../core/replay-boundary';
 import { type RecordingHooks, ensureRecordingStore, runInReplayScope } from './recording-event-store';
+import { boundaryWatchOf } from './replay-boundary-watch';
 import { ServerResume } from './server-resume';
 import {
   isPrimingMessage,
@@ -174,22 +176,26 @@ function patchServer(
       runtime.diag.error(`${what} failed; this request is not recorded`, error);
     }
   };
+  const boundary = boundaryWatchOf(runtime);
   const hooks: RecordingHooks = {
     active: transport =>
       runtime.enabled && isWrapped((transport as StreamableHttpServerTransportLike).handleGetRequest),
-    onStore: (transport, streamId, message) => {
+    boundary,
+    onStore: (transport, streamId, message, share) => {
       if (!protocolHasResumability(protocolVersions.get(transport))) return undefined;
       const priming = isPrimingMessage(message);
       const openAtCall = streamIsOpen(transport, streamId);
-      return () => {
+      return eventId => {
         try {
           runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+          if (share.shared) boundary.stored(transport, eventId);
           if (!priming && typeof streamId === 'string') {
-            runtime.serverDelivery.stored(
-              transport,
-              streamId,
-              storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore),
-            );
+            const event = storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore);
+            runtime.serverDelivery.stored(transport, streamId, event);
+            // A response written live completes its request stream: a later resume of it is another log's cursor.
+            if (event.open && !event.standalone && isJsonRpcResponse(message)) {
+              boundary.responseWritten(transport, streamId);
+            }
           }
         } catch (error) {
           runtime.diag.error('recording a stored event failed', error);
