@@ -169,7 +169,7 @@ export class ServerResume {
     if (record.replayCalled) attrs[ATTR.replayedEvents] = record.replayedEvents;
     if (typeof streamId === 'string') attrs[ATTR.replayStreamId] = displayEventId(streamId) ?? '';
     if (status !== undefined) attrs[ATTR.httpStatusCode] = status;
-    if (record.replayCalled) attrs[ATTR.storeShared] = record.storeShared;
+    if (record.replayCalled && record.storeShared) attrs[ATTR.storeShared] = true;
     if (outcome === 'cross_session') Object.assign(attrs, this.foreignAttributes());
     if (error !== undefined) {
       attrs[ATTR.errorType] = errorTypeOf(error);

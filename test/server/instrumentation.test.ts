@@ -217,7 +217,15 @@ describe('never in the way', () => {
     const m = await fw.metrics();
     expect(fw.spans(SPAN.serverResume)).toHaveLength(1);
     const counts = SERVER_RESUME_OUTCOMES.map(outcome => [outcome, sample(m, resumes, { ...t, outcome })]);
-    expect(Object.fromEntries(counts)).toEqual({ replayed: 1, unknown_cursor: 0, ignored: 0, rejected: 0, failed: 0 });
+    expect(Object.fromEntries(counts)).toEqual({
+      replayed: 1,
+      unknown_cursor: 0,
+      ignored: 0,
+      rejected: 0,
+      failed: 0,
+      cross_session: 0,
+      completed_stream: 0,
+    });
     expect(sample(m, events, t)).toBe(1); // the control's notification only
   });
 
