@@ -1,5 +1,5 @@
 /**
- * The rule files are generated from one config (alerts/src/config.ts): the committed ones are the defaults' output,
+ * The rule files are generated from one config (pack/config/config.ts): the committed ones are the defaults' output,
  * and a user's config (another cluster label, a selector, other links and SLO) reaches every expression. A rendering
  * with a renamed cluster label passes the two-cluster promtool test (relabelled to match).
  */
@@ -8,10 +8,11 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { DEFAULT_CONFIG, resolveConfig } from '../../alerts/src/config';
-import type { RuleSpec } from '../../alerts/src/rule-model';
-import { renderRuleFiles, ruleFiles } from '../../alerts/src/rule-files';
-import { renderDashboards } from '../../dashboards/src/generate';
+import { DEFAULT_CONFIG } from '../../pack/config/config';
+import { resolveConfig } from '../../pack/config/resolve';
+import type { RuleSpec } from '../../pack/alerts/rule-model';
+import { renderRuleFiles, ruleFiles } from '../../pack/alerts/rule-files';
+import { renderDashboards } from '../../pack/dashboards/render';
 import { BIN, runTool } from '../support/prometheus';
 import { analyzePromQL } from '../support/promql';
 
@@ -99,25 +100,28 @@ describe('a user config reaches every rule', () => {
 });
 
 describe('promtool: the two-cluster test under a renamed cluster label', () => {
-  /** alerts/tests/two-clusters.yml with `cluster` renamed `k8s_cluster` and the runbook and dashboard links of USER. */
+  /** alerts/tests/two-clusters.yml with `cluster` renamed `k8s_cluster`, the runbook links of USER and its dashboard link. */
   async function relabelledTest(): Promise<string> {
     const text = await readFile(join(ALERTS_DIR, 'tests/two-clusters.yml'), 'utf8');
-    return text
-      .replace(/\bcluster="/g, 'k8s_cluster="')
-      .replace(/\bcluster: /g, 'k8s_cluster: ')
-      .replace(
-        /https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/main\/alerts\/runbooks\/(\w+)\.md/g,
-        'https://wiki.example.org/runbooks/forkwatch/$1',
-      )
-      .replace(
-        /https:\/\/grafana\.example\.com\/d\/forkwatch-overview\/forkwatch-overview/g,
-        'https://grafana.example.org/d/mcp-forks/mcp-forks',
-      )
-      .replace(/severity: critical/g, 'severity: page')
-      .replace(
-        /above 7\.2% \(14\.4x the 0\.5% error budget of the 99\.5% SLO\)/g,
-        'above 1.44% (14.4x the 0.1% error budget of the 99.9% SLO)',
-      );
+    return (
+      text
+        .replace(/\bcluster="/g, 'k8s_cluster="')
+        .replace(/\bcluster: /g, 'k8s_cluster: ')
+        .replace(
+          /https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/main\/alerts\/runbooks\/(\w+)\.md/g,
+          'https://wiki.example.org/runbooks/forkwatch/$1',
+        )
+        // The defaults emit no dashboard_url (no Grafana host); USER names one, so every alert gets it.
+        .replace(
+          /^( +)runbook_url: (\S+)$/gm,
+          '$1runbook_url: $2\n$1dashboard_url: https://grafana.example.org/d/mcp-forks/mcp-forks',
+        )
+        .replace(/severity: critical/g, 'severity: page')
+        .replace(
+          /above 7\.2% \(14\.4x the 0\.5% error budget of the 99\.5% SLO\)/g,
+          'above 1.44% (14.4x the 0.1% error budget of the 99.9% SLO)',
+        )
+    );
   }
 
   async function runWith(config: typeof USER): Promise<{ code: number | null; out: string }> {

@@ -1,5 +1,5 @@
 /**
- * The pack's outputs for each stack (alerts/src/pack.ts): kube-prometheus objects validated against the
+ * The pack's outputs for each stack (pack/compose.ts): kube-prometheus objects validated against the
  * prometheus-operator CRD schemas (the validators @kubernetes-models/prometheus-operator compiles from them with Ajv)
  * and their rule groups checked by promtool; Grafana provisioning; the Collector config, whose metric names are
  * derived with the port of prometheus/otlptranslator and must be the names the rules and dashboards read.
@@ -11,8 +11,9 @@ import { PodMonitor } from '@kubernetes-models/prometheus-operator/monitoring.co
 import { PrometheusRule } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule';
 import { parse, stringify } from 'yaml';
 import { describe, expect, test } from 'vitest';
-import { DEFAULT_CONFIG, resolveConfig } from '../../alerts/src/config';
-import { renderPack } from '../../alerts/src/pack';
+import { DEFAULT_CONFIG } from '../../pack/config/config';
+import { resolveConfig } from '../../pack/config/resolve';
+import { renderPack } from '../../pack/compose';
 import { METRIC_SPECS } from '../../src/names';
 import { queriesOf } from '../dashboards/dashboard-model';
 import { analyse } from '../dashboards/promql';
@@ -154,14 +155,7 @@ describe('npm run pack', () => {
       const out = join(dir, 'out');
       const res = await runTool(
         process.execPath,
-        [
-          'node_modules/tsx/dist/cli.mjs',
-          'alerts/src/render-pack.ts',
-          '--config',
-          join(dir, 'forkwatch.config.ts'),
-          '--out',
-          out,
-        ],
+        ['node_modules/tsx/dist/cli.mjs', 'pack/render.ts', '--config', join(dir, 'forkwatch.config.ts'), '--out', out],
         {
           cwd: join(__dirname, '../..'),
         },

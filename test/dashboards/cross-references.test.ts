@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ALERT, LOSS_BUDGET } from '../../dashboards/src/alert-names';
-import { DEFAULT_CONFIG } from '../../alerts/src/config';
+import { ALERT, LOSS_BUDGET } from '../../pack/alerts/names';
+import { ruleFiles } from '../../pack/alerts/rule-files';
+import { DEFAULT_CONFIG } from '../../pack/config/config';
+import { resolveConfig } from '../../pack/config/resolve';
 import { loadDashboard, panelsOf, queriesOf } from './dashboard-model';
 import { analyse } from './promql';
 import { ALERTS_DIR, alertNames, loadRules, recordedNames } from './rule-files';
@@ -38,8 +40,13 @@ describe('dashboard ↔ alerting pack', () => {
     for (const name of recorded) expect(recordedNames(rules), name).toContain(name);
   });
 
-  test("every alert's dashboard_url opens this dashboard", () => {
-    for (const r of rules.filter(x => x.alert)) {
+  test("every alert's dashboard_url opens this dashboard, when the config names a Grafana host", () => {
+    // The committed defaults name none, so they carry no link to a placeholder host.
+    for (const r of rules.filter(x => x.alert)) expect(r.annotations?.dashboard_url, r.alert).toBeUndefined();
+    const withHost = resolveConfig({ grafanaUrl: 'https://grafana.example.org' });
+    const alerts = ruleFiles(withHost).flatMap(f => f.groups.flatMap(g => g.rules.filter(x => x.alert)));
+    expect(alerts.length).toBe(rules.filter(x => x.alert).length);
+    for (const r of alerts) {
       expect(r.annotations?.dashboard_url, r.alert).toMatch(new RegExp(`/d/${overview.uid}(/|$)`));
     }
   });

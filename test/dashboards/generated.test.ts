@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { renderDashboards } from '../../dashboards/src/generate';
+import { renderDashboards } from '../../pack/dashboards/render';
 import { DASHBOARDS_DIR } from './dashboard-model';
 
 const root = join(__dirname, '../..');
@@ -29,7 +29,7 @@ describe('generated dashboard JSON', () => {
   });
 
   test('the generator type-checks under the strict compiler settings', () => {
-    const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'dashboards/src/tsconfig.json'], {
+    const tsc = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'pack/tsconfig.json'], {
       cwd: root,
       encoding: 'utf8',
     });

@@ -1,9 +1,9 @@
 /** Panel links to the traces behind a panel, for each trace backend the config offers. */
 import { describe, expect, test } from 'vitest';
-import { resolveConfig } from '../../alerts/src/config';
-import { renderDashboards } from '../../dashboards/src/generate';
-import { traceQL, traceSearchUrl } from '../../dashboards/src/trace-links';
-import { TRACES } from '../../dashboards/src/trace-searches';
+import { resolveConfig } from '../../pack/config/resolve';
+import { renderDashboards } from '../../pack/dashboards/render';
+import { traceQL, traceSearchUrl } from '../../pack/dashboards/trace-links';
+import { TRACES } from '../../pack/dashboards/trace-searches';
 import { ATTR, SPAN } from '../../src/names';
 import { panelsOf } from './dashboard-model';
 

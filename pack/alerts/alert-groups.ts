@@ -1,0 +1,31 @@
+/** The alert group, composed from one module per subject, in the order the rule file lists them. */
+import type { ForkwatchConfig } from '../config/config';
+import { metricsAbsent, targetWithoutMetrics } from './coverage';
+import { serverCursorsIgnored, serverUnknownCursors } from './cursors';
+import { serverEventsWithoutListener } from './delivery';
+import { duplicateDeliveries, forksDetected } from './forks';
+import { resumeGapEventsHigh, resumeGapSecondsHigh } from './gaps';
+import { ALERT_GROUP } from './names';
+import { resumesRejected, serverResumesRejected } from './rejections';
+import type { GroupSpec } from './rule-model';
+import { sloAlerts } from './slo';
+
+export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
+  const slo = sloAlerts(config);
+  const rules = [
+    forksDetected(config),
+    ...slo.client,
+    serverUnknownCursors(config),
+    serverCursorsIgnored(config),
+    resumesRejected(config),
+    serverResumesRejected(config),
+    resumeGapSecondsHigh(config),
+    resumeGapEventsHigh(config),
+    duplicateDeliveries(config),
+    ...slo.server,
+    serverEventsWithoutListener(config),
+    targetWithoutMetrics(config),
+    metricsAbsent(config),
+  ];
+  return [{ name: ALERT_GROUP, rules }];
+}

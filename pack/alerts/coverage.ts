@@ -1,0 +1,48 @@
+/** Is forkwatch there at all: a target without its series, or no series anywhere. */
+import type { ForkwatchConfig } from '../config/config';
+import { scope } from '../config/scope';
+import { windowWords } from '../config/units';
+import { defineAlert } from './define';
+import { ALERT } from './names';
+import type { RuleSpec } from './rule-model';
+
+export function targetWithoutMetrics(config: ForkwatchConfig): RuleSpec {
+  const t = config.alerts.ForkwatchTargetWithoutMetrics;
+  const s = scope(config);
+  const lookback = windowWords(t.lookback);
+  return defineAlert(
+    config,
+    ALERT.targetWithoutMetrics,
+    {
+      expr:
+        `(\n  ${s.sel('up')} == 1\n` +
+        `  unless on (${s.by('instance')}) group by (${s.by('instance')}) (${s.named('forkwatch_.+')})\n)\n` +
+        `and on (${s.by()}) max_over_time(job:forkwatch_series:count[${t.lookback}])\n`,
+      for: t.for,
+      comment:
+        `A target that is up but exports no forkwatch series, in a job that exported them within the last ${lookback}\n` +
+        '(so node exporters and other jobs are left alone).',
+    },
+    'A scraped MCP target exports no forkwatch metrics.',
+    '{{ $labels.instance }} ({{ $labels.job }}) is up but exports no forkwatch_* series, while its job did within ' +
+      `the last ${lookback}; forks on this target go unseen.`,
+  );
+}
+
+export function metricsAbsent(config: ForkwatchConfig): RuleSpec {
+  const t = config.alerts.ForkwatchMetricsAbsent;
+  const s = scope(config);
+  return defineAlert(
+    config,
+    ALERT.metricsAbsent,
+    {
+      expr: `absent(${s.named('forkwatch_.+')})`,
+      for: t.for,
+      comment: 'No forkwatch series at all in this Prometheus (within the selector).',
+    },
+    'No forkwatch metrics reach Prometheus.',
+    `None of the {{ with query ${JSON.stringify(`count(${s.sel('up')} == 1)`)} }}{{ . | first | value | humanize }}` +
+      `{{ else }}0{{ end }} healthy scrape targets of this Prometheus has exported a forkwatch_* series for ` +
+      `${windowWords(t.for)}; fork detection and the resume-loss SLO are blind.`,
+  );
+}

@@ -1,0 +1,29 @@
+/**
+ * The pack's alert names and rule group names: the rules define them, panels link to their runbooks
+ * (alerts/runbooks/<name>.md), and test/dashboards/cross-references.test.ts keeps this list in step with the rules.
+ */
+import { DEFAULT_CONFIG } from '../config/config';
+import { errorBudget } from '../config/links';
+
+export const ALERT = {
+  forksDetected: 'ForkwatchForksDetected',
+  lossBudgetBurn: 'ForkwatchResumeLossBudgetBurn',
+  serverUnknownCursors: 'ForkwatchServerUnknownCursors',
+  serverCursorsIgnored: 'ForkwatchServerCursorsIgnored',
+  resumesRejected: 'ForkwatchResumesRejected',
+  serverResumesRejected: 'ForkwatchServerResumesRejected',
+  gapSecondsHigh: 'ForkwatchResumeGapSecondsHigh',
+  gapEventsHigh: 'ForkwatchResumeGapEventsHigh',
+  duplicateDeliveries: 'ForkwatchDuplicateDeliveries',
+  serverDeliveryBudgetBurn: 'ForkwatchServerDeliveryBudgetBurn',
+  serverEventsWithoutListener: 'ForkwatchServerEventsWithoutListener',
+  targetWithoutMetrics: 'ForkwatchTargetWithoutMetrics',
+  metricsAbsent: 'ForkwatchMetricsAbsent',
+} as const;
+
+export const ALERT_GROUP = 'forkwatch';
+export const RECORDING_GROUP = 'forkwatch.rules';
+export const SLO_GROUP = 'forkwatch-slo.rules';
+
+/** Error budget of the default loss SLO that ForkwatchResumeLossBudgetBurn pages on: 99.5 % of 2xx resumes lossless. */
+export const LOSS_BUDGET = errorBudget(DEFAULT_CONFIG.clientResumeObjective);

@@ -1,0 +1,175 @@
+/**
+ * The two SLOs and their multi-window, multi-burn-rate alerts (SRE workbook ch. 5), built the same way:
+ *  - client resume loss: of the resumes answered 2xx whose ids could prove or disprove continuity, the share that
+ *    forked (`unverified`, `inconclusive`, `rejected` and `failed` are on neither side: an idle session's resume
+ *    stays silent until the verdict timeout, which is no evidence of loss, and must never page);
+ *  - server delivery: of the events servers stored or wrote, the share lost to a live client (a loss reason of
+ *    src/names.ts; `abandoned`, the client gone for good, is not loss).
+ */
+import { RESUME_OUTCOMES, type ResumeOutcome } from '../../src/core/verdict';
+import { METRICS, SERVER_UNDELIVERED_LOSS_REASONS } from '../../src/names';
+import type { BurnWindow, ForkwatchConfig } from '../config/config';
+import { alertLinks, errorBudget, sloWindows } from '../config/links';
+import { scope } from '../config/scope';
+import { percent, windowWords } from '../config/units';
+import { ALERT } from './names';
+import type { RuleSpec } from './rule-model';
+
+/** Client SLO: good and bad outcomes; every other outcome is out of the SLI. */
+export const CLIENT_SLO_GOOD: readonly ResumeOutcome[] = ['resumed'];
+export const CLIENT_SLO_BAD: readonly ResumeOutcome[] = ['forked'];
+/**
+ * Out of the SLI: loud failures (rejected, failed), resumes whose ids cannot prove continuity (unverified) and
+ * resumes with no frame before the verdict timeout (inconclusive: an idle session looks exactly like this).
+ */
+export const CLIENT_SLO_EXCLUDED: readonly ResumeOutcome[] = RESUME_OUTCOMES.filter(
+  o => !CLIENT_SLO_GOOD.includes(o) && !CLIENT_SLO_BAD.includes(o),
+);
+
+export const CLIENT_LOSS_RATIO = (window: string) => `job:forkwatch_client_resume_loss:ratio_rate${window}`;
+export const SERVER_LOSS_RATIO = (window: string) => `job:forkwatch_server_undelivered_loss:ratio_rate${window}`;
+
+export const CLIENT_BURN_ALERT = ALERT.lossBudgetBurn;
+export const SERVER_BURN_ALERT = ALERT.serverDeliveryBudgetBurn;
+
+interface Sli {
+  /** bad-over-total ratio for one window. */
+  ratio(window: string): string;
+  /** good + bad events in a window: the traffic floor. */
+  total(window: string): string;
+}
+
+function clientSli(config: ForkwatchConfig): Sli {
+  const s = scope(config);
+  const resumes = METRICS.clientResumes.prometheusName;
+  const bad = s.sel(resumes, `outcome=~"${CLIENT_SLO_BAD.join('|')}"`);
+  const all = s.sel(resumes, `outcome=~"${[...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD].join('|')}"`);
+  return {
+    ratio: w => `sum by (${s.by()}) (rate(${bad}[${w}]))\n/\nsum by (${s.by()}) (rate(${all}[${w}]))\n`,
+    total: w => `sum by (${s.by()}) (increase(${all}[${w}]))`,
+  };
+}
+
+function serverSli(config: ForkwatchConfig): Sli {
+  const s = scope(config);
+  const lost = s.sel(
+    METRICS.serverUndeliveredEvents.prometheusName,
+    `reason=~"${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}"`,
+  );
+  const written = s.sel(METRICS.serverEvents.prometheusName);
+  return {
+    ratio: w => `sum by (${s.by()}) (rate(${lost}[${w}]))\n/\nsum by (${s.by()}) (rate(${written}[${w}]))\n`,
+    total: w => `sum by (${s.by()}) (increase(${written}[${w}]))`,
+  };
+}
+
+export function sloRecordingRules(config: ForkwatchConfig): RuleSpec[] {
+  const client = clientSli(config);
+  const server = serverSli(config);
+  const windows = sloWindows(config);
+  return [
+    ...windows.map((w, i) => ({
+      record: CLIENT_LOSS_RATIO(w),
+      expr: client.ratio(w),
+      ...(i === 0
+        ? {
+            comment:
+              `Client resume-loss SLI: of the 2xx resumes whose ids can prove continuity\n(outcome ` +
+              `${[...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD].join('|')}), the share that forked.\n` +
+              `${CLIENT_SLO_EXCLUDED.join(', ')} are on neither side. 0/0 (no resumes) gives no sample, so no alert.\n` +
+              `One window per burn-rate alert window: ${windows.join(', ')}.`,
+          }
+        : {}),
+    })),
+    ...windows.map((w, i) => ({
+      record: SERVER_LOSS_RATIO(w),
+      expr: server.ratio(w),
+      ...(i === 0
+        ? {
+            comment:
+              `Server delivery SLI: of the events servers stored or wrote, the share that never reached a live client\n` +
+              `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}); abandoned (the client went away for good) is not loss.`,
+          }
+        : {}),
+    })),
+  ];
+}
+
+interface BurnText {
+  summary: string;
+  /** What the ratio is a share of, after "{{ $value | humanizePercentage }} of". */
+  describe(w: BurnWindow): string;
+  sloName: string;
+}
+
+function burnAlerts(
+  config: ForkwatchConfig,
+  alert: string,
+  objective: number,
+  sli: Sli,
+  ratio: (w: string) => string,
+  text: BurnText,
+): RuleSpec[] {
+  const s = scope(config);
+  const budget = errorBudget(objective);
+  const on = `and on (${s.by()})`;
+  return config.burnWindows.map(w => ({
+    alert,
+    expr:
+      `${ratio(w.long)} > (${w.factor} * ${budget})\n${on}\n` +
+      `${ratio(w.short)} > (${w.factor} * ${budget})\n${on}\n` +
+      `${sli.total(w.long)} >= ${w.minEvents}\n`,
+    for: w.for,
+    labels: { severity: config.severities[w.severity], long: w.long, short: w.short },
+    annotations: {
+      summary: text.summary,
+      description:
+        `{{ $labels.job }}: {{ $value | humanizePercentage }} of ${text.describe(w)}, above ` +
+        `${percent(w.factor * budget)} (${w.factor}x the ${percent(budget)} error budget of the ${percent(objective)} ` +
+        `${text.sloName}) in the last ${windowWords(w.long)} and the last ${windowWords(w.short)}.`,
+      ...alertLinks(config, alert),
+    },
+  }));
+}
+
+export function sloAlerts(config: ForkwatchConfig): { client: RuleSpec[]; server: RuleSpec[] } {
+  const floors = config.burnWindows.map(w => `${w.long} >= ${w.minEvents}`).join(', ');
+  const pages = config.burnWindows.filter(w => w.severity === 'page').map(w => `${w.factor}x`);
+  const tickets = config.burnWindows.filter(w => w.severity === 'ticket').map(w => `${w.factor}x`);
+  const client = burnAlerts(
+    config,
+    CLIENT_BURN_ALERT,
+    config.clientResumeObjective,
+    clientSli(config),
+    CLIENT_LOSS_RATIO,
+    {
+      summary: 'Successful MCP stream resumes are silently losing events.',
+      describe: w => `successful (2xx) resumes in the last ${windowWords(w.long)} forked`,
+      sloName: 'SLO',
+    },
+  );
+  const server = burnAlerts(
+    config,
+    SERVER_BURN_ALERT,
+    config.serverDeliveryObjective,
+    serverSli(config),
+    SERVER_LOSS_RATIO,
+    {
+      summary: 'MCP servers are losing events before they reach live clients.',
+      describe: w =>
+        `the events servers wrote in the last ${windowWords(w.long)} never reached a live client (stream moved, no ` +
+        'listener or dropped)',
+      sloName: 'delivery SLO',
+    },
+  );
+  (client[0] as RuleSpec).comment =
+    `Loss hidden behind 200s. SLO: ${percent(config.clientResumeObjective)} of successful (2xx) resumes whose ids can ` +
+    `prove continuity\ncontinue their event log. Multi-window, multi-burn-rate (SRE workbook ch. 5): ${pages.join(' and ')} ` +
+    `page,\n${tickets.join(' and ')} open a ticket. Traffic floor: the long window must hold enough resumes that a single ` +
+    `lossy one\nstays below the threshold (${floors});\nbelow it ForkwatchForksDetected still opens a ticket for every fork.`;
+  (server[0] as RuleSpec).comment =
+    `Events servers stored or wrote that never reached a live client. SLO: ${percent(config.serverDeliveryObjective)} ` +
+    'of events written reach one.\nSame windows, factors and traffic floors (in events) as ' +
+    'ForkwatchResumeLossBudgetBurn;\nabandoned events never count.';
+  return { client, server };
+}

@@ -1,0 +1,59 @@
+/** The one composer: the whole pack for one config: rule files, kube-prometheus objects, dashboards, Grafana provisioning, Collector. */
+import { stringify } from 'yaml';
+import { renderRuleFiles, ruleFiles } from './alerts/rule-files';
+import type { ForkwatchConfig } from './config/config';
+import { dashboardUrl, runbookUrl } from './config/links';
+import { renderDashboards } from './dashboards/render';
+import { dashboardProvisioning } from './outputs/grafana';
+import { podMonitor, prometheusRule } from './outputs/kubernetes';
+import { collectorConfig, scrapeConfig } from './outputs/otel-collector';
+
+const yaml = (header: string, value: unknown) => `# ${header}\n${stringify(value, { lineWidth: 0 })}`;
+
+/** Relative path -> file content. */
+export function renderPack(config: ForkwatchConfig): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const [name, content] of renderRuleFiles(config)) files.set(`prometheus/${name}`, content);
+  const rule = prometheusRule(config);
+  files.set(
+    'kubernetes/prometheusrule.yaml',
+    yaml('forkwatch rules for the prometheus-operator (kube-prometheus).', rule),
+  );
+  files.set('kubernetes/podmonitor.yaml', yaml('Scrapes the MCP pods that run forkwatch.', podMonitor(config)));
+  for (const [name, content] of renderDashboards(config)) files.set(`grafana/dashboards/${name}`, content);
+  files.set(
+    'grafana/provisioning/dashboards/forkwatch.yaml',
+    yaml(
+      `Grafana dashboard provisioning: copy grafana/dashboards/*.json to ${config.grafanaDashboardsPath}.`,
+      dashboardProvisioning(config),
+    ),
+  );
+  files.set(
+    'otel-collector/config.yaml',
+    yaml(
+      'OpenTelemetry Collector (contrib, for the transform processor): OTLP in, Prometheus out.',
+      collectorConfig(config),
+    ),
+  );
+  const scrape = scrapeConfig(config);
+  files.set('otel-collector/prometheus-scrape.yaml', yaml('Prometheus scrape job for the Collector.', scrape));
+  files.set('links.md', links(config));
+  return files;
+}
+
+function links(config: ForkwatchConfig): string {
+  const rules = ruleFiles(config).flatMap(f => f.groups.flatMap(g => g.rules));
+  const alerts = [...new Set(rules.flatMap(r => r.alert ?? []))];
+  return [
+    '# forkwatch pack links',
+    '',
+    `- Dashboard (every alert's dashboard_url): ${dashboardUrl(config) ?? 'none (set grafanaUrl to link alerts to it)'}`,
+    `- Runbooks: ${config.runbooksIndexUrl}`,
+    `- Trace search from panels: ${config.traceSearch.backend} (${config.traceSearch.target})`,
+    '',
+    '| alert | runbook_url |',
+    '|---|---|',
+    ...alerts.map(a => `| ${a} | ${runbookUrl(config, a)} |`),
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,201 @@
+/**
+ * The alerting and dashboard pack's one config object, in the style of a monitoring mixin's `_config`
+ * (kubernetes-mixin's config.libsonnet): every rule, alert, panel and link is generated from it, and every threshold,
+ * window and `for` is a field here with the reason for its default. `DEFAULT_CONFIG` renders the committed
+ * alerts/*.rules.yml and dashboards/*.json; `forkwatch pack --config <file>` renders a user's (pack/config/resolve.ts
+ * overlays it on these defaults).
+ */
+
+export type Severity = string;
+
+/** One multi-window, multi-burn-rate alert (SRE workbook ch. 5). */
+export interface BurnWindow {
+  /** Long window: the rate the budget burns at. */
+  long: string;
+  /** Short window: stops the alert soon after the burn stops. */
+  short: string;
+  /** Burn-rate factor: the alert fires above factor x error budget. */
+  factor: number;
+  for: string;
+  /** Which severity of `severities` it gets: page or ticket. */
+  severity: 'page' | 'ticket';
+  /**
+   * Traffic floor: good + bad events the long window must hold, so that one bad event alone stays below the
+   * threshold (1 / minEvents < factor x budget).
+   */
+  minEvents: number;
+}
+
+export interface TraceSearch {
+  /** `tempo`: Grafana Explore with a TraceQL query; `jaeger`: the Jaeger UI search page. `none`: no trace links. */
+  backend: 'tempo' | 'jaeger' | 'none';
+  /** Tempo: the Grafana data source uid; Jaeger: the UI's base URL. */
+  target: string;
+  /** Jaeger needs a service name to search; Tempo ignores it. */
+  service: string;
+}
+
+export interface KubernetesOutput {
+  /** Namespace of the PrometheusRule and PodMonitor objects. */
+  namespace: string;
+  /** Labels the Prometheus object's ruleSelector and podMonitorSelector match (kube-prometheus: none needed). */
+  labels: Record<string, string>;
+  /** Labels of the MCP pods to scrape, and the name of their metrics container port. */
+  podSelector: Record<string, string>;
+  port: string;
+  interval: string;
+  /** Pod label whose value becomes the `job` label of the scraped series (the PodMonitor's jobLabel). */
+  jobLabel: string;
+}
+
+export interface CollectorOutput {
+  /** Where the Collector's prometheus exporter listens for Prometheus to scrape. */
+  prometheusEndpoint: string;
+  /** Aggregation label -> the OTLP resource attribute it is copied from. */
+  resourceAttributes: Record<string, string>;
+}
+
+/** "Any increase" alerts: a count that should stay at 0 on healthy traffic. */
+export interface IncreaseAlert {
+  /** How far back an increase counts (and how long the alert stays firing after the last one). */
+  window: string;
+  for: string;
+}
+
+/** "Share of resumes" alerts over the recording rules' rate window. */
+export interface ShareAlert {
+  /** Fires above this share (0..1) of the resumes in the rate window. */
+  share: number;
+  for: string;
+}
+
+/** The thresholds, windows and `for` of every alert except the two SLO burn alerts (those are `burnWindows`). */
+export interface AlertThresholds {
+  /**
+   * Any fork is loss: window 10m so one fork keeps the ticket open long enough to be seen; `for` 1m rides out one
+   * scrape's jitter without delaying a real ticket.
+   */
+  ForkwatchForksDetected: IncreaseAlert;
+  /** Same reasoning as ForkwatchForksDetected: any duplicate frame is a replay from the wrong place. */
+  ForkwatchDuplicateDeliveries: IncreaseAlert;
+  /**
+   * Share of a process's resumes whose cursor it does not know. 5 % for 15m: a restart or a scale-out gives a short
+   * burst of unknown cursors that must not open a ticket; a routing fault stays above it.
+   */
+  ForkwatchServerUnknownCursors: ShareAlert;
+  /** Any resume ignored for want of an event store is a configuration fault: any in 10m, `for` 1m. */
+  ForkwatchServerCursorsIgnored: IncreaseAlert;
+  /** Client view: share of resumes answered non-2xx. 5 % for 15m, as for unknown cursors (deploys burst). */
+  ForkwatchResumesRejected: ShareAlert;
+  /** Server view of the same, per process. */
+  ForkwatchServerResumesRejected: ShareAlert;
+  /**
+   * p99 seconds from losing a stream to its resume's first frame. 30 s: the SDK's reconnection backoff stays well
+   * under it; above it, users see stalls. `for` 15m: one slow client must not open a ticket.
+   */
+  ForkwatchResumeGapSecondsHigh: { quantile: number; seconds: number; for: string };
+  /**
+   * p99 events replayed per resume. 1000: a replay that large stalls the client and the store; healthy reconnects
+   * replay a handful. `for` 15m as above.
+   */
+  ForkwatchResumeGapEventsHigh: { quantile: number; events: number; for: string };
+  /**
+   * Share of a process's events written with no listening stream, over `window`. 1 % over 1h: a routing or client
+   * bug that may stay under the delivery budget; the traffic floor `minEvents` keeps one event of a quiet process
+   * from being 100 %.
+   */
+  ForkwatchServerEventsWithoutListener: { window: string; share: number; minEvents: number; for: string };
+  /**
+   * A target up without forkwatch series, in a job that had them within `lookback` (1d: a deploy that dropped the
+   * instrumentation is caught the same day, while jobs that never had forkwatch stay quiet). `for` 15m rides out a
+   * slow start.
+   */
+  ForkwatchTargetWithoutMetrics: { lookback: string; for: string };
+  /** No forkwatch series at all: `for` 15m so a Prometheus restart or a first deploy stays quiet. */
+  ForkwatchMetricsAbsent: { for: string };
+}
+
+export interface ForkwatchConfig {
+  /** PromQL label matchers that scope every rule and panel to the user's jobs, e.g. `job=~"mcp-.*"`. '' = all. */
+  selector: string;
+  /** Labels every aggregation keeps besides `job` (and `instance` where per process), outermost first. */
+  aggregationLabels: string[];
+  /** The label that tells clusters apart (the dashboard's cluster variable); must be one of aggregationLabels. */
+  clusterLabel: string;
+  /** `%s` is replaced by the alert name. */
+  runbookUrlPattern: string;
+  /** Where the list of all runbooks lives (the dashboard's header link). */
+  runbooksIndexUrl: string;
+  /**
+   * Grafana's base URL. When set, every alert gets `dashboard_url: ${grafanaUrl}/d/${dashboardUid}/${dashboardUid}`;
+   * '' (the default) emits no dashboard_url, since a link to a placeholder host is wrong for everyone.
+   */
+  grafanaUrl: string;
+  dashboardUid: string;
+  severities: { page: Severity; ticket: Severity };
+  /**
+   * The rate window of the recording rules the alerts and shares read (`job:…:rate5m`). 5m: at least four scrapes
+   * at a 1m interval, short enough that a share alert follows a deploy within minutes.
+   */
+  rateWindow: string;
+  /** The client resume-loss SLO: share of 2xx resumes that continue the session log. */
+  clientResumeObjective: number;
+  /** The server delivery SLO: share of events written that are not lost to a live client. */
+  serverDeliveryObjective: number;
+  /** Burn-rate windows, shared by both SLOs; every long and short window gets a ratio recording rule. */
+  burnWindows: BurnWindow[];
+  /** Thresholds, windows and `for` of the other alerts, by alert name. */
+  alerts: AlertThresholds;
+  traceSearch: TraceSearch;
+  kubernetes: KubernetesOutput;
+  otelCollector: CollectorOutput;
+  /** Where Grafana reads the dashboard JSON files (the provisioning file's options.path). */
+  grafanaDashboardsPath: string;
+}
+
+export const DEFAULT_CONFIG: ForkwatchConfig = {
+  selector: '',
+  aggregationLabels: ['cluster', 'namespace'],
+  clusterLabel: 'cluster',
+  runbookUrlPattern: 'https://github.com/forkwatch/forkwatch/blob/main/alerts/runbooks/%s.md',
+  runbooksIndexUrl: 'https://github.com/forkwatch/forkwatch/tree/main/alerts/runbooks',
+  grafanaUrl: '',
+  dashboardUid: 'forkwatch-overview',
+  severities: { page: 'critical', ticket: 'warning' },
+  rateWindow: '5m',
+  clientResumeObjective: 0.995,
+  serverDeliveryObjective: 0.995,
+  burnWindows: [
+    { long: '1h', short: '5m', factor: 14.4, for: '2m', severity: 'page', minEvents: 20 },
+    { long: '6h', short: '30m', factor: 6, for: '15m', severity: 'page', minEvents: 50 },
+    { long: '1d', short: '2h', factor: 3, for: '1h', severity: 'ticket', minEvents: 100 },
+    { long: '3d', short: '6h', factor: 1, for: '3h', severity: 'ticket', minEvents: 300 },
+  ],
+  alerts: {
+    ForkwatchForksDetected: { window: '10m', for: '1m' },
+    ForkwatchDuplicateDeliveries: { window: '10m', for: '1m' },
+    ForkwatchServerUnknownCursors: { share: 0.05, for: '15m' },
+    ForkwatchServerCursorsIgnored: { window: '10m', for: '1m' },
+    ForkwatchResumesRejected: { share: 0.05, for: '15m' },
+    ForkwatchServerResumesRejected: { share: 0.05, for: '15m' },
+    ForkwatchResumeGapSecondsHigh: { quantile: 0.99, seconds: 30, for: '15m' },
+    ForkwatchResumeGapEventsHigh: { quantile: 0.99, events: 1000, for: '15m' },
+    ForkwatchServerEventsWithoutListener: { window: '1h', share: 0.01, minEvents: 100, for: '15m' },
+    ForkwatchTargetWithoutMetrics: { lookback: '1d', for: '15m' },
+    ForkwatchMetricsAbsent: { for: '15m' },
+  },
+  traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
+  kubernetes: {
+    namespace: 'monitoring',
+    labels: { 'app.kubernetes.io/name': 'forkwatch', prometheus: 'k8s', role: 'alert-rules' },
+    podSelector: { 'app.kubernetes.io/component': 'mcp-server' },
+    port: 'metrics',
+    interval: '30s',
+    jobLabel: 'app.kubernetes.io/name',
+  },
+  otelCollector: {
+    prometheusEndpoint: '0.0.0.0:8889',
+    resourceAttributes: { cluster: 'k8s.cluster.name', namespace: 'k8s.namespace.name' },
+  },
+  grafanaDashboardsPath: '/var/lib/grafana/dashboards/forkwatch',
+};

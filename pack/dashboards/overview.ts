@@ -1,0 +1,69 @@
+/**
+ * "Forkwatch / Overview": the on-call dashboard for silently forked MCP sessions — resumes answered 2xx from an
+ * event log that does not continue the session's, so events are lost while HTTP dashboards show success.
+ */
+import type * as cog from '@grafana/grafana-foundation-sdk/cog';
+import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
+import { type ForkwatchConfig, DEFAULT_CONFIG } from '../config/config';
+import { DATASOURCE, variables } from './common';
+import { type Ctx, context, row } from './panels';
+import { queries } from './queries';
+import { forkPanels, lossVersusHttpPanels } from './rows/client-loss';
+import { duplicateAndAlertPanels } from './rows/duplicates-and-alerts';
+import { gapPanels } from './rows/gaps';
+import { serverDeliveryPanels } from './rows/server-delivery';
+import { serverPanels } from './rows/servers';
+import { summaryPanels } from './rows/summary';
+
+export const OVERVIEW_UID = 'forkwatch-overview';
+export const OVERVIEW_TITLE = 'Forkwatch / Overview';
+
+type PanelBuilder = cog.Builder<dashboard.Panel> & { id(id: number): cog.Builder<dashboard.Panel> };
+
+const ROWS: Array<[string, (ctx: Ctx) => PanelBuilder[]]> = [
+  ['Are sessions losing events?', summaryPanels],
+  ['Forks', forkPanels],
+  ['What HTTP dashboards do not show', lossVersusHttpPanels],
+  ['Gaps and replays', gapPanels],
+  ['Which process forks sessions', serverPanels],
+  ['Server delivery', serverDeliveryPanels],
+  ['Duplicates and alerts', duplicateAndAlertPanels],
+];
+
+export function overviewDashboard(config: ForkwatchConfig = DEFAULT_CONFIG): dashboard.DashboardBuilder {
+  const ctx = context(config, queries(config));
+  const builder = new dashboard.DashboardBuilder(OVERVIEW_TITLE)
+    .uid(config.dashboardUid)
+    .description('Silently forked MCP sessions: resumes answered 2xx from an event log that lost the session events.')
+    .tags(['forkwatch', 'mcp', 'opentelemetry'])
+    .readonly()
+    .timezone('browser')
+    .time({ from: 'now-6h', to: 'now' })
+    .refresh('1m')
+    .tooltip(dashboard.DashboardCursorSync.Crosshair)
+    .variables(variables(config))
+    .link(
+      new dashboard.DashboardLinkBuilder('Forkwatch runbooks')
+        .type(dashboard.DashboardLinkType.Link)
+        .url(config.runbooksIndexUrl)
+        .icon('doc')
+        .targetBlank(true),
+    )
+    .annotation(
+      new dashboard.AnnotationQueryBuilder()
+        .name('Forkwatch alerts')
+        .datasource(DATASOURCE)
+        .enable(true)
+        .iconColor('red')
+        .expr(ctx.q.alertsTable)
+        .titleFormat('{{alertname}}')
+        .textFormat(`{{${config.clusterLabel}}} {{job}} {{instance}} {{reason}}`)
+        .step('1m'),
+    );
+  let id = 1;
+  for (const [title, panels] of ROWS) {
+    builder.withRow(row(title).id(id++));
+    for (const panel of panels(ctx)) builder.withPanel(panel.id(id++));
+  }
+  return builder;
+}
