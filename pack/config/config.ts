@@ -85,6 +85,16 @@ export interface AlertThresholds {
   ForkwatchServerUnknownCursors: ShareAlert;
   /** Any resume ignored for want of an event store is a configuration fault: any in 10m, `for` 1m. */
   ForkwatchServerCursorsIgnored: IncreaseAlert;
+  /**
+   * Any replay of another session's events is a data leak, lost events or not: it pages on the first one (severity
+   * page). Window 10m and `for` 1m as for the other "any" alerts: one scrape's jitter, no real delay.
+   */
+  ForkwatchServerCrossSessionReplay: IncreaseAlert;
+  /**
+   * Any resume of a request stream that completed here is a fork (ids colliding across replicas): a ticket, like a
+   * single client fork. Window 10m, `for` 1m.
+   */
+  ForkwatchServerCompletedStreamResumed: IncreaseAlert;
   /** Client view: share of resumes answered non-2xx. 5 % for 15m, as for unknown cursors (deploys burst). */
   ForkwatchResumesRejected: ShareAlert;
   /** Server view of the same, per process. */
@@ -176,6 +186,8 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchDuplicateDeliveries: { window: '10m', for: '1m' },
     ForkwatchServerUnknownCursors: { share: 0.05, for: '15m' },
     ForkwatchServerCursorsIgnored: { window: '10m', for: '1m' },
+    ForkwatchServerCrossSessionReplay: { window: '10m', for: '1m' },
+    ForkwatchServerCompletedStreamResumed: { window: '10m', for: '1m' },
     ForkwatchResumesRejected: { share: 0.05, for: '15m' },
     ForkwatchServerResumesRejected: { share: 0.05, for: '15m' },
     ForkwatchResumeGapSecondsHigh: { quantile: 0.99, seconds: 30, for: '15m' },

@@ -81,7 +81,13 @@ describe('a user config reaches every rule', () => {
       expect(a.annotations?.dashboard_url).toBe('https://grafana.example.org/d/mcp-forks/mcp-forks');
     }
     const pages = alerts.filter(a => a.labels?.severity === 'page').map(a => a.alert);
-    expect(new Set(pages)).toEqual(new Set(['ForkwatchResumeLossBudgetBurn', 'ForkwatchServerDeliveryBudgetBurn']));
+    expect(new Set(pages)).toEqual(
+      new Set([
+        'ForkwatchResumeLossBudgetBurn',
+        'ForkwatchServerDeliveryBudgetBurn',
+        'ForkwatchServerCrossSessionReplay',
+      ]),
+    );
     const clientBurn = alerts.find(a => a.alert === 'ForkwatchResumeLossBudgetBurn');
     expect(clientBurn?.expr).toContain('> (14.4 * 0.001)');
     expect(clientBurn?.annotations?.description).toContain(
