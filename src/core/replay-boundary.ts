@@ -120,3 +120,32 @@ export function isJsonRpcResponse(message: unknown): boolean {
     !('method' in message)
   );
 }
+
+/**
+ * The client's requests still waiting for a response (JSON-RPC ids), for one client transport: a response to any
+ * other id answers a request this client never sent or already got an answer to. It came from another stream's or
+ * another session's log (a replay after colliding ids): foreign. Bounded: once more than `capacity` requests were
+ * outstanding at a time, unknown ids are no longer judged, since one of the forgotten ones may be answered late.
+ */
+export class OutstandingRequests {
+  private readonly ids = new Set<string | number>();
+  private forgot = false;
+
+  constructor(private readonly capacity = 1024) {}
+
+  sent(id: unknown): void {
+    if (typeof id !== 'string' && typeof id !== 'number') return;
+    this.ids.add(id);
+    if (this.ids.size > this.capacity) {
+      this.ids.delete(this.ids.values().next().value!);
+      this.forgot = true;
+    }
+  }
+
+  /** A response arrived: true when it is foreign (no request of this client waits for its id). */
+  answered(id: unknown): boolean {
+    if (typeof id !== 'string' && typeof id !== 'number') return false;
+    if (this.ids.delete(id)) return false;
+    return !this.forgot;
+  }
+}

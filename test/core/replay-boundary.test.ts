@@ -1,5 +1,12 @@
 import { describe, expect, test } from 'vitest';
-import { CompletedStreams, EventOwnerTable, hashEventId, isJsonRpcResponse, judgeReplayBoundary } from '../../src/core';
+import {
+  CompletedStreams,
+  EventOwnerTable,
+  OutstandingRequests,
+  hashEventId,
+  isJsonRpcResponse,
+  judgeReplayBoundary,
+} from '../../src/core';
 
 const base = {
   streamId: '_GET_stream',
@@ -95,5 +102,28 @@ describe('isJsonRpcResponse', () => {
     ['{"id":1,"result":{}}', false],
   ])('%j → %s', (message, expected) => {
     expect(isJsonRpcResponse(message)).toBe(expected);
+  });
+});
+
+describe('OutstandingRequests', () => {
+  test('a response to a request never sent, or answered already, is foreign', () => {
+    const book = new OutstandingRequests();
+    book.sent(1);
+    book.sent('a');
+    expect(book.answered(1)).toBe(false);
+    expect(book.answered(1)).toBe(true); // answered already
+    expect(book.answered(7)).toBe(true); // never sent
+    expect(book.answered('a')).toBe(false);
+    expect(book.answered(null)).toBe(false); // an error response to an unparseable request names no id
+  });
+
+  test('after it had to forget requests, unknown ids are not judged', () => {
+    const book = new OutstandingRequests(2);
+    book.sent(1);
+    book.sent(2);
+    book.sent(3); // forgets 1
+    expect(book.answered(1)).toBe(false);
+    expect(book.answered(99)).toBe(false);
+    expect(book.answered(3)).toBe(false);
   });
 });

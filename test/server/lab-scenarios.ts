@@ -40,6 +40,8 @@ const only = (outcome: string, n: number) => ({
   ignored: 0,
   rejected: 0,
   failed: 0,
+  cross_session: 0,
+  completed_stream: 0,
   [outcome]: n,
 });
 
