@@ -146,6 +146,8 @@ export interface StreamableHttpClientTransportLike {
   _abortController?: { signal?: { aborted?: unknown } };
   /** The application's error handler: fail-loud mode reports StreamForkDetected through it. */
   onerror?: (error: Error) => void;
+  /** Set by the SDK's Protocol: every message received, on any stream or in a JSON body. */
+  onmessage?: unknown;
 }
 
 /** The Headers `_commonHeaders()` resolves to (a web Headers in 1.x and 2.x); both methods are checked before use. */

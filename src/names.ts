@@ -107,6 +107,15 @@ export const METRICS = {
     description: 'SSE frames whose event id had already been consumed in the session.',
     labels: { transport: CLIENT_TRANSPORTS },
   },
+  clientForeignResponses: {
+    otelName: 'forkwatch.client.foreign_responses',
+    prometheusName: 'forkwatch_client_foreign_responses_total',
+    kind: 'counter',
+    unit: '{response}',
+    description:
+      'JSON-RPC responses received for a request this client never sent or already got an answer to (a replay from another stream or session).',
+    labels: { transport: CLIENT_TRANSPORTS },
+  },
   clientResumeGapSeconds: {
     otelName: 'forkwatch.client.resume.gap_seconds',
     prometheusName: 'forkwatch_client_resume_gap_seconds',

@@ -10,6 +10,7 @@ import { scopeMatchers } from './common';
 const resumes = METRICS.clientResumes.prometheusName;
 const forks = METRICS.clientForks.prometheusName;
 const duplicates = METRICS.clientDuplicateEvents.prometheusName;
+const foreignResponses = METRICS.clientForeignResponses.prometheusName;
 const gapSeconds = `${METRICS.clientResumeGapSeconds.prometheusName}_bucket`;
 const skipped = `${METRICS.clientResumeSkippedEvents.prometheusName}_bucket`;
 const serverResumes = METRICS.serverResumes.prometheusName;
@@ -76,6 +77,7 @@ export function queries(config: ForkwatchConfig) {
       `/ sum by (${lossBy}, instance) (${increase(serverEvents)})`,
 
     duplicates: `sum by (transport) (${rate(duplicates)})`,
+    foreignResponses: `sum by (transport) (${rate(foreignResponses)})`,
     alertsTable: firingAlerts,
   };
 }

@@ -23,6 +23,7 @@ import type {
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import { FirstFrameWatch } from './first-frame-watch';
+import { noteSentMessage } from './foreign-responses';
 import { type StreamGate, observeStream } from './observed-stream';
 import { runAsPatchedTransport } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
@@ -32,6 +33,7 @@ export const STREAMABLE_HTTP_CLIENT_METHODS = [
   '_handleSseStream',
   '_scheduleReconnection',
   '_commonHeaders',
+  'send',
 ] as const;
 
 /** What forkwatch remembers of one SSE stream of a transport. */
@@ -195,6 +197,16 @@ export function patchStreamableHttpClient(
           if (suppress) return undefined;
         }
         return original.call(this, options, ...rest);
+      },
+  );
+
+  wrap(
+    proto,
+    'send',
+    original =>
+      function send(this: StreamableHttpClientTransportLike, message: unknown, ...rest: unknown[]) {
+        if (runtime.enabled) noteSentMessage(this, message, runtime);
+        return original.call(this, message, ...rest);
       },
   );
 
