@@ -14,10 +14,17 @@ import { type ReplayRecord, type ReplayScope, newReplayRecord } from './recordin
 import { boundaryWatchOf } from './replay-boundary-watch';
 import { standaloneStreamId, streamHasRequestInFlight } from './transport-delivery';
 
+/** Where a resume reports what it replayed: the transport's session observer (session-observer.ts). */
+export interface ReplaySink {
+  replaySent(streamId: string, events: number): void;
+}
+
 export interface ServerResumeInit {
   transport: ServerTransportLabel;
   /** The transport instance, which the store calls of this request are matched against. */
   instance: object;
+  /** Told what the replay sent, for the delivery ledger. */
+  session: ReplaySink;
   cursor: string;
   sessionId: string | undefined;
   protocolVersion: string | undefined;
@@ -157,7 +164,7 @@ export class ServerResume {
     const ownEvents = record.replayedEvents - record.foreignEvents;
     const fromTheLog = outcome === 'replayed' || outcome === 'cross_session' || outcome === 'completed_stream';
     if (fromTheLog && record.replayCalled && typeof record.replayStreamId === 'string') {
-      this.runtime.serverDelivery.replayed(this.init.instance, record.replayStreamId, ownEvents);
+      this.init.session.replaySent(record.replayStreamId, ownEvents);
     }
     // Only a replay of the session's own stream measures the gap; an unknown cursor's 0 events say nothing about it.
     if ((outcome === 'replayed' || outcome === 'cross_session') && record.replayCalled) {
