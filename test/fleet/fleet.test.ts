@@ -43,6 +43,12 @@ describe('fleet lab, CI size', () => {
     expect(score.resumes).toBeGreaterThanOrEqual(30);
     expect(score.clientOutcomes.resumed).toBeGreaterThanOrEqual(20);
     expect(score.serverOutcomes.replayed).toBeGreaterThanOrEqual(20);
+    // The shared store is scoped by session: no replay crosses a session or a stream boundary (#23).
+    expect(score.serverOutcomes.cross_session ?? 0).toBe(0);
+    expect(score.serverOutcomes.completed_stream ?? 0).toBe(0);
+    for (const alert of ['ForkwatchServerCrossSessionReplay', 'ForkwatchServerCompletedStreamResumed']) {
+      expect(raised(score, alert), alert).toBe(false);
+    }
     expect(score.alerts.series['fleet-server']).toBeGreaterThan(0);
     // Ground truth: the healthy baseline is healthy, nearly always. A stalled machine (a tool call timing out) can
     // still lose a session's events (docs/fleet.md); those sessions are lossy, not false alarms.
