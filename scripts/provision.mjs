@@ -1,12 +1,15 @@
 // What the tests need beyond `npm ci`, provisioned before they run (scripts/test.mjs calls it; `node
 // scripts/provision.mjs` runs it alone):
-// - Debian's prometheus and prometheus-alertmanager (prometheus, promtool, prometheus-alertmanager, amtool), installed
-//   with apt-get when missing and the user is root; otherwise a clear message and a failure, never a skip.
+// - Debian's prometheus and prometheus-alertmanager (prometheus, promtool, prometheus-alertmanager, amtool), and
+//   haproxy, nginx-light and redis-server for the fleet lab's real parts, installed with apt-get when missing and the
+//   user is root; otherwise a clear message and a failure, never a skip. Packages that ship a service (nginx,
+//   redis-server, haproxy, prometheus) would start it on its default port: a policy-rc.d that answers 101 ("action
+//   forbidden", honoured by invoke-rc.d and deb-systemd-invoke) is in place for the install, so none starts.
 // - The app folders in test/sdk-versions/ that pin older MCP SDKs: `npm ci` in each whose install is missing or older
 //   than its lockfile; a failed install fails here, loudly, instead of failing the version tests later.
 // It starts nothing that keeps running and stops nothing: the tests start their own servers on ports from the OS.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -16,7 +19,25 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const DEBIAN_BINARIES = {
   prometheus: ['/usr/bin/prometheus', '/usr/bin/promtool'],
   'prometheus-alertmanager': ['/usr/bin/prometheus-alertmanager', '/usr/bin/amtool'],
+  // The fleet lab's real parts (lab/fleet/real-parts.mjs BINARIES), run with deploy/'s configs.
+  haproxy: ['/usr/sbin/haproxy'],
+  'nginx-light': ['/usr/sbin/nginx'],
+  'redis-server': ['/usr/bin/redis-server'],
 };
+
+/** Forbids every service start during the install (see the header); removed afterwards unless it was there. */
+export const POLICY_RC_D =
+  '#!/bin/sh\n# forkwatch provision: packages installed for the tests start no service\nexit 101\n';
+
+function withServicesForbidden(policyRcPath, fn) {
+  if (existsSync(policyRcPath)) return fn(); // the machine's own policy stays as it is
+  writeFileSync(policyRcPath, POLICY_RC_D, { mode: 0o755 });
+  try {
+    return fn();
+  } finally {
+    rmSync(policyRcPath, { force: true });
+  }
+}
 
 const log = line => console.error(`provision: ${line}`);
 
@@ -26,6 +47,7 @@ export function provisionDebianPackages({
   binaries = DEBIAN_BINARIES,
   isRoot = process.getuid?.() === 0,
   hasApt = spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0,
+  policyRcPath = '/usr/sbin/policy-rc.d',
 } = {}) {
   const missing = Object.entries(binaries).filter(([, bins]) => bins.some(bin => !existsSync(bin)));
   if (missing.length === 0) return undefined;
@@ -34,7 +56,7 @@ export function provisionDebianPackages({
   const command = `apt-get install -y --no-install-recommends ${packages.join(' ')}`;
   if (!isRoot || !hasApt) {
     return (
-      `${bins.join(', ')} missing; the rule, alert and dashboard tests need them. ` +
+      `${bins.join(', ')} missing; the rule, alert, dashboard and fleet tests need them. ` +
       (hasApt
         ? `Run as root: ${command}`
         : `Install Debian's packages ${packages.join(', ')} (apt-get is not available here)`)
@@ -46,10 +68,9 @@ export function provisionDebianPackages({
   const update = run('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
   if (update.status !== 0)
     return `apt-get update failed (exit ${update.status ?? update.signal}); cannot install ${packages.join(', ')}`;
-  const install = run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
-    stdio: 'inherit',
-    env,
-  });
+  const install = withServicesForbidden(policyRcPath, () =>
+    run('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], { stdio: 'inherit', env }),
+  );
   if (install.status !== 0) return `${command} failed (exit ${install.status ?? install.signal})`;
   const still = bins.filter(bin => !existsSync(bin));
   if (still.length > 0) return `${command} succeeded but ${still.join(', ')} is still missing`;

@@ -39,6 +39,7 @@ export interface EnvInstrumentationConfig {
   observeFetch?: boolean;
   propagateContext?: boolean;
   deliveryWindowMs?: number;
+  sharedEventStore?: boolean;
 }
 
 export interface RegisterEnvConfig {
@@ -72,6 +73,7 @@ export const FORKWATCH_ENV = {
   propagateContext: 'FORKWATCH_PROPAGATE_CONTEXT',
   observeFetch: 'FORKWATCH_OBSERVE_FETCH',
   deliveryWindowMs: 'FORKWATCH_DELIVERY_WINDOW_MS',
+  sharedEventStore: 'FORKWATCH_SHARED_EVENT_STORE',
   startSdk: 'FORKWATCH_START_SDK',
 } as const;
 
@@ -110,6 +112,8 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
     DEFAULT_DELIVERY_WINDOW_MS,
   );
   if (deliveryWindowMs !== undefined) instrumentation.deliveryWindowMs = deliveryWindowMs;
+  const sharedEventStore = r.bool(FORKWATCH_ENV.sharedEventStore, false);
+  if (sharedEventStore !== undefined) instrumentation.sharedEventStore = sharedEventStore;
 
   const otlpEndpoint = (signal: string) =>
     r.present('OTEL_EXPORTER_OTLP_ENDPOINT') || r.present(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`);

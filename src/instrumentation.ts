@@ -393,10 +393,22 @@ export class ForkwatchInstrumentation
       {
         countUndelivered: (transport, reason, events) =>
           this.instruments.serverUndeliveredEvents.add(events, { transport, reason }),
+        countSharedUnreplayed: (transport, reason, events) =>
+          this.instruments.serverSharedUnreplayedEvents.add(events, { transport, reason }),
+        countReplayedUnpending: (transport, events) =>
+          this.instruments.serverReplayedUnpendingEvents.add(events, { transport }),
         now: nowMs,
         onError: (what, error) => this._diag.error(`${what} failed`, error),
       },
+      'streamable_http',
+      this.sharedEventStore(config.sharedEventStore),
     );
+  }
+
+  private sharedEventStore(value: unknown): boolean {
+    if (value !== undefined && typeof value !== 'boolean')
+      this._diag.warn(`invalid sharedEventStore ${JSON.stringify(value)}; using false`);
+    return value === true;
   }
 
   private resolveSettings(config: ForkwatchInstrumentationConfig): ResolvedSettings {

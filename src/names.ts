@@ -49,6 +49,17 @@ export const SERVER_UNDELIVERED_LOSS_REASONS = [
   'dropped',
 ] as const satisfies readonly ServerUndeliveredReason[];
 
+/**
+ * With a shared event store (`sharedEventStore`), the loss reasons a process cannot judge alone: another replica may
+ * replay what this one stored. They count in forkwatch_server_shared_unreplayed_events_total, and the rules weigh
+ * them against the events replicas replayed that were not pending on them (the fleet balance).
+ */
+export const SERVER_SHARED_UNREPLAYED_REASONS = [
+  'stream_moved',
+  'no_listener',
+] as const satisfies readonly ServerUndeliveredReason[];
+export type ServerSharedUnreplayedReason = (typeof SERVER_SHARED_UNREPLAYED_REASONS)[number];
+
 /** Metric attribute (Prometheus label) keys. Plain words, so the exporter keeps them as written. */
 export const LABEL = {
   transport: 'transport',
@@ -169,6 +180,24 @@ export const METRICS = {
     description:
       'Events this process stored or wrote for a session stream that never reached a client from this process, by reason.',
     labels: { transport: SERVER_TRANSPORTS, reason: SERVER_UNDELIVERED_REASONS },
+  },
+  serverSharedUnreplayedEvents: {
+    otelName: 'forkwatch.server.shared_unreplayed_events',
+    prometheusName: 'forkwatch_server_shared_unreplayed_events_total',
+    kind: 'counter',
+    unit: '{event}',
+    description:
+      'With a shared event store: events this process stored while their session stream had no connection here and that no resume here replayed in time; another replica may have replayed them, so the fleet balance decides, by reason.',
+    labels: { transport: SERVER_TRANSPORTS, reason: SERVER_SHARED_UNREPLAYED_REASONS },
+  },
+  serverReplayedUnpendingEvents: {
+    otelName: 'forkwatch.server.replayed_unpending_events',
+    prometheusName: 'forkwatch_server_replayed_unpending_events_total',
+    kind: 'counter',
+    unit: '{event}',
+    description:
+      'Events a resume on this process replayed that were not pending here: stored by another replica in a shared event store, or re-sent after a live write.',
+    labels: { transport: SERVER_TRANSPORTS },
   },
 } as const satisfies Record<string, MetricSpec>;
 

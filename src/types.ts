@@ -48,6 +48,14 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
    * stored while its stream had no connection here, before they count as undelivered. Default 30 000 ms.
    */
   deliveryWindowMs?: number;
+  /**
+   * Server side: the event store is shared by every replica (Redis, a database), so a resume on another replica
+   * can replay what this one stored. Events that were pending here and not replayed here then count in
+   * forkwatch_server_shared_unreplayed_events_total instead of as loss (`stream_moved`, `no_listener`), and the
+   * rules' fleet balance weighs them against the events other replicas replayed. Default false: one store per
+   * process, and every process judges alone.
+   */
+  sharedEventStore?: boolean;
   /** Inject the trace context into resume GETs, so the server's resume span joins the client's trace. Default true. */
   propagateContext?: boolean;
   /**

@@ -6,6 +6,9 @@
 // Each session numbers its events (emit {from, count}), suffers random cuts through the router (clean end, reset,
 // mid-frame), sometimes emits during the gap, reconnects slowly (some sessions) and gets duplicate resumes
 // (the router sends a copy). Ground truth: the events whose emit call succeeded against those received.
+// With `balancer: true` (HAProxy or nginx in front, no router API) the faults are the balancer's own: each round
+// is followed by an idle pause of 0.3-7 s, and the balancer's short idle timeout cuts the streams that stay quiet
+// longer; the client counts its own GETs (resumes, cursor-less reconnects) through the transport's `fetch`.
 // Serves GET /metrics and prints `METRICS <port>`; writes its report to reportFile and prints `DONE`, then waits to
 // be stopped, so the last values can still be scraped.
 const { createServer } = require('node:http');
@@ -66,12 +69,59 @@ const meter = new ProcessMeter();
 let open = 0;
 let eventsReceived = 0;
 const results = [];
+let resumesTotal = 0; // resumes of every session so far (balancer mode)
+const resumesSoFar = () => resumesTotal;
 const FAULTS = ['none', 'clean', 'reset', 'midframe'];
+
+/** Wraps fetch for one session: counts its GETs and knows whether one of its SSE GET streams is open. */
+function wireWatch() {
+  const wire = { gets: 0, resumes: 0, cursorless: 0, open: 0 };
+  const fetchFn = async (url, init) => {
+    const res = await fetch(url, init);
+    if ((init?.method ?? 'GET') !== 'GET') return res;
+    const cursor = new Headers(init?.headers).get('last-event-id');
+    if (cursor) {
+      wire.resumes++;
+      resumesTotal++;
+    } else if (wire.gets > 0) wire.cursorless++;
+    wire.gets++;
+    if (!res.ok || !res.body || !String(res.headers.get('content-type')).includes('text/event-stream')) return res;
+    wire.open++;
+    let finished = false;
+    const finish = () => {
+      if (!finished) wire.open--;
+      finished = true;
+    };
+    const reader = res.body.getReader();
+    const body = new ReadableStream({
+      async pull(controller) {
+        try {
+          const { value, done } = await reader.read();
+          if (done) {
+            finish();
+            controller.close();
+          } else controller.enqueue(value);
+        } catch (error) {
+          finish();
+          controller.error(error);
+        }
+      },
+      cancel(reason) {
+        finish();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+  return { wire, fetchFn };
+}
 
 async function runSession() {
   const slow = random() < 0.15;
   const delay = slow ? 1500 + Math.floor(random() * 1500) : 100 + Math.floor(random() * 100);
+  const watch = config.balancer ? wireWatch() : undefined;
   const transport = new StreamableHTTPClientTransport(new URL(`${config.routerUrl}${config.prefix}/mcp`), {
+    ...(watch ? { fetch: watch.fetchFn } : {}),
     reconnectionOptions: {
       initialReconnectionDelay: delay,
       maxReconnectionDelay: delay,
@@ -99,6 +149,7 @@ async function runSession() {
     skippedCuts: 0,
     emitErrors: [],
     error: undefined,
+    wire: watch?.wire,
   };
   const confirmed = [];
   let next = 1;
@@ -107,7 +158,9 @@ async function runSession() {
     await client.connect(transport);
     result.session = transport.sessionId;
     if (config.announce) process.stdout.write(`SESSION ${result.session}\n`);
-    const streamOpen = async () => (await api(`open?session=${encodeURIComponent(result.session)}`)).open;
+    const streamOpen = watch
+      ? () => watch.wire.open > 0
+      : async () => (await api(`open?session=${encodeURIComponent(result.session)}`)).open;
     // Events sent before the standalone stream exists are stored but never replayed: wait for it.
     await waitFor(streamOpen, 5000);
     const emit = async count => {
@@ -127,6 +180,13 @@ async function runSession() {
       await emit(3);
       // Carried: this round's events were confirmed and arrived (a timed-out emit proves nothing about the stream).
       const carried = confirmed.length > before && (await waitFor(allReceived, 1500));
+      if (config.balancer) {
+        // The balancer's idle timeout is the fault: a quiet stretch longer than it cuts the stream, and the
+        // client resumes (after its reconnect delay) before the next round.
+        await sleep(300 + Math.floor(random() * 6700));
+        await waitFor(streamOpen, delay + 2000);
+        continue;
+      }
       const fault = FAULTS[Math.floor(random() * FAULTS.length)];
       // Cut only a stream that carried this round's events: a resumed stream that breaks before its first event
       // makes the SDK reconnect without Last-Event-ID (SDK issue #2499), a loss forkwatch reports as
@@ -168,6 +228,8 @@ async function main() {
   meter.start();
   setInterval(() => meter.sample(open), 5000).unref();
   process.stdout.write(`METRICS ${server.address().port}\n`);
+  // Progress for the fleet's schedule when no router counts resumes: this process's resumes so far.
+  if (config.balancer) setInterval(() => process.stdout.write(`RESUMES ${resumesSoFar()}\n`), 1000).unref();
   // Every client process starts its sessions together, once the fleet says go (the file appears; bounded wait).
   if (config.goFile) {
     const deadline = Date.now() + 180_000;

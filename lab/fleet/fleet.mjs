@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { startRouter } from './router.mjs';
 import { startStoreService } from './store-service.mjs';
 import { startPrometheus } from './prometheus.mjs';
+import { startHaproxy, startNginx, startRedis } from './real-parts.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -38,7 +39,56 @@ export const POLICIES = {
     store: 'local',
     story: 'sticky by session, a store per replica; every replica restarted in turn',
   },
+  // On the real parts: the reference deployment (deploy/) behind Debian's HAProxy or nginx, sessions registered in
+  // Debian's Redis; the balancer's short idle timeout (below the SDK's 15 s keep-alive) cuts quiet streams.
+  'haproxy-sticky-redis': {
+    balancer: 'haproxy',
+    balance: 'sticky',
+    store: 'redis',
+    story: 'HAProxy sticky on Mcp-Session-Id, events in Redis, idle streams cut by a 4 s timeout: healthy',
+  },
+  'haproxy-rolling-redis': {
+    balancer: 'haproxy',
+    balance: 'sticky',
+    store: 'redis',
+    replicaEvents: 'rolling',
+    story: 'HAProxy sticky, Redis; every slot restarted through the runtime API (drain, SIGTERM, start)',
+  },
+  'haproxy-sigkill-redis': {
+    balancer: 'haproxy',
+    balance: 'sticky',
+    store: 'redis',
+    replicaEvents: 'sigkill',
+    story: 'HAProxy sticky, Redis; replica s1 killed (SIGKILL) at 30%, a new one in its slot at 60%',
+  },
+  'haproxy-rr-redis': {
+    balancer: 'haproxy',
+    balance: 'round-robin',
+    store: 'redis',
+    story: 'HAProxy round-robin, sessions and events in Redis (split brain with a shared store)',
+  },
+  'haproxy-rr-local': {
+    balancer: 'haproxy',
+    balance: 'round-robin',
+    store: 'local',
+    story: 'HAProxy round-robin, sessions in Redis, an event store per replica (split brain)',
+  },
+  'nginx-hash-redis': {
+    balancer: 'nginx',
+    balance: 'sticky',
+    store: 'redis',
+    story: 'nginx `hash $http_mcp_session_id consistent`, Redis, idle streams cut by a 4 s timeout: healthy',
+  },
+  'nginx-rr-redis': {
+    balancer: 'nginx',
+    balance: 'round-robin',
+    store: 'redis',
+    story: 'nginx round-robin, sessions and events in Redis (split brain with a shared store)',
+  },
 };
+
+/** The short idle timeout of the real-parts policies: below the SDK's 15 s keep-alive, so quiet streams are cut. */
+export const SHORT_STREAM_TIMEOUT = '4s';
 
 const children = new Set();
 export const trackChild = child => {
@@ -105,7 +155,8 @@ function spawnProcess(file, envName, config, marker, onLine) {
 }
 
 async function startReplica(name, config) {
-  const proc = spawnProcess('server.cjs', 'FLEET_SERVER', { name, ...config }, 'LISTENING');
+  const file = config.redisUrl ? 'replica.cjs' : 'server.cjs';
+  const proc = spawnProcess(file, 'FLEET_SERVER', { name, ...config }, 'LISTENING');
   const port = await proc.ready;
   const url = `http://127.0.0.1:${port}`;
   return {
@@ -140,6 +191,7 @@ export async function runFleet(options = {}) {
   };
   const policy = POLICIES[o.policy];
   if (!policy) throw new Error(`unknown policy ${o.policy}; known: ${Object.keys(POLICIES)}`);
+  const real = Boolean(policy.balancer);
   const progress = o.onProgress ?? (() => {});
   const work = mkdtempSync(join(tmpdir(), 'fleet-'));
   const replicas = new Map();
@@ -148,6 +200,9 @@ export async function runFleet(options = {}) {
   const events = [];
   let store;
   let router;
+  let redis;
+  let balancer;
+  const slots = new Map(); // balancer server slot -> name of the replica process in it (real parts)
   let prometheus;
   let control;
   const startedAt = Date.now();
@@ -156,9 +211,21 @@ export async function runFleet(options = {}) {
     progress(text);
   };
   try {
-    router = await startRouter({ policy: policy.router });
+    if (!real) router = await startRouter({ policy: policy.router });
     if (policy.store === 'shared') store = await startStoreService();
-    const serverConfig = { store: policy.store, storeUrl: store?.url, deliveryWindowMs: o.deliveryWindowMs };
+    if (real) redis = await startRedis({ track: trackChild });
+    const serverConfig = real
+      ? {
+          store: policy.store,
+          redisUrl: redis.url,
+          deliveryWindowMs: o.deliveryWindowMs,
+          // The replicas know their store is shared (forkwatch's sharedEventStore), unless the run judges alone.
+          instrumentationConfig: {
+            sharedEventStore: policy.store === 'redis' && !o.judgeAlone,
+            ...o.instrumentationConfig,
+          },
+        }
+      : { store: policy.store, storeUrl: store?.url, deliveryWindowMs: o.deliveryWindowMs };
     if (o.prometheus) {
       prometheus = await startPrometheus({
         track: trackChild,
@@ -179,13 +246,13 @@ export async function runFleet(options = {}) {
     const addReplica = async name => {
       const r = await startReplica(name, serverConfig);
       replicas.set(name, r);
-      router.setReplica(name, r.url);
+      router?.setReplica(name, r.url);
       publishTargets();
       return r;
     };
     const retire = async (name, how) => {
       const r = replicas.get(name);
-      router.removeReplica(name); // the load balancer drains it first
+      router?.removeReplica(name); // the load balancer drains it first
       replicas.delete(name);
       try {
         retired.push(await r.report());
@@ -198,10 +265,27 @@ export async function runFleet(options = {}) {
       publishTargets();
     };
 
-    await Promise.all(Array.from({ length: o.servers }, (_, i) => addReplica(`s${i + 1}`)));
+    const replicaCount = real ? 3 : o.servers; // the reference configs have three server slots
+    await Promise.all(Array.from({ length: replicaCount }, (_, i) => addReplica(`s${i + 1}`)));
     control = await startReplica('control', { ...serverConfig, telemetry: false });
-    router.setControl(control.url);
-    note(`${o.servers} replicas and a control replica up (${policy.store} store, ${policy.router} routing)`);
+    if (real) {
+      const addresses = Object.fromEntries([...replicas.values()].map(r => [r.name, new URL(r.url).host]));
+      for (const name of replicas.keys()) slots.set(name, name);
+      const start = policy.balancer === 'haproxy' ? startHaproxy : startNginx;
+      balancer = await start({
+        servers: addresses,
+        policy: policy.balance,
+        balance: policy.balance,
+        streamTimeout: SHORT_STREAM_TIMEOUT,
+        track: trackChild,
+      });
+      if (balancer.waitServer) for (const slot of slots.keys()) await balancer.waitServer(slot, 'UP');
+      note(`${policy.balancer} (pid ${balancer.pid}) and redis (pid ${redis.pid}) up, ${policy.balance}`);
+    } else router.setControl(control.url);
+    note(
+      `${replicaCount} replicas and a control replica up (${policy.store} store, ${policy.router ?? policy.balance} routing)`,
+    );
+    const frontUrl = real ? balancer.url : router.url;
 
     const perClient = Math.max(1, Math.round(o.sessions / o.clients));
     const goFile = join(work, 'go');
@@ -210,7 +294,8 @@ export async function runFleet(options = {}) {
       const crashedSessions = [];
       const config = {
         name,
-        routerUrl: router.url,
+        routerUrl: frontUrl,
+        balancer: real,
         sessions: perClient,
         rounds: o.rounds,
         seed: clients.length + 1,
@@ -220,16 +305,21 @@ export async function runFleet(options = {}) {
         reportFile,
         ...extra,
       };
-      const c = { name, telemetry: config.telemetry !== false, reportFile, crashedSessions, done: false };
+      const c = { name, telemetry: config.telemetry !== false, reportFile, crashedSessions, done: false, resumes: 0 };
       c.proc = spawnProcess('client.cjs', 'FLEET_CLIENT', config, 'METRICS', line => {
         if (line.startsWith('SESSION ')) crashedSessions.push(line.slice(8));
+        if (line.startsWith('RESUMES ')) c.resumes = Number(line.slice(8));
         if (line === 'DONE') c.done = true;
       });
       clients.push(c);
       return c;
     };
     for (let i = 0; i < o.clients; i++) startClient(`c${i + 1}`, {});
-    const _controlClient = startClient('control', { telemetry: false, prefix: '/control' });
+    // The control client talks to the control replica through the router, or straight to it on the real parts.
+    const _controlClient = startClient(
+      'control',
+      real ? { telemetry: false, routerUrl: control.url } : { telemetry: false, prefix: '/control' },
+    );
     const crashy = startClient('crashy', {
       sessions: Math.max(4, Math.round(perClient / 4)),
       announce: true,
@@ -247,9 +337,12 @@ export async function runFleet(options = {}) {
 
     // Replica and client events happen at fractions of the run's progress: of the soak's time, or of the resumes
     // a pass of sessions is expected to make (about 0.6 per session and round), so a slow machine stretches them.
-    const expectedResumes = o.sessions * o.rounds * 0.6;
+    // On the real parts about half of the rounds' idle pauses outlast the balancer's timeout.
+    const expectedResumes = o.sessions * o.rounds * (real ? 0.45 : 0.6);
     const deadline = Date.now() + o.soakMs + 15 * 60_000; // every wait below is bounded by it
-    const progress = () => (o.soakMs ? (Date.now() - goAt) / o.soakMs : router.totals.resumes / expectedResumes);
+    const resumesSoFar = () =>
+      real ? clients.filter(c => c.telemetry).reduce((n, c) => n + c.resumes, 0) : router.totals.resumes;
+    const progress = () => (o.soakMs ? (Date.now() - goAt) / o.soakMs : resumesSoFar() / expectedResumes);
     const schedule = [];
     const crash = async () => {
       // Crash with sessions open: wait (bounded) until most of the victim's sessions are connected.
@@ -290,6 +383,53 @@ export async function runFleet(options = {}) {
             note(`replica ${name} replaced by ${name}b (SIGTERM)`);
           },
         });
+      });
+    }
+    // Real parts: a slot's process is replaced through the balancer's runtime API (HAProxy's admin socket).
+    const replaceInSlot = async (slot, how) => {
+      const old = slots.get(slot);
+      if (how === 'restart') {
+        await balancer.admin(`set server ${policy.balance}/${slot} state drain`);
+        await sleep(1000); // new sessions go elsewhere; sticky ones still come here until the process goes
+      }
+      await retire(old, how === 'restart' ? 'restart' : 'crash');
+      if (how === 'crash') return;
+      await startInSlot(slot);
+    };
+    const startInSlot = async slot => {
+      const name = `${slots.get(slot)}b`;
+      const r = await addReplica(name);
+      const { hostname, port } = new URL(r.url);
+      slots.set(slot, name);
+      await balancer.admin(`set server ${policy.balance}/${slot} addr ${hostname} port ${port}`);
+      await balancer.admin(`set server ${policy.balance}/${slot} state ready`);
+      await balancer.waitServer(slot, 'UP');
+    };
+    if (policy.replicaEvents === 'rolling') {
+      [...slots.keys()].forEach((slot, i, all) => {
+        schedule.push({
+          at: 0.2 + (0.6 * i) / all.length,
+          run: async () => {
+            await replaceInSlot(slot, 'restart');
+            note(`slot ${slot}: drained, SIGTERM, ${slots.get(slot)} started in its place (runtime API)`);
+          },
+        });
+      });
+    }
+    if (policy.replicaEvents === 'sigkill') {
+      schedule.push({
+        at: 0.3,
+        run: async () => {
+          await replaceInSlot('s1', 'crash');
+          note('replica s1 killed (SIGKILL); HAProxy marks it DOWN after its health checks fail');
+        },
+      });
+      schedule.push({
+        at: 0.6,
+        run: async () => {
+          await startInSlot('s1');
+          note(`${slots.get('s1')} started in slot s1 (runtime API: addr, ready)`);
+        },
       });
     }
     const scheduled = (async () => {
@@ -336,6 +476,9 @@ export async function runFleet(options = {}) {
     for (const r of replicas.values()) servers.push(await r.report());
     const controlServer = await control.report();
     const clientReports = finishers.map(c => JSON.parse(readFileSync(c.reportFile, 'utf8')));
+    const routing = real
+      ? routingSeen(clientReports, servers)
+      : { totals: router.totals, counts: Object.fromEntries(router.counts) };
     return {
       policy: o.policy,
       story: policy.story,
@@ -347,10 +490,12 @@ export async function runFleet(options = {}) {
         soakMs: o.soakMs,
         verdictTimeoutMs: o.verdictTimeoutMs,
         deliveryWindowMs: o.deliveryWindowMs,
+        judgeAlone: Boolean(o.judgeAlone),
       },
       durationMs: Date.now() - startedAt,
       events,
-      router: { totals: router.totals, counts: Object.fromEntries(router.counts) },
+      router: routing,
+      balancer: real ? { kind: policy.balancer, balance: policy.balance, streamTimeout: SHORT_STREAM_TIMEOUT } : null,
       servers,
       controlServer,
       clients: clientReports.filter(c => c.telemetry),
@@ -363,10 +508,36 @@ export async function runFleet(options = {}) {
     for (const r of replicas.values()) r.proc.kill();
     control?.proc.kill();
     await router?.close();
+    await balancer?.stop();
+    await redis?.stop();
     await store?.close();
     await prometheus?.stop();
     rmSync(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * What the router counts, from the real parts: each client session counted its own GETs (resumes, cursor-less
+ * reconnects), and each replica the sessions that reached it.
+ */
+function routingSeen(clientReports, servers) {
+  const counts = {};
+  const of = session =>
+    (counts[session] ??= { resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, gets: 0, replicas: [] });
+  for (const c of clientReports) {
+    for (const s of c.sessions) {
+      if (!s.session || !s.wire) continue;
+      Object.assign(of(s.session), { resumes: s.wire.resumes, cursorless: s.wire.cursorless, gets: s.wire.gets });
+    }
+  }
+  for (const server of servers)
+    for (const session of Object.keys(server.served ?? {})) of(session).replicas.push(server.name);
+  const totals = { requests: 0, resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, errors: 0 };
+  for (const c of Object.values(counts)) {
+    totals.resumes += c.resumes;
+    totals.cursorless += c.cursorless;
+  }
+  return { totals, counts };
 }
 
 /** Waits (bounded) until Prometheus scraped every target once: alerts are judged from the start of the sessions. */

@@ -6,6 +6,8 @@
 //   node lab/fleet/run.mjs --policy sticky-shared --sessions 2000 --clients 8
 //   node lab/fleet/run.mjs --policy sticky-shared --soak-minutes 30
 //   node lab/fleet/run.mjs --no-prometheus --json out.json
+//   node lab/fleet/run.mjs --policy haproxy-sticky-redis,haproxy-rr-redis    the real parts (HAProxy, nginx, Redis)
+//   node lab/fleet/run.mjs --policy haproxy-rr-redis --judge-alone          without forkwatch's sharedEventStore
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { POLICIES, runFleet } from './fleet.mjs';
@@ -23,6 +25,8 @@ const options = {
   soakMs: Number(value('--soak-minutes', 0)) * 60_000,
   prometheus: !args.includes('--no-prometheus'),
   crash: !args.includes('--no-crash'),
+  // Redis policies: the replicas do not know their store is shared (forkwatch's sharedEventStore off).
+  judgeAlone: args.includes('--judge-alone'),
   onProgress: line => process.stderr.write(`  · ${line}\n`),
 };
 const out = value('--json');

@@ -165,7 +165,17 @@ export function scoreFleet(run) {
       serverMetrics.reduce((n, m) => n + counterSum(m, 'forkwatch_server_undelivered_events_total', { reason }), 0),
     ]),
   );
-  const ledgerLoss = LEDGER_LOSS_REASONS.reduce((n, r) => n + ledger[r], 0);
+  // With a shared store (sharedEventStore), what replicas stored and did not replay themselves is loss only past
+  // what other replicas replayed that was not pending on them: the fleet balance of the recording rules.
+  const sum = (name, labels) => serverMetrics.reduce((n, m) => n + counterSum(m, name, labels), 0);
+  const shared = {
+    unreplayed: sum('forkwatch_server_shared_unreplayed_events_total'),
+    unreplayedNoListener: sum('forkwatch_server_shared_unreplayed_events_total', { reason: 'no_listener' }),
+    replayedUnpending: sum('forkwatch_server_replayed_unpending_events_total'),
+  };
+  shared.balance = Math.max(0, shared.unreplayed - shared.replayedUnpending);
+  const judgedLoss = LEDGER_LOSS_REASONS.reduce((n, r) => n + ledger[r], 0);
+  const ledgerLoss = judgedLoss + shared.balance;
   const lostEvents = sessions.reduce((n, s) => n + s.lost, 0);
   const outcomeTotals = (reports, name) => {
     const totals = {};
@@ -217,6 +227,8 @@ export function scoreFleet(run) {
     ledger: ledgerPresent
       ? {
           ...ledger,
+          judged: judgedLoss,
+          shared,
           loss: ledgerLoss,
           lostEventsGroundTruth: lostEvents,
           eventRecall: ratio(Math.min(ledgerLoss, lostEvents), lostEvents),

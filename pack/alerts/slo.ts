@@ -11,7 +11,7 @@ import { METRICS, SERVER_UNDELIVERED_LOSS_REASONS } from '../../src/names';
 import type { BurnWindow, ForkwatchConfig } from '../config/config';
 import { alertLinks, errorBudget, sloWindows } from '../config/links';
 import { scope } from '../config/scope';
-import { percent, windowWords } from '../config/units';
+import { percent, seconds, windowWords } from '../config/units';
 import { ALERT } from './names';
 import type { RuleSpec } from './rule-model';
 
@@ -57,9 +57,24 @@ function serverSli(config: ForkwatchConfig): Sli {
     `reason=~"${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}"`,
   );
   const written = s.sel(METRICS.serverEvents.prometheusName);
+  const unreplayed = s.sel(METRICS.serverSharedUnreplayedEvents.prometheusName);
+  const replayedUnpending = s.sel(METRICS.serverReplayedUnpendingEvents.prometheusName);
+  const lag = seconds(config.sharedStoreReplayLag);
+  const sum = (expr: string) => `sum by (${s.by()}) (${expr})`;
   return {
-    ratio: w => `sum by (${s.by()}) (rate(${lost}[${w}]))\n/\nsum by (${s.by()}) (rate(${written}[${w}]))\n`,
-    total: w => `sum by (${s.by()}) (increase(${written}[${w}]))`,
+    // With a shared store, what replicas stored and did not replay themselves is loss only as far as no replica
+    // replayed it: the fleet balance, clamped at 0, adds to the loss each process judged alone. `or … * 0` keeps
+    // the ratio when a job has no series of the newer counters (an older forkwatch).
+    ratio: w => {
+      const judged = sum(`increase(${lost}[${w}])`);
+      const stored = sum(`increase(${unreplayed}[${w}])`);
+      const elsewhere = sum(`increase(${replayedUnpending}[${seconds(w) + lag}s])`);
+      return (
+        `(\n  ${judged}\n  +\n  (\n    clamp_min(\n      ${stored}\n      -\n      (${elsewhere} or ${stored} * 0),\n` +
+        `      0\n    )\n    or\n    ${judged} * 0\n  )\n)\n/\n${sum(`increase(${written}[${w}])`)}\n`
+      );
+    },
+    total: w => sum(`increase(${written}[${w}])`),
   };
 }
 
@@ -88,7 +103,9 @@ export function sloRecordingRules(config: ForkwatchConfig): RuleSpec[] {
         ? {
             comment:
               `Server delivery SLI: of the events servers stored or wrote, the share that never reached a live client\n` +
-              `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}); abandoned (the client went away for good) is not loss.`,
+              `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}); abandoned (the client went away for good) is not loss.\n` +
+              `With a shared event store, events a replica stored and did not replay count only past what other\n` +
+              `replicas replayed that was not pending on them (over the window plus ${config.sharedStoreReplayLag}).`,
           }
         : {}),
     })),

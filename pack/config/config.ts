@@ -152,6 +152,13 @@ export interface ForkwatchConfig {
   clientResumeObjective: number;
   /** The server delivery SLO: share of events written that are not lost to a live client. */
   serverDeliveryObjective: number;
+  /**
+   * Fleets with a shared event store (forkwatch's `sharedEventStore`): how much longer than an SLO window the fleet
+   * balance looks back for replays by other replicas. A replica counts what it stored and did not replay a delivery
+   * window (30 s) after the session's next request; the replay elsewhere usually comes before that, but a client
+   * whose stream stays open on another replica resumes only when that stream breaks. 5m: ten delivery windows.
+   */
+  sharedStoreReplayLag: string;
   /** Burn-rate windows, shared by both SLOs; every long and short window gets a ratio recording rule. */
   burnWindows: BurnWindow[];
   /** Thresholds, windows and `for` of the other alerts, by alert name. */
@@ -175,6 +182,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
   rateWindow: '5m',
   clientResumeObjective: 0.995,
   serverDeliveryObjective: 0.995,
+  sharedStoreReplayLag: '5m',
   burnWindows: [
     { long: '1h', short: '5m', factor: 14.4, for: '2m', severity: 'page', minEvents: 20 },
     { long: '6h', short: '30m', factor: 6, for: '15m', severity: 'page', minEvents: 50 },

@@ -11,7 +11,16 @@ export type UserConfig = DeepPartial<ForkwatchConfig>;
 /** Maps whose keys are the user's (labels, attributes): any key, string values. */
 const OPEN_MAPS = new Set(['kubernetes.labels', 'kubernetes.podSelector', 'otelCollector.resourceAttributes']);
 /** Fields that are durations (checked as such); every `for`, `window`, `lookback`, `long`, `short` is one too. */
-const DURATION_KEYS = new Set(['for', 'window', 'lookback', 'long', 'short', 'rateWindow', 'interval']);
+const DURATION_KEYS = new Set([
+  'for',
+  'window',
+  'lookback',
+  'long',
+  'short',
+  'rateWindow',
+  'interval',
+  'sharedStoreReplayLag',
+]);
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
 export class ConfigError extends Error {

@@ -68,6 +68,8 @@ export interface StoredEvent {
 const STANDALONE_REPLAYABLE: StoredEvent = { open: false, replayable: true, standalone: true };
 
 export type UndeliveredReport<K> = (key: K, reason: UndeliveredReason, events: number) => void;
+/** Events a replay sent that were not pending here (stored by another replica of a shared store, or re-sent). */
+export type UnpendingReplayReport<K> = (key: K, events: number) => void;
 
 class PendingStream {
   count = 0;
@@ -75,6 +77,14 @@ class PendingStream {
   inflight = 0;
   /** End of the window, which starts at the session's first activity after these events became pending. */
   dueAt: number | undefined = undefined;
+  /**
+   * A replay here reopened this stream without these events (they were stored while it ran): the client's cursor is
+   * before them and the stream is open here, so the next replay of it re-sends them. Cleared by a live write on the
+   * stream (the cursor moves past them) or a dropped connection.
+   */
+  behindReplay = false;
+  /** Of `count`, the events stored since the session's last GET here: what a resume's replay may have missed. */
+  sinceGet = 0;
   constructor(
     readonly replayable: boolean,
     readonly standalone: boolean,
@@ -83,6 +93,8 @@ class PendingStream {
 
 class SessionAccount {
   lastActiveAt: number;
+  /** A GET of the session arrived here (a resume's replay, if any, started then). */
+  getSeen = false;
   /** A GET (standalone stream or resume) of this session reached this process. */
   listenerSeen = false;
   pending: Map<string, PendingStream> | undefined = undefined;
@@ -103,6 +115,7 @@ export class DeliveryLedger<K extends object> {
   constructor(
     options: Partial<DeliveryLedgerOptions>,
     private readonly report: UndeliveredReport<K>,
+    private readonly reportUnpending: UnpendingReplayReport<K> = () => {},
   ) {
     const d = DEFAULT_DELIVERY_LEDGER_OPTIONS;
     this.options = {
@@ -123,11 +136,22 @@ export class DeliveryLedger<K extends object> {
   stored(key: K, streamId: string, event: StoredEvent, now: number): void {
     if (event.open) {
       // Written to a connection here: the client is reading from this process.
-      if (event.standalone && event.replayable) this.rememberWrite(this.account(key, now), now);
+      const account = this.account(key, now);
+      if (event.standalone && event.replayable) this.rememberWrite(account, now);
+      // A live write on a stream whose replay missed events moves the client's cursor past them: from now on they
+      // wait like any pending event, a window from here.
+      const behind = account.pending?.get(streamId);
+      if (behind?.behindReplay) {
+        behind.behindReplay = false;
+        behind.dueAt = now + this.options.windowMs;
+      }
       this.touch(key, now, 'live_write');
       return;
     }
-    this.pendingStream(key, this.account(key, now), streamId, event, now).count++;
+    const account = this.account(key, now);
+    const stream = this.pendingStream(key, account, streamId, event, now);
+    stream.count++;
+    if (account.getSeen) stream.sinceGet++;
   }
 
   /**
@@ -136,6 +160,12 @@ export class DeliveryLedger<K extends object> {
    */
   connectionDropped(key: K, streamId: string, now: number): void {
     const account = this.accounts.get(key);
+    // Events a replay missed wait again from the session's next activity: it may resume here (and get them) or not.
+    const behind = account?.pending?.get(streamId);
+    if (behind?.behindReplay) {
+      behind.behindReplay = false;
+      behind.dueAt = undefined;
+    }
     const writes = account?.recentWrites;
     if (account === undefined || writes === undefined) return;
     let inflight = 0;
@@ -191,6 +221,8 @@ export class DeliveryLedger<K extends object> {
     account.listenerSeen = true;
     // Writes of an earlier connection are not in flight on the new one.
     account.recentWrites = undefined;
+    account.getSeen = true;
+    for (const stream of account.pending?.values() ?? []) stream.sinceGet = 0;
     this.touch(key, now, 'get');
   }
 
@@ -217,10 +249,17 @@ export class DeliveryLedger<K extends object> {
   replayed(key: K, streamId: string, events: number): void {
     const account = this.accounts.get(key);
     const stream = account?.pending?.get(streamId);
+    const settled = stream === undefined ? 0 : Math.min(stream.count, Math.max(0, events));
+    if (events > settled) this.safeReportUnpending(key, events - settled);
     if (account === undefined || stream === undefined) return;
     stream.inflight = 0;
-    if (events > 0) stream.count -= Math.min(stream.count, events);
+    stream.count -= settled;
+    stream.sinceGet = Math.min(stream.sinceGet, stream.count);
     if (stream.count === 0) account.pending!.delete(streamId);
+    // What is left, if all of it was stored after the resume's GET, was stored while this replay ran and is not in
+    // it (the SDK registers the stream after the replay): it waits behind the reopened stream. Older events a replay
+    // did not send (a store that vouches for a cursor and sends nothing) are judged as before.
+    else if (stream.count <= stream.sinceGet) stream.behindReplay = true;
     this.dropIfSettled(key, account);
   }
 
@@ -292,6 +331,14 @@ export class DeliveryLedger<K extends object> {
     while (this.pendingSessions.size > this.options.maxSessions) {
       const [key, account] = this.pendingSessions.entries().next().value!;
       this.settleSession(key, account, now, 'evicted');
+    }
+  }
+
+  private safeReportUnpending(key: K, events: number): void {
+    try {
+      this.reportUnpending(key, events);
+    } catch {
+      // the reporter is the caller's; a failure there must not corrupt the ledger
     }
   }
 

@@ -40,6 +40,8 @@ export interface PendingStreamFacts {
   readonly standalone: boolean;
   /** End of its window: set at the session's first activity after the events went pending. */
   readonly dueAt: number | undefined;
+  /** A replay here reopened the stream without these events, and nothing was written live on it since. */
+  readonly behindReplay: boolean;
 }
 
 /** What the rules read of the session's account. */
@@ -85,6 +87,14 @@ export const DELIVERY_RULES: readonly DeliveryRule[] = [
       'a DELETE right after events went pending: abandoned, not a loss',
       'the session cap forgets the oldest sessions with pending events as abandoned',
       'streams per session are capped',
+    ],
+  },
+  {
+    says: 'a replay here reopened the stream without them and nothing was written on it since: the client is listening here with a cursor before them, so the next replay here re-sends them',
+    applies: stream => stream.behindReplay,
+    reason: undefined,
+    tests: [
+      'events a replay missed wait behind the reopened stream: not judged while it stays quiet, settled by the next replay',
     ],
   },
   {

@@ -15,17 +15,28 @@ import {
   type UndeliveredReason,
   probeDeliveryLedger,
 } from '../core/delivery-ledger';
-import type { ServerTransportLabel, ServerUndeliveredReason } from '../names';
+import {
+  SERVER_SHARED_UNREPLAYED_REASONS,
+  type ServerSharedUnreplayedReason,
+  type ServerTransportLabel,
+  type ServerUndeliveredReason,
+} from '../names';
 
 export interface ServerDeliveryHost {
   /** Adds to forkwatch_server_undelivered_events_total. */
   countUndelivered(transport: ServerTransportLabel, reason: ServerUndeliveredReason, events: number): void;
+  /** Adds to forkwatch_server_shared_unreplayed_events_total (with a shared event store). */
+  countSharedUnreplayed(transport: ServerTransportLabel, reason: ServerSharedUnreplayedReason, events: number): void;
+  /** Adds to forkwatch_server_replayed_unpending_events_total. */
+  countReplayedUnpending(transport: ServerTransportLabel, events: number): void;
   now(): number;
   onError(what: string, error: unknown): void;
 }
 
 /** The core's reasons are the names' reasons: a compile-time check that the two lists agree. */
 const sameReasons = (reason: UndeliveredReason): ServerUndeliveredReason => reason;
+const isSharedReason = (reason: ServerUndeliveredReason): reason is ServerSharedUnreplayedReason =>
+  (SERVER_SHARED_UNREPLAYED_REASONS as readonly string[]).includes(reason);
 
 export class ServerDelivery {
   private readonly ledger: DeliveryLedger<object>;
@@ -34,13 +45,24 @@ export class ServerDelivery {
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
   private readonly tickMs: number;
 
+  /**
+   * `sharedStore`: every replica reads one event store, so another replica may replay what this one stored; the
+   * loss reasons one process cannot judge alone (`stream_moved`, `no_listener`) go to the fleet balance's counter.
+   */
   constructor(
     options: Partial<DeliveryLedgerOptions>,
     private readonly host: ServerDeliveryHost,
     private readonly transport: ServerTransportLabel = 'streamable_http',
+    private readonly sharedStore = false,
   ) {
-    this.ledger = new DeliveryLedger(options, (_key, reason, events) =>
-      this.host.countUndelivered(this.transport, sameReasons(reason), events),
+    this.ledger = new DeliveryLedger(
+      options,
+      (_key, core, events) => {
+        const reason = sameReasons(core);
+        if (this.sharedStore && isSharedReason(reason)) this.host.countSharedUnreplayed(this.transport, reason, events);
+        else this.host.countUndelivered(this.transport, reason, events);
+      },
+      (_key, events) => this.host.countReplayedUnpending(this.transport, events),
     );
     // A quarter of the window, so a verdict is at most that late; never busier than every 20 ms.
     this.tickMs = Math.min(5_000, Math.max(20, Math.floor(this.ledger.options.windowMs / 4)));

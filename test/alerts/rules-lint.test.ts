@@ -7,6 +7,7 @@ import { beforeAll, describe, expect, test } from 'vitest';
 import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
 import { startLabTarget } from '../support/lab-target';
 import { analyzePromQL } from '../support/promql';
+import { seconds } from '../../pack/config/units';
 import { type MetricFamily, scrapeMetricFamilies } from '../support/scrape';
 import {
   DASHBOARD_URL,
@@ -112,10 +113,15 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
         `sum by (${by}) (rate(forkwatch_client_resumes_total{outcome=~"forked"}[${w}])) / ` +
           `sum by (${by}) (rate(forkwatch_client_resumes_total{outcome=~"resumed|forked"}[${w}]))`,
       );
-      // abandoned is not loss.
+      // abandoned is not loss; with a shared store, the fleet balance (clamped at 0) adds what no replica replayed,
+      // replays counted over the window plus sharedStoreReplayLag (5m).
+      const judged = `sum by (${by}) (increase(forkwatch_server_undelivered_events_total{reason=~"stream_moved|no_listener|dropped"}[${w}]))`;
+      const stored = `sum by (${by}) (increase(forkwatch_server_shared_unreplayed_events_total[${w}]))`;
+      const lagged = `${seconds(w) + 300}s`;
+      const elsewhere = `sum by (${by}) (increase(forkwatch_server_replayed_unpending_events_total[${lagged}]))`;
       expect(norm(byName.get(`job:forkwatch_server_undelivered_loss:ratio_rate${w}`)?.expr ?? ''), w).toBe(
-        `sum by (${by}) (rate(forkwatch_server_undelivered_events_total{reason=~"stream_moved|no_listener|dropped"}[${w}])) / ` +
-          `sum by (${by}) (rate(forkwatch_server_events_total[${w}]))`,
+        `( ${judged} + ( clamp_min( ${stored} - (${elsewhere} or ${stored} * 0), 0 ) or ${judged} * 0 ) ) / ` +
+          `sum by (${by}) (increase(forkwatch_server_events_total[${w}]))`,
       );
     }
   });

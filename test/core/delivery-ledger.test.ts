@@ -276,6 +276,63 @@ describe('DeliveryLedger', () => {
     expect(probeDeliveryLedger(l).pendingEvents(s)).toBe(INFLIGHT_WRITES_KEPT);
   });
 
+  test('events a replay missed wait behind the reopened stream: not judged while it stays quiet, settled by the next replay', () => {
+    const { l, reports } = ledger();
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', STANDALONE, 10); // the connection is gone: pending
+    l.listenerOpened(s, 100); // a resume whose replay is slow (an async store)
+    l.stored(s, '_GET_stream', STANDALONE, 110); // stored while the replay ran: not in it
+    l.replayed(s, '_GET_stream', 1); // the replay sent the first one and reopened the stream
+    expect(probeDeliveryLedger(l).pendingEvents(s)).toBe(1);
+    // The session keeps talking here for many windows while the reopened stream stays quiet: nothing is judged.
+    for (let t = 200; t < 10 * WINDOW; t += WINDOW / 2) l.activity(s, t);
+    expect(reports).toEqual({});
+    // The proxy cuts the quiet stream; the client resumes here from its cursor, before the missed event.
+    l.connectionDropped(s, '_GET_stream', 10 * WINDOW);
+    l.listenerOpened(s, 10 * WINDOW + 100);
+    l.replayed(s, '_GET_stream', 1);
+    expect(probeDeliveryLedger(l).sessionsWithPending).toBe(0);
+    l.activity(s, 20 * WINDOW);
+    expect(reports).toEqual({});
+  });
+
+  test('a live write on the reopened stream, or its dropped connection, ends the wait: stream_moved once the window ends', () => {
+    for (const end of ['live write', 'drop'] as const) {
+      const { l, reports } = ledger();
+      const s = {};
+      l.listenerOpened(s, 0);
+      l.stored(s, '_GET_stream', STANDALONE, 10);
+      l.replayed(s, '_GET_stream', 0); // a replay that missed it
+      l.activity(s, 2 * WINDOW);
+      expect(reports).toEqual({});
+      // A live write moves the client's cursor past it; a drop leaves it waiting for a resume that may go elsewhere.
+      if (end === 'live write') l.stored(s, '_GET_stream', LIVE_STANDALONE, 3 * WINDOW);
+      else l.connectionDropped(s, '_GET_stream', 3 * WINDOW);
+      l.activity(s, 3 * WINDOW + 10); // the window runs from here (or from the live write)
+      expect(reports, end).toEqual({});
+      l.activity(s, 5 * WINDOW);
+      expect(reports, end).toEqual({ stream_moved: 1 });
+    }
+  });
+
+  test('a replay reports the events it sent that were not pending here (stored by another replica, or re-sent)', () => {
+    const unpending: number[] = [];
+    const l = new DeliveryLedger<object>(
+      { windowMs: WINDOW },
+      () => {},
+      (_key, events) => unpending.push(events),
+    );
+    const s = {};
+    l.listenerOpened(s, 0);
+    l.replayed(s, '_GET_stream', 4); // nothing pending here: all four came from elsewhere
+    l.stored(s, '_GET_stream', STANDALONE, 10);
+    l.stored(s, '_GET_stream', STANDALONE, 20);
+    l.replayed(s, '_GET_stream', 5); // two were pending here, three were not
+    l.replayed(s, '_GET_stream', 0);
+    expect(unpending).toEqual([4, 3]);
+  });
+
   test('a reporter that throws does not break the ledger', () => {
     const l = new DeliveryLedger<object>({ windowMs: WINDOW }, () => {
       throw new Error('boom');

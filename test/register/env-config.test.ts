@@ -48,6 +48,7 @@ describe('FORKWATCH_* settings', () => {
       FORKWATCH_LEDGER_MAX_IDLE_MS: '60000',
       FORKWATCH_LEDGER_RECENT_IDS: '16',
       FORKWATCH_PROPAGATE_CONTEXT: '0',
+      FORKWATCH_SHARED_EVENT_STORE: 'true',
       FORKWATCH_START_SDK: 'false',
     });
     expect(config.diagnostics).toEqual([]);
@@ -60,6 +61,7 @@ describe('FORKWATCH_* settings', () => {
       verdictTimeoutMs: 2500,
       ledger: { maxSessions: 500, maxIdleMs: 60000, recentIds: 16 },
       propagateContext: false,
+      sharedEventStore: true,
     });
   });
 

@@ -3,12 +3,17 @@
  * recorder that does what they would (creates the binaries, writes the install marker) or fails, so every branch runs
  * without touching the machine's packages.
  */
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
-// @ts-expect-error: plain ESM module without types
-import { DEBIAN_BINARIES, provisionDebianPackages, provisionVersionFolders } from '../../scripts/provision.mjs';
+import {
+  DEBIAN_BINARIES,
+  POLICY_RC_D,
+  provisionDebianPackages,
+  provisionVersionFolders,
+  // @ts-expect-error: plain ESM module without types
+} from '../../scripts/provision.mjs';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -44,26 +49,55 @@ function recorder(outcome: (args: string[]) => number, effect?: (args: string[])
   return { calls, run };
 }
 
+const ALL = ['prometheus', 'promtool', 'prometheus-alertmanager', 'amtool', 'haproxy', 'nginx', 'redis-server'];
+
+test("the fleet lab's real parts are provisioned: haproxy, nginx-light, redis-server, by their binaries", () => {
+  expect(DEBIAN_BINARIES).toMatchObject({
+    haproxy: ['/usr/sbin/haproxy'],
+    'nginx-light': ['/usr/sbin/nginx'],
+    'redis-server': ['/usr/bin/redis-server'],
+  });
+});
+
 test('everything present: nothing runs', () => {
-  const map = binaries(['prometheus', 'promtool', 'prometheus-alertmanager', 'amtool']);
+  const map = binaries(ALL);
   const apt = recorder(() => 0);
   expect(provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true })).toBeUndefined();
   expect(apt.calls).toEqual([]);
 });
 
-test('missing as root: apt-get update, then install of exactly the missing packages, without recommends', () => {
-  const map = binaries(['prometheus', 'promtool']);
+test('missing as root: apt-get update, then install of exactly the missing packages, without recommends, with every service start forbidden', () => {
+  const map = binaries(['prometheus', 'promtool', 'prometheus-alertmanager', 'amtool', 'haproxy']);
+  const policyRcPath = join(tempDir(), 'policy-rc.d');
+  const seenPolicy: string[] = [];
   const apt = recorder(
     () => 0,
     args => {
-      if (args[0] === 'install') for (const bin of map['prometheus-alertmanager'] ?? []) writeFileSync(bin, '');
+      if (args[0] !== 'install') return;
+      seenPolicy.push(readFileSync(policyRcPath, 'utf8'));
+      for (const pkg of ['nginx-light', 'redis-server']) for (const bin of map[pkg] ?? []) writeFileSync(bin, '');
     },
   );
-  expect(provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true })).toBeUndefined();
+  expect(
+    provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true, policyRcPath }),
+  ).toBeUndefined();
   expect(apt.calls).toEqual([
     ['apt-get', 'update', '-qq'],
-    ['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'prometheus-alertmanager'],
+    ['apt-get', 'install', '-y', '-qq', '--no-install-recommends', 'nginx-light', 'redis-server'],
   ]);
+  // During the install a policy-rc.d answered 101 (no service starts on its default port); afterwards it is gone.
+  expect(seenPolicy).toEqual([POLICY_RC_D]);
+  expect(POLICY_RC_D).toMatch(/\nexit 101\n$/);
+  expect(existsSync(policyRcPath)).toBe(false);
+});
+
+test('a policy-rc.d the machine already has is left exactly as it was', () => {
+  const map = binaries([]);
+  const policyRcPath = join(tempDir(), 'policy-rc.d');
+  writeFileSync(policyRcPath, '#!/bin/sh\nexit 0\n');
+  const apt = recorder(() => 0);
+  provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true, policyRcPath });
+  expect(readFileSync(policyRcPath, 'utf8')).toBe('#!/bin/sh\nexit 0\n');
 });
 
 test('missing and not root: a failure that names the command, and nothing runs', () => {
@@ -71,20 +105,22 @@ test('missing and not root: a failure that names the command, and nothing runs',
   const apt = recorder(() => 0);
   const error = provisionDebianPackages({ run: apt.run, binaries: map, isRoot: false, hasApt: true });
   expect(error).toMatch(
-    /missing; .*Run as root: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager$/,
+    /missing; .*Run as root: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager haproxy nginx-light redis-server$/,
   );
   expect(apt.calls).toEqual([]);
 });
 
 test('apt-get fails, or installs without the binaries: a failure each time', () => {
   const failing = recorder(args => (args[0] === 'install' ? 100 : 0));
-  expect(provisionDebianPackages({ run: failing.run, binaries: binaries([]), isRoot: true, hasApt: true })).toMatch(
-    /failed \(exit 100\)$/,
-  );
+  const policyRcPath = join(tempDir(), 'policy-rc.d');
+  expect(
+    provisionDebianPackages({ run: failing.run, binaries: binaries([]), isRoot: true, hasApt: true, policyRcPath }),
+  ).toMatch(/failed \(exit 100\)$/);
+  expect(existsSync(policyRcPath)).toBe(false);
   const empty = recorder(() => 0);
-  expect(provisionDebianPackages({ run: empty.run, binaries: binaries([]), isRoot: true, hasApt: true })).toMatch(
-    /succeeded but .* is still missing$/,
-  );
+  expect(
+    provisionDebianPackages({ run: empty.run, binaries: binaries([]), isRoot: true, hasApt: true, policyRcPath }),
+  ).toMatch(/succeeded but .* is still missing$/);
 });
 
 test('version folders: npm ci where the install is missing or older than the lockfile; a failed npm ci is an error', () => {
