@@ -91,6 +91,14 @@ export const BOUNDARY_SCENARIOS = {
     resumeVia: 'B',
     workload: 'standalone-leak',
   },
+  'reference-store-replicas': {
+    story: "healthy control: two replicas on the reference deployment's Redis store (deploy/), s1 fails over",
+    redis: true,
+    replicas: { A: shared('redis', 'deploy'), B: shared('redis', 'deploy') },
+    sessions: leakSessions(2),
+    resumeVia: 'B',
+    workload: 'standalone-leak',
+  },
   'colliding-ids': {
     story:
       "per-replica integer ids: a tool call's stream on replica B is cut and resumes on replica A, where the " +

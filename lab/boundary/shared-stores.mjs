@@ -7,9 +7,30 @@
 //   keys 'per-session'    the key is `<session>/<streamId>`: healthy control
 //   keys 'refuse-foreign' per-session keys, and getStreamIdForEventId refuses a cursor stored for another session
 //                         (the SDK answers 400): healthy control, the store a production deployment should have
+//   keys 'deploy'         the reference deployment's RedisEventStore (deploy/redis-event-store.cjs, node-redis):
+//                         per-session keys and per-session integer ids shared by every replica (Redis only)
 //
 // createSharedStoreFactory(config) returns (sessionId) => EventStore: one view per session over one log.
+import { createRequire } from 'node:module';
 import { connectRedis } from './redis.mjs';
+
+const require = createRequire(import.meta.url);
+
+/** One node-redis client per process, one RedisEventStore per session, as deploy/server.cjs has it. */
+function deployStoreFactory(redisPort) {
+  const { RedisEventStore } = require('../../deploy/redis-event-store.cjs');
+  const client = require('redis').createClient({ url: `redis://127.0.0.1:${redisPort}` });
+  const connected = client.connect();
+  return sessionId => {
+    const store = new RedisEventStore(client, { sessionId });
+    // The client connects in the background; every call waits for it.
+    for (const name of ['storeEvent', 'replayEventsAfter', 'getStreamIdForEventId']) {
+      const method = store[name];
+      if (typeof method === 'function') store[name] = async (...args) => (await connected, method.apply(store, args));
+    }
+    return store;
+  };
+}
 
 class MemoryLog {
   events = new Map();
@@ -85,6 +106,7 @@ class SharedLogStore {
 }
 
 export function createSharedStoreFactory({ backend = 'memory', redisPort, keys = 'sdk' }) {
+  if (keys === 'deploy') return deployStoreFactory(redisPort);
   const log = backend === 'redis' ? new RedisLog(redisPort) : new MemoryLog();
   // keys 'sdk': one object for every session, as the SDK's ssePollingExample shares its store; otherwise one view per
   // session (the store must know the session to key by it).
