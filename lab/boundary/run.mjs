@@ -98,21 +98,42 @@ async function main() {
   const args = process.argv.slice(2);
   const option = name => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
   const names = option('--scenario') ? [option('--scenario')] : Object.keys(BOUNDARY_SCENARIOS);
+  const repeat = Number(option('--repeat') ?? 1);
   const results = [];
-  for (const name of names) {
-    const r = await runBoundaryScenario(name, { serverSdk: option('--server-sdk') });
-    results.push(r);
-    if (args.includes('--json')) continue;
-    const t = r.truth;
-    console.log(`━━ ${name}: ${r.story}`);
-    console.log(
-      `  ground truth   ${t.foreignReceived} events of another ${t.foreignKind} received, ${t.lost} own events lost`,
-    );
-    console.log(
-      `  servers say    ${BOUNDARY_OUTCOMES.map(o => `${o} ×${r.signals[o]}`).join(', ')}  →  ${r.verdict}\n`,
-    );
+  for (let round = 0; round < repeat; round++) {
+    for (const name of names) {
+      const r = await runBoundaryScenario(name, { serverSdk: option('--server-sdk') });
+      results.push(r);
+      if (args.includes('--json')) continue;
+      const t = r.truth;
+      console.log(`━━ ${name}: ${r.story}`);
+      console.log(
+        `  ground truth   ${t.foreignReceived} events of another ${t.foreignKind} received, ${t.lost} own events lost`,
+      );
+      console.log(
+        `  servers say    ${BOUNDARY_OUTCOMES.map(o => `${o} ×${r.signals[o]}`).join(', ')}  →  ${r.verdict}\n`,
+      );
+    }
   }
-  if (args.includes('--json')) console.log(JSON.stringify(results, null, 2));
+  if (args.includes('--json')) {
+    await new Promise(resolve => process.stdout.write(JSON.stringify(results, null, 2), resolve));
+  } else {
+    // Per scenario: runs, runs that crossed (ground truth), caught, false alarms.
+    console.log('scenario'.padEnd(30), 'runs', 'crossed', 'caught', 'false alarms');
+    for (const name of names) {
+      const rs = results.filter(r => r.name === name);
+      const crossed = rs.filter(r => r.truth.foreignReceived > 0).length;
+      const caught = rs.filter(r => r.verdict === 'caught').length;
+      const alarms = rs.filter(r => r.verdict === 'false alarm').length;
+      console.log(
+        name.padEnd(30),
+        String(rs.length).padStart(4),
+        String(crossed).padStart(7),
+        String(caught).padStart(6),
+        String(alarms).padStart(12),
+      );
+    }
+  }
   const bad = results.filter(r => r.verdict === 'missed' || r.verdict === 'false alarm');
   process.exit(bad.length ? 1 : 0);
 }
