@@ -8,7 +8,7 @@ import { describe, expect, test } from 'vitest';
 import { DELIVERY_RULES, type DeliveryTrigger, judgePendingStream } from '../../src/core/delivery-rules';
 
 const ledgerTests = readFileSync(join(__dirname, 'delivery-ledger.test.ts'), 'utf8');
-const due = { replayable: true, standalone: false, dueAt: 100 };
+const due = { replayable: true, standalone: false, dueAt: 100, behindReplay: false };
 const listened = { listenerSeen: true };
 
 describe('delivery rules', () => {
