@@ -1,39 +1,54 @@
 /**
  * What this process knows about replays that cross a boundary (the judgement is src/core/replay-boundary.ts):
  *
- * - which event store objects several sessions (transports) use: such a store cannot keep their streams apart, the
+ * - which event store objects several transports use: such a store cannot keep their sessions apart, the
  *   EventStore interface carries no session. Learned when a second transport's store is wrapped.
  * - for those stores only, which session stored each recent event (a fixed table: no allocation per event), so a
- *   replay to session A that sends an event stored here for session B is proven cross-session;
+ *   replay to session A that sends an event stored here for session B is proven cross-session. Owners are sessions,
+ *   not transports: a session served by a new transport on the same process (re-hydrated) still owns its events.
  * - per session, the request streams whose response was written live here (a small ring).
  *
  * Nothing here is per event unless the store is shared, except one response check on request-stream events written
- * live. Sessions are held weakly.
+ * live. Transports are held weakly; session ids only in a bounded map, for naming the other session on a span.
  */
 import { CompletedStreams, EventOwnerTable, hashEventId } from '../core';
 
-/** One session (transport) as an owner of stored events. */
+/** The session that stored a replayed event, as far as this process knows it. */
 export interface EventOwner {
   readonly n: number;
-  readonly transport: WeakRef<object>;
+  /** Undefined when the bounded map of names forgot it (the owner is still known to be another session). */
+  readonly sessionId: string | undefined;
 }
 
-/** A store object, and whether more than one session uses it. */
+/** A store object, and whether more than one transport uses it. */
 export interface StoreShare {
   first: WeakRef<object> | undefined;
   shared: boolean;
 }
 
-/** Owners remembered by number, for naming the other session of a cross-session replay. */
-const MAX_OWNERS = 10_000;
+/** Session ids remembered by owner number, for naming the other session of a cross-session replay. */
+const MAX_NAMES = 10_000;
+
+/**
+ * An owner number from the session id alone (1 … 2^31 − 1): the same session always gets the same number, so a
+ * forgotten name never turns a session's own events into another's. Two sessions with the same number (a 31-bit
+ * collision) hide a leak between them, never raise a false one.
+ */
+function ownerNumber(sessionId: string): number {
+  return (hashEventId(sessionId) % 0x7ffffffe) + 1;
+}
+
+interface TransportOwner {
+  sessionId: string;
+  n: number;
+}
 
 export class ReplayBoundaryWatch {
   private readonly table = new EventOwnerTable();
   private readonly shares = new WeakMap<object, StoreShare>();
-  private readonly owners = new WeakMap<object, EventOwner>();
-  private readonly byNumber = new Map<number, EventOwner>();
+  private readonly owners = new WeakMap<object, TransportOwner>();
+  private readonly names = new Map<number, string>();
   private readonly completed = new WeakMap<object, CompletedStreams>();
-  private nextOwner = 1;
 
   /** The share of `store` as seen by `transport`, which is about to use it (once per transport). */
   shareOf(store: object, transport: object): StoreShare {
@@ -49,15 +64,17 @@ export class ReplayBoundaryWatch {
 
   /** The transport stored the event with this id in a shared store (its store resolved). */
   stored(transport: object, eventId: unknown): void {
-    if (typeof eventId === 'string') this.table.record(hashEventId(eventId), this.ownerOf(transport).n);
+    if (typeof eventId !== 'string') return;
+    const n = this.ownerOf(transport);
+    if (n !== 0) this.table.record(hashEventId(eventId), n);
   }
 
   /** The owner of a replayed event when this process stored it for another session than `transport`'s. */
   foreignOwner(transport: object, eventId: unknown): EventOwner | undefined {
     if (typeof eventId !== 'string') return undefined;
     const n = this.table.ownerOf(hashEventId(eventId));
-    if (n === 0 || n === this.owners.get(transport)?.n) return undefined;
-    return this.byNumber.get(n) ?? { n, transport: new WeakRef({}) };
+    if (n === 0 || n === this.ownerOf(transport)) return undefined;
+    return { n, sessionId: this.names.get(n) };
   }
 
   /** A response was written live on a request stream of the session: that stream is complete. */
@@ -76,20 +93,22 @@ export class ReplayBoundaryWatch {
 
   clear(): void {
     this.table.clear();
-    this.byNumber.clear();
+    this.names.clear();
   }
 
-  private ownerOf(transport: object): EventOwner {
+  /** The owner number of the transport's session, 0 while it has none (before initialize, stateless). */
+  private ownerOf(transport: object): number {
+    const sessionId = (transport as { sessionId?: unknown }).sessionId;
+    if (typeof sessionId !== 'string' || sessionId === '') return 0;
     let owner = this.owners.get(transport);
-    if (owner === undefined) {
-      owner = { n: this.nextOwner++, transport: new WeakRef(transport) };
-      // Wraps after 2^31 sessions: the table holds Int32 owners; 0 means none.
-      if (this.nextOwner > 0x7fffffff) this.nextOwner = 1;
+    if (owner === undefined || owner.sessionId !== sessionId) {
+      owner = { sessionId, n: ownerNumber(sessionId) };
       this.owners.set(transport, owner);
-      this.byNumber.set(owner.n, owner);
-      if (this.byNumber.size > MAX_OWNERS) this.byNumber.delete(this.byNumber.keys().next().value!);
+      this.names.delete(owner.n);
+      this.names.set(owner.n, sessionId);
+      if (this.names.size > MAX_NAMES) this.names.delete(this.names.keys().next().value!);
     }
-    return owner;
+    return owner.n;
   }
 }
 

@@ -203,8 +203,7 @@ export class ServerResume {
   /** Both sessions are on the span: this one (forkwatch.session.hash) and the one whose events it was sent. */
   private foreignAttributes(): Record<string, string | number> {
     const attrs: Record<string, string | number> = { [ATTR.foreignEvents]: this.record.foreignEvents };
-    const other = (this.record.foreignOwner?.transport.deref() as StreamableHttpServerTransportLike | undefined)
-      ?.sessionId;
+    const other = this.record.foreignOwner?.sessionId;
     if (typeof other === 'string' && other !== '') {
       attrs[ATTR.foreignSessionHash] = hashSessionId(other);
       if (this.runtime.settings.captureRawSessionId) attrs[ATTR.foreignSessionId] = other;
