@@ -19,8 +19,12 @@ const count = Number(countArg);
 const headers = { accept: 'text/event-stream', 'mcp-session-id': 's', 'mcp-protocol-version': '2025-11-25' };
 const notification = n => ({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: { n } } });
 
+// --shared-store: one store object for every session, the case where forkwatch records who stored each event.
+const sharedStore = process.env.FORKWATCH_BENCH_SHARED_STORE === '1' ? new InMemoryEventStore() : undefined;
+
 async function session() {
-  const transport = new Transport({ sessionIdGenerator: () => 's', eventStore: new InMemoryEventStore() });
+  const eventStore = sharedStore ?? new InMemoryEventStore();
+  const transport = new Transport({ sessionIdGenerator: () => 's', eventStore });
   transport.sessionId = 's';
   transport._initialized = true;
   const res = await transport.handleRequest(new Request('http://127.0.0.1/mcp', { headers }));

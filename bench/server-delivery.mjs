@@ -7,6 +7,7 @@
 // Then the sampling profiler's attribution in one NodeSDK + forkwatch process.
 //
 //   node scripts/build.mjs && node bench/server-delivery.mjs [--rounds 6] [--count 2000] [--sessions 10]
+//   [--shared-store]   one event store object for every session (forkwatch then records who stored each event)
 import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -21,6 +22,7 @@ const rounds = Number(value('--rounds', 6));
 const count = Number(value('--count', 2000));
 const sessions = Number(value('--sessions', 10));
 const warmup = Number(value('--warmup', 3));
+if (args.includes('--shared-store')) process.env.FORKWATCH_BENCH_SHARED_STORE = '1';
 
 // A private copy of the build, as run.mjs does: other work may rebuild build/ while this runs.
 const snapshot = join(root, '.tmp', `bench-server-${process.pid}`);

@@ -5,6 +5,8 @@
 // Configured by the LAB_SERVER environment variable (JSON):
 //   name        'A' | 'B'                      origin written into every notification
 //   store       null | { idFormat, unknownCursor } (see event-store.mjs) | 'sdk-example' (the SDK's own store)
+//               | { shared: 'memory' | 'redis', keys, redisPort }: one log for every session of the process (memory)
+//               or of the fleet (Redis), see boundary/shared-stores.mjs
 //   hydrate     accept requests for sessions this process never saw, by creating a transport that claims the
 //               session id: the multi-node pattern that makes resumes land on a process without the log
 //   ticker      { everyMs, count }: live notifications sent on hydrated sessions
@@ -114,18 +116,27 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
   const { McpServer, HttpTransport, InMemoryEventStore } = sdk;
   const z = sdk.z.z ?? sdk.z;
   const sessions = new Map();
+  const sharedStores = config.store?.shared
+    ? (await import('./boundary/shared-stores.mjs')).createSharedStoreFactory({
+        backend: config.store.shared,
+        ...config.store,
+      })
+    : undefined;
 
-  function makeStore() {
+  function makeStore(sessionId) {
     if (!config.store) return undefined;
     if (config.store === 'sdk-example') return new InMemoryEventStore();
+    if (sharedStores) return sharedStores(sessionId);
     return new LabEventStore(config.store);
   }
 
   async function createSession(claimedSessionId) {
     const session = { seq: 0, transport: undefined, server: undefined };
+    // Known before the transport exists, so a store view can be made for the session.
+    const sessionId = claimedSessionId ?? randomUUID();
     const transport = new HttpTransport({
-      sessionIdGenerator: () => claimedSessionId ?? randomUUID(),
-      eventStore: makeStore(),
+      sessionIdGenerator: () => sessionId,
+      eventStore: makeStore(sessionId),
       keepAliveMs: config.keepAliveMs,
       onsessioninitialized: id => sessions.set(id, session),
     });
@@ -136,7 +147,11 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
     const notify = (extra, data) => {
       const notification = {
         method: 'notifications/message',
-        params: { level: 'info', logger: config.name, data: { origin: config.name, seq: ++session.seq, ...data } },
+        params: {
+          level: 'info',
+          logger: config.name,
+          data: { origin: config.name, seq: ++session.seq, session: sessionId, ...data },
+        },
       };
       // 1.x hands tools `extra.sendNotification`, 2.x `ctx.mcpReq.notify`: notifications on the request's stream.
       const related = extra?.sendNotification?.bind(extra) ?? extra?.mcpReq?.notify?.bind(extra.mcpReq);

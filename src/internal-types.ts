@@ -77,6 +77,7 @@ export interface ModuleExportsLike {
 /** The part of a Map the patches read: a lookup that yields undefined for a missing key. */
 export interface MapLookupLike {
   get?(key: unknown): unknown;
+  values?(): Iterable<unknown>;
 }
 
 /**
@@ -145,6 +146,8 @@ export interface StreamableHttpClientTransportLike {
   _abortController?: { signal?: { aborted?: unknown } };
   /** The application's error handler: fail-loud mode reports StreamForkDetected through it. */
   onerror?: (error: Error) => void;
+  /** Set by the SDK's Protocol: every message received, on any stream or in a JSON body. */
+  onmessage?: unknown;
 }
 
 /** The Headers `_commonHeaders()` resolves to (a web Headers in 1.x and 2.x); both methods are checked before use. */

@@ -4,6 +4,7 @@
  * The Prometheus names here are a contract: dashboards, alerts and users' queries use them. Tests check the
  * OpenTelemetry exporter's scrape, the prom-client bridge, the dashboards and the rules against this module.
  */
+import type { BoundaryOutcome } from './core/replay-boundary';
 import { FORK_REASONS, RESUME_OUTCOMES } from './core/verdict';
 import { PACKAGE_VERSION } from './version';
 
@@ -27,6 +28,10 @@ export type ServerTransportLabel = (typeof SERVER_TRANSPORTS)[number];
  * `probe_rejected`: a resume from `forkwatch probe` (User-Agent PROBE_USER_AGENT) that was refused or served
  * without the session log. The probe sends a never-issued cursor on purpose and retries its own 409s, so these
  * are counted apart from real clients' `rejected` and `unknown_cursor` and never reach an alert.
+ *
+ * `cross_session` and `completed_stream` are 2xx replays that crossed a boundary (src/core/replay-boundary.ts): the
+ * replay sent events this process stored for another session (a data leak, it pages), or the cursor resolved to a
+ * request stream of the session that had already completed here (ids colliding across replicas: a fork).
  */
 export const SERVER_RESUME_OUTCOMES = [
   'replayed',
@@ -35,8 +40,15 @@ export const SERVER_RESUME_OUTCOMES = [
   'rejected',
   'failed',
   'probe_rejected',
-] as const;
+  'cross_session',
+  'completed_stream',
+] as const satisfies readonly (string | BoundaryOutcome)[];
 export type ServerResumeOutcome = (typeof SERVER_RESUME_OUTCOMES)[number];
+/** The boundary outcomes, as the core names them: a compile-time check that the two lists agree. */
+export const SERVER_BOUNDARY_OUTCOMES = [
+  'cross_session',
+  'completed_stream',
+] as const satisfies readonly BoundaryOutcome[] satisfies readonly ServerResumeOutcome[];
 
 /**
  * Why an event a server transport stored (or wrote) never reached a client from this process. Loss reasons page
@@ -172,6 +184,15 @@ export const METRICS = {
     kind: 'counter',
     unit: '{event}',
     description: 'SSE frames whose event id had already been consumed in the session.',
+    labels: { transport: CLIENT_TRANSPORTS },
+  },
+  clientForeignResponses: {
+    otelName: 'forkwatch.client.foreign_responses',
+    prometheusName: 'forkwatch_client_foreign_responses_total',
+    kind: 'counter',
+    unit: '{response}',
+    description:
+      'JSON-RPC responses received for a request this client never sent or already got an answer to (a replay from another stream or session).',
     labels: { transport: CLIENT_TRANSPORTS },
   },
   clientResumeGapSeconds: {
@@ -417,4 +438,11 @@ export const ATTR = {
   replayedEvents: 'forkwatch.replay.events',
   replayStreamId: 'forkwatch.replay.stream_id',
   serverOutcome: 'forkwatch.replay.outcome',
+  /** The event store object is used by several sessions of this process: it cannot tell their streams apart. */
+  storeShared: 'forkwatch.server.store_shared',
+  /** Events of a cross_session replay that this process stored for another session. */
+  foreignEvents: 'forkwatch.replay.foreign_events',
+  /** The other session of a cross_session replay: hashed like forkwatch.session.hash; raw only when opted in. */
+  foreignSessionHash: 'forkwatch.replay.foreign_session.hash',
+  foreignSessionId: 'forkwatch.replay.foreign_session.id',
 } as const;

@@ -1,5 +1,6 @@
 /** The alert group, composed from one module per subject, in the order the rule file lists them. */
 import type { ForkwatchConfig } from '../config/config';
+import { serverCompletedStreamResumed, serverCrossSessionReplay } from './boundaries';
 import { metricsAbsent, targetWithoutMetrics } from './coverage';
 import { serverCursorsIgnored, serverUnknownCursors } from './cursors';
 import { serverEventsWithoutListener } from './delivery';
@@ -19,6 +20,8 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     ...slo.client,
     serverUnknownCursors(config),
     serverCursorsIgnored(config),
+    serverCrossSessionReplay(config),
+    serverCompletedStreamResumed(config),
     resumesRejected(config),
     serverResumesRejected(config),
     resumeGapSecondsHigh(config),

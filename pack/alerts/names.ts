@@ -10,6 +10,8 @@ export const ALERT = {
   lossBudgetBurn: 'ForkwatchResumeLossBudgetBurn',
   serverUnknownCursors: 'ForkwatchServerUnknownCursors',
   serverCursorsIgnored: 'ForkwatchServerCursorsIgnored',
+  serverCrossSessionReplay: 'ForkwatchServerCrossSessionReplay',
+  serverCompletedStreamResumed: 'ForkwatchServerCompletedStreamResumed',
   resumesRejected: 'ForkwatchResumesRejected',
   serverResumesRejected: 'ForkwatchServerResumesRejected',
   gapSecondsHigh: 'ForkwatchResumeGapSecondsHigh',

@@ -116,6 +116,8 @@ export interface AlertThresholds {
   ForkwatchDuplicateDeliveries: IncreaseAlert;
   ForkwatchServerUnknownCursors: ShareAlert;
   ForkwatchServerCursorsIgnored: IncreaseAlert;
+  ForkwatchServerCrossSessionReplay: IncreaseAlert;
+  ForkwatchServerCompletedStreamResumed: IncreaseAlert;
   ForkwatchResumesRejected: ShareAlert;
   ForkwatchServerResumesRejected: ShareAlert;
   ForkwatchResumeGapSecondsHigh: { quantile: number; seconds: number; for: string };
@@ -147,6 +149,10 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     "Share of a process's resumes whose cursor it does not know. 5 % for 15m: a restart or a scale-out gives a short burst of unknown cursors that must not open a ticket; a routing fault stays above it.",
   ForkwatchServerCursorsIgnored:
     'Any resume ignored for want of an event store is a configuration fault: any in 10m, `for` 1m.',
+  ForkwatchServerCrossSessionReplay:
+    "Any replay of another session's events is a data leak, lost events or not: it pages on the first one. Window 10m and `for` 1m as for the other \"any\" alerts: one scrape's jitter, no real delay.",
+  ForkwatchServerCompletedStreamResumed:
+    'Any resume of a request stream that completed here is a fork (ids colliding across replicas): a ticket, like a single client fork. Window 10m, `for` 1m.',
   ForkwatchResumesRejected:
     'Client view: share of resumes answered non-2xx. 5 % for 15m, as for unknown cursors (deploys burst).',
   ForkwatchServerResumesRejected:
@@ -249,6 +255,8 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchDuplicateDeliveries: { window: '10m', for: '1m' },
     ForkwatchServerUnknownCursors: { share: 0.05, for: '15m', minResumes: 20 },
     ForkwatchServerCursorsIgnored: { window: '10m', for: '1m' },
+    ForkwatchServerCrossSessionReplay: { window: '10m', for: '1m' },
+    ForkwatchServerCompletedStreamResumed: { window: '10m', for: '1m' },
     ForkwatchResumesRejected: { share: 0.05, for: '15m', minResumes: 20 },
     ForkwatchServerResumesRejected: { share: 0.05, for: '15m', minResumes: 20 },
     ForkwatchResumeGapSecondsHigh: { quantile: 0.99, seconds: 30, for: '15m' },

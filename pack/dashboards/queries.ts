@@ -10,6 +10,7 @@ import { scopeMatchers } from './common';
 const resumes = METRICS.clientResumes.prometheusName;
 const forks = METRICS.clientForks.prometheusName;
 const duplicates = METRICS.clientDuplicateEvents.prometheusName;
+const foreignResponses = METRICS.clientForeignResponses.prometheusName;
 const gapSeconds = `${METRICS.clientResumeGapSeconds.prometheusName}_bucket`;
 const skipped = `${METRICS.clientResumeSkippedEvents.prometheusName}_bucket`;
 const serverResumes = METRICS.serverResumes.prometheusName;
@@ -79,6 +80,7 @@ export function queries(config: ForkwatchConfig) {
     duplicates: `sum by (transport) (${rate(duplicates)})`,
     /** What forkwatch patched in each process, and how (1 = now); `none` = loaded but blind. */
     instrumentation: `max by (instance, sdk_package, sdk_class, route, version) (${info}{${raw}} == 1)`,
+    foreignResponses: `sum by (transport) (${rate(foreignResponses)})`,
     alertsTable: firingAlerts,
   };
 }

@@ -22,6 +22,7 @@ import type {
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import type { ResumeVerdictInfo } from '../types';
+import { noteSentMessage } from './foreign-responses';
 import { runAsPatchedTransport } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
 import { type ForkReport, ResumedStream } from './resumed-stream';
@@ -31,6 +32,7 @@ export const STREAMABLE_HTTP_CLIENT_METHODS = [
   '_handleSseStream',
   '_scheduleReconnection',
   '_commonHeaders',
+  'send',
 ] as const;
 
 interface TransportState {
@@ -106,7 +108,16 @@ const CLIENT_WRAPPERS: Readonly<
   _handleSseStream: wrapHandleSseStream,
   _scheduleReconnection: wrapScheduleReconnection,
   _commonHeaders: wrapCommonHeaders,
+  send: wrapSend,
 };
+
+/** Every message sent: request ids, so a response to none of them is foreign (foreign-responses.ts). */
+function wrapSend(original: Method, runtime: ForkwatchRuntime): Method {
+  return function send(this: StreamableHttpClientTransportLike, message: unknown, ...rest: unknown[]) {
+    if (runtime.enabled) noteSentMessage(this, message, runtime);
+    return original.call(this, message, ...rest);
+  };
+}
 
 function guarded(runtime: ForkwatchRuntime, what: string, fn: () => void): void {
   try {

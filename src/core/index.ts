@@ -4,6 +4,7 @@ export * from './delivery-ledger';
 export * from './delivery-rules';
 export * from './event-id';
 export * from './ledger';
+export * from './replay-boundary';
 export * from './sse-frame-observer';
 export * from './verdict';
 export * from './per-request';

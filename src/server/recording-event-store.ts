@@ -13,6 +13,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EventStoreLike, StreamableHttpServerTransportLike } from '../internal-types';
+import type { EventOwner, ReplayBoundaryWatch, StoreShare } from './replay-boundary-watch';
 
 /** What the store did for one resume request. */
 export interface ReplayRecord {
@@ -29,6 +30,11 @@ export interface ReplayRecord {
   replaySettled: boolean;
   storeFailed: boolean;
   storeError: unknown;
+  /** The store object is used by several sessions of this process. */
+  storeShared: boolean;
+  /** Replayed events this process stored for another session, and the first such session. */
+  foreignEvents: number;
+  foreignOwner: EventOwner | undefined;
   /** Observations still settling; the outcome is decided after them. */
   readonly pending: Promise<void>[];
 }
@@ -44,6 +50,9 @@ export function newReplayRecord(transport: object): ReplayRecord {
     replaySettled: false,
     storeFailed: false,
     storeError: undefined,
+    storeShared: false,
+    foreignEvents: 0,
+    foreignOwner: undefined,
     pending: [],
   };
 }
@@ -66,9 +75,17 @@ export interface RecordingHooks {
   /**
    * A storeEvent call is about to go to the store; what it returns is called once the store resolved, before the
    * SDK continues (one more event in the session's log, and the SDK now decides where to write it). It must not
-   * throw: it runs as a promise reaction, where nobody would catch it.
+   * throw: it runs as a promise reaction, where nobody would catch it. It receives the event id the store returned.
+   * `share` says whether other sessions use the same store object.
    */
-  onStore(transport: object, streamId: unknown, message: unknown): (() => void) | undefined;
+  onStore(
+    transport: object,
+    streamId: unknown,
+    message: unknown,
+    share: StoreShare,
+  ): ((eventId: unknown) => void) | undefined;
+  /** Who stored which events in shared stores (replays that cross a session boundary). */
+  readonly boundary: ReplayBoundaryWatch;
   onError(what: string, error: unknown): void;
 }
 
@@ -99,6 +116,7 @@ class StoreWatch {
     readonly wrapper: EventStoreLike,
     readonly transport: StreamableHttpServerTransportLike,
     readonly hooks: RecordingHooks,
+    readonly share: StoreShare,
   ) {}
 
   /** Steps aside for good once forkwatch no longer instruments this transport: the field gets its store back. */
@@ -135,7 +153,7 @@ function createRecordingStore(
 ): EventStoreLike {
   const wrapper: EventStoreLike = Object.create(original);
   originals.set(wrapper, original);
-  const watch = new StoreWatch(original, wrapper, transport, hooks);
+  const watch = new StoreWatch(original, wrapper, transport, hooks, hooks.boundary.shareOf(original, transport));
   const define = <Name extends keyof EventStoreLike>(name: Name, fn: NonNullable<EventStoreLike[Name]>) =>
     Object.defineProperty(wrapper, name, { value: fn, writable: true, configurable: true, enumerable: false });
   define('storeEvent', recordingStoreEvent(watch));
@@ -147,12 +165,12 @@ function createRecordingStore(
 }
 
 function recordingStoreEvent(watch: StoreWatch): StoreMethod {
-  const { original, transport, hooks } = watch;
+  const { original, transport, hooks, share } = watch;
   return function storeEvent(...args: unknown[]) {
-    let onStored: (() => void) | undefined;
+    let onStored: ((eventId: unknown) => void) | undefined;
     if (watch.live()) {
       try {
-        onStored = hooks.onStore(transport, args[0], args[1]);
+        onStored = hooks.onStore(transport, args[0], args[1], share);
       } catch (error) {
         hooks.onError('recording a stored event', error);
       }
@@ -188,7 +206,7 @@ function recordingReplay(watch: StoreWatch): NonNullable<EventStoreLike['replayE
   const { original, hooks } = watch;
   return function replayEventsAfter(lastEventId: unknown, options, ...rest: unknown[]) {
     const record = watch.live() ? watch.recordOf() : undefined;
-    const forwarded = record ? countingReplayOptions(record, options) : options;
+    const forwarded = record ? countingReplayOptions(record, watch, options) : options;
     let result: unknown;
     try {
       result = (original.replayEventsAfter as StoreMethod).call(original, lastEventId, forwarded, ...rest);
@@ -213,17 +231,33 @@ function recordingReplay(watch: StoreWatch): NonNullable<EventStoreLike['replayE
 
 type ReplayOptions = Parameters<NonNullable<EventStoreLike['replayEventsAfter']>>[1];
 
-function countingReplayOptions(record: ReplayRecord, options: ReplayOptions): ReplayOptions {
+function countingReplayOptions(record: ReplayRecord, watch: StoreWatch, options: ReplayOptions): ReplayOptions {
   record.replayCalled = true;
+  record.storeShared = watch.share.shared;
   const send = options?.send;
   if (typeof send !== 'function') return options;
   return {
     ...options,
     send: function send_(this: unknown, ...sendArgs: unknown[]) {
-      if (!record.replaySettled) record.replayedEvents++;
+      if (!record.replaySettled) {
+        record.replayedEvents++;
+        if (watch.share.shared) foreignEvent(record, watch, sendArgs[0]);
+      }
       return send.apply(this, sendArgs);
     },
   };
+}
+
+/** Counts a replayed event that this process stored for another session (never throws into the store's loop). */
+function foreignEvent(record: ReplayRecord, watch: StoreWatch, eventId: unknown): void {
+  try {
+    const owner = watch.hooks.boundary.foreignOwner(watch.transport, eventId);
+    if (owner === undefined) return;
+    record.foreignEvents++;
+    record.foreignOwner ??= owner;
+  } catch (error) {
+    watch.hooks.onError('checking a replayed event', error);
+  }
 }
 
 /** The SDK sees a failed storeEvent itself; the reaction only keeps it from being reported unhandled twice. */

@@ -4,11 +4,15 @@
  */
 import { type Context, type Span, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { displayEventId } from '../core/event-id';
+import { judgeReplayBoundary } from '../core/replay-boundary';
+import type { StreamableHttpServerTransportLike } from '../internal-types';
 import { ATTR, SPAN, SPAN_EVENT, type ServerResumeOutcome, type ServerTransportLabel } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
-import { sessionSpanAttributes } from '../session-id';
+import { hashSessionId, sessionSpanAttributes } from '../session-id';
 import { errorTypeOf, recordBoundedException } from '../span-errors';
 import { type ReplayRecord, type ReplayScope, newReplayRecord } from './recording-event-store';
+import { boundaryWatchOf } from './replay-boundary-watch';
+import { standaloneStreamId, streamHasRequestInFlight } from './transport-delivery';
 
 /** Where a resume reports what it replayed: the transport's session observer (session-observer.ts). */
 export interface ReplaySink {
@@ -75,12 +79,37 @@ function classifyAnyResume({ hasEventStore, status, record }: ClassifyInput): Se
   return 'replayed';
 }
 
+/**
+ * A `replayed` resume that crossed a boundary (src/core/replay-boundary.ts) gets the boundary's outcome: events
+ * this process stored for another session, or a cursor that resolved to a request stream completed here.
+ */
+export function boundaryOutcome(
+  outcome: ServerResumeOutcome,
+  record: ReplayRecord,
+  transport: StreamableHttpServerTransportLike,
+  completedHere: (streamId: unknown) => boolean,
+): ServerResumeOutcome {
+  if (outcome !== 'replayed') return outcome;
+  const streamId = record.replayCalled ? record.replayStreamId : record.lookupStreamId;
+  const crossed = judgeReplayBoundary({
+    streamId,
+    standaloneStreamId: standaloneStreamId(transport),
+    foreignEvents: record.foreignEvents,
+    streamCompletedHere: completedHere(streamId),
+    streamInFlight: streamHasRequestInFlight(transport, streamId),
+  });
+  return crossed ?? outcome;
+}
+
 const STATUS_MESSAGES: Record<Exclude<ServerResumeOutcome, 'replayed'>, string> = {
   unknown_cursor: 'resume answered without the session log: the event store does not know the cursor',
   ignored: 'resume answered with a fresh stream: no event store, Last-Event-ID ignored',
   rejected: 'resume rejected',
   failed: 'resume failed',
   probe_rejected: "forkwatch probe's resume refused or served without the log (deliberate)",
+  cross_session: "replay sent events this process stored for another session: another session's data leaked",
+  completed_stream:
+    'resume of a request stream that had completed here: the cursor came from another log (colliding event ids)',
 };
 
 export class ServerResume {
@@ -119,12 +148,19 @@ export class ServerResume {
     if (this.concluded) return;
     // Store results observed by the wrapper settle before the SDK continues; a non-native thenable may lag.
     await Promise.all(this.record.pending);
-    const outcome = classifyServerResume({
-      hasEventStore: this.init.hasEventStore,
-      fromProbe: this.init.fromProbe === true,
-      status,
-      record: this.record,
-    });
+    const transport = this.init.instance as StreamableHttpServerTransportLike;
+    const boundary = boundaryWatchOf(this.runtime);
+    const outcome = boundaryOutcome(
+      classifyServerResume({
+        hasEventStore: this.init.hasEventStore,
+        fromProbe: this.init.fromProbe === true,
+        status,
+        record: this.record,
+      }),
+      this.record,
+      transport,
+      streamId => boundary.completedHere(transport, streamId),
+    );
     this.finish(outcome, status, this.record.storeFailed ? this.record.storeError : undefined);
   }
 
@@ -141,17 +177,24 @@ export class ServerResume {
     const record = this.record;
     const m = this.runtime.instruments;
     m.serverResumes.add(1, { transport, outcome });
-    if (outcome === 'replayed' && record.replayCalled && typeof record.replayStreamId === 'string') {
-      this.init.session.replaySent(record.replayStreamId, record.replayedEvents);
+    // Another session's events reached nobody of theirs here, and settle nothing of this session.
+    const ownEvents = record.replayedEvents - record.foreignEvents;
+    const fromTheLog = outcome === 'replayed' || outcome === 'cross_session' || outcome === 'completed_stream';
+    if (fromTheLog && record.replayCalled && typeof record.replayStreamId === 'string') {
+      this.init.session.replaySent(record.replayStreamId, ownEvents);
     }
-    // Only a replay from the log measures the gap; an unknown cursor's 0 events say nothing about it.
-    if (outcome === 'replayed' && record.replayCalled) m.serverResumeGapEvents.record(record.replayedEvents);
+    // Only a replay of the session's own stream measures the gap; an unknown cursor's 0 events say nothing about it.
+    if ((outcome === 'replayed' || outcome === 'cross_session') && record.replayCalled) {
+      m.serverResumeGapEvents.record(ownEvents);
+    }
 
     const streamId = record.replayCalled ? record.replayStreamId : record.lookupStreamId;
     const attrs: Record<string, string | number | boolean> = { [ATTR.serverOutcome]: outcome };
     if (record.replayCalled) attrs[ATTR.replayedEvents] = record.replayedEvents;
     if (typeof streamId === 'string') attrs[ATTR.replayStreamId] = displayEventId(streamId) ?? '';
     if (status !== undefined) attrs[ATTR.httpStatusCode] = status;
+    if (record.replayCalled && record.storeShared) attrs[ATTR.storeShared] = true;
+    if (outcome === 'cross_session') Object.assign(attrs, this.foreignAttributes());
     if (error !== undefined) {
       attrs[ATTR.errorType] = errorTypeOf(error);
       recordBoundedException(this.span, error);
@@ -159,6 +202,7 @@ export class ServerResume {
     this.span.addEvent(SPAN_EVENT.replayDone, attrs);
     this.span.setAttribute(ATTR.serverOutcome, outcome);
     if (record.replayCalled) this.span.setAttribute(ATTR.replayedEvents, record.replayedEvents);
+    if (outcome === 'cross_session') this.span.setAttributes(this.foreignAttributes());
     if (status !== undefined) this.span.setAttribute(ATTR.httpStatusCode, status);
     // The probe's deliberate refusals are not errors of this server.
     if (outcome !== 'replayed' && outcome !== 'probe_rejected')
@@ -173,6 +217,17 @@ export class ServerResume {
       ...(this.init.protocolVersion ? { [ATTR.mcpProtocolVersion]: this.init.protocolVersion } : {}),
       [ATTR.eventStore]: this.init.hasEventStore,
     };
+  }
+
+  /** Both sessions are on the span: this one (forkwatch.session.hash) and the one whose events it was sent. */
+  private foreignAttributes(): Record<string, string | number> {
+    const attrs: Record<string, string | number> = { [ATTR.foreignEvents]: this.record.foreignEvents };
+    const other = this.record.foreignOwner?.sessionId;
+    if (typeof other === 'string' && other !== '') {
+      attrs[ATTR.foreignSessionHash] = hashSessionId(other);
+      if (this.runtime.settings.captureRawSessionId) attrs[ATTR.foreignSessionId] = other;
+    }
+    return attrs;
   }
 
   private sessionAttributes(): Record<string, string> {

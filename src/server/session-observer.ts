@@ -4,7 +4,8 @@
  * forkwatch stays silent), and every fact handed to the delivery ledger (server-delivery.ts):
  *
  * - every request of the session but a GET (`requestReceived`) and every GET (`getReceived`);
- * - every event stored, and whether its stream had an open connection here (`eventStored`, from the store wrapper);
+ * - every event stored, and whether its stream had an open connection here (`eventStored`, from the store wrapper),
+ *   and for the replay-boundary watch, who stored it (shared stores only) and which request streams completed live;
  * - every event `send` had to write without a store and had nowhere to write (`sentWithoutStore`);
  * - the client dropping the connection of the standalone stream (`StandaloneConnection`);
  * - what each resume replayed (`replaySent`, from server-resume.ts) and `close()` (`closed`).
@@ -17,7 +18,9 @@ import type { HttpRequestLike, StreamableHttpServerTransportLike, TransportSendO
 import { type ServerTransportLabel, isProbeUserAgent } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
 import { protocolHasResumability } from '../session-id';
+import { isJsonRpcResponse } from '../core/replay-boundary';
 import { type RecordingHooks, ensureRecordingStore } from './recording-event-store';
+import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
 import type { Flavor } from './server-flavor';
 import { ServerResume } from './server-resume';
 import {
@@ -89,16 +92,22 @@ export class ServerSessionObserver {
   }
 
   /** A storeEvent call: returns what records it once the store resolved (see RecordingHooks.onStore). */
-  eventStoring(streamId: unknown, message: unknown): (() => void) | undefined {
+  eventStoring(streamId: unknown, message: unknown, share: StoreShare): ((eventId: unknown) => void) | undefined {
     if (!this.resumable) return undefined;
     const priming = isPrimingMessage(message);
     const openAtCall = streamIsOpen(this.transport, streamId);
-    return () => {
+    return eventId => {
       try {
         this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+        // Who stored what, only in a store object other sessions use too (replay-boundary-watch.ts).
+        if (share.shared) boundaryWatchOf(this.runtime).stored(this.transport, eventId);
         if (!priming && typeof streamId === 'string') {
           const event = storedEvent(this.transport, streamId, openAtCall, this.flavor.lookupBeforeStore);
           this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+          // A response written live completes its request stream: a later resume of it is another log's cursor.
+          if (event.open && !event.standalone && isJsonRpcResponse(message)) {
+            boundaryWatchOf(this.runtime).responseWritten(this.transport, streamId);
+          }
         }
       } catch (error) {
         this.runtime.diag.error('recording a stored event failed', error);

@@ -30,6 +30,7 @@ import { isWrapped } from '@opentelemetry/instrumentation';
 import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../internal-types';
 import type { ForkwatchRuntime } from '../runtime';
 import { type RecordingHooks, runInReplayScope } from './recording-event-store';
+import { boundaryWatchOf } from './replay-boundary-watch';
 import { type Flavor, nodeFlavor, webFlavor } from './server-flavor';
 import type { ServerResume } from './server-resume';
 import { type StandaloneConnection, knownSessionObserver, sessionObserverOf } from './session-observer';
@@ -88,7 +89,9 @@ function patchServer(
   const hooks: RecordingHooks = {
     active: transport =>
       runtime.enabled && isWrapped((transport as StreamableHttpServerTransportLike).handleGetRequest),
-    onStore: (transport, streamId, message) => knownSessionObserver(transport)?.eventStoring(streamId, message),
+    boundary: boundaryWatchOf(runtime),
+    onStore: (transport, streamId, message, share) =>
+      knownSessionObserver(transport)?.eventStoring(streamId, message, share),
     onError: (what, error) => runtime.diag.error(`${what} failed`, error),
   };
   const patch: ServerPatch = { runtime, flavor, hooks };

@@ -77,3 +77,14 @@ export function storedEvent(
   const open = lookupBeforeStore && !standalone ? openAtCall : streamIsOpen(transport, streamId);
   return storedEventOf(open, true, standalone);
 }
+
+/** Whether a request of the stream is still in flight on the transport (the SDK maps request ids to streams). */
+export function streamHasRequestInFlight(
+  transport: StreamableHttpServerTransportLike | undefined,
+  streamId: unknown,
+): boolean {
+  const mapping = transport?._requestToStreamMapping;
+  if (typeof mapping?.values !== 'function') return false;
+  for (const id of mapping.values()) if (id === streamId) return true;
+  return false;
+}

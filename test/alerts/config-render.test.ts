@@ -87,6 +87,7 @@ describe('a user config reaches every rule', () => {
         'ForkwatchResumeLossBudgetBurn',
         'ForkwatchServerDeliveryBudgetBurn',
         'ForkwatchServerResultDeliveryBudgetBurn',
+        'ForkwatchServerCrossSessionReplay',
       ]),
     );
     const clientBurn = alerts.find(a => a.alert === 'ForkwatchResumeLossBudgetBurn');

@@ -133,7 +133,7 @@ async function expectRulesHealthy(prom: PrometheusInstance) {
       g => g.rules,
     ),
   );
-  expect(inFiles.length).toBe(40);
+  expect(inFiles.length).toBe(42);
   expect(rules.length).toBe(inFiles.length);
   expect(rules.filter(r => r.health !== 'ok').map(r => `${r.name}: ${r.health} ${r.lastError ?? ''}`)).toEqual([]);
 }

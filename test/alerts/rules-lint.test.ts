@@ -152,6 +152,8 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       'ForkwatchResumeGapSecondsHigh',
       'ForkwatchResumeLossBudgetBurn',
       'ForkwatchResumesRejected',
+      'ForkwatchServerCompletedStreamResumed',
+      'ForkwatchServerCrossSessionReplay',
       'ForkwatchServerCursorsIgnored',
       'ForkwatchServerDeliveryBudgetBurn',
       'ForkwatchServerDuplicateExecutionRisk',
@@ -166,11 +168,12 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       expect(a.annotations?.dashboard_url).toBe(DASHBOARD_URL); // none: the defaults name no Grafana host
       expect(input.runbooks.has(`${a.alert}.md`), a.alert).toBe(true);
     }
-    // Only the fast budget burns page.
+    // Only the fast budget burns page, and a cross-session replay (a data leak, lost events or not).
     const critical = alerts.filter(a => a.labels?.severity === 'critical');
     expect(critical.map(a => `${a.alert} ${a.labels?.long}/${a.labels?.short}`)).toEqual([
       'ForkwatchResumeLossBudgetBurn 1h/5m',
       'ForkwatchResumeLossBudgetBurn 6h/30m',
+      'ForkwatchServerCrossSessionReplay undefined/undefined',
       'ForkwatchServerDeliveryBudgetBurn 1h/5m',
       'ForkwatchServerDeliveryBudgetBurn 6h/30m',
       'ForkwatchServerResultDeliveryBudgetBurn 1h/5m',

@@ -64,7 +64,10 @@ describe('overview dashboard content', () => {
     expect(metricsOf(panel('Server replay size'))).toContain('forkwatch_server_resume_gap_events_bucket');
     expect(exprs(panel('Server resume outcomes per instance'))[0]).toMatch(/^sum by \(instance, outcome\)/);
     expect(exprs(panel('Unknown-cursor share per instance'))[0]).toMatch(/^sum by \(cluster, job, instance\)/);
-    expect(metricsOf(panel('Duplicate events (client)'))).toEqual(['forkwatch_client_duplicate_events_total']);
+    expect(metricsOf(panel('Duplicate events (client)'))).toEqual([
+      'forkwatch_client_duplicate_events_total',
+      'forkwatch_client_foreign_responses_total',
+    ]);
     expect(metricsOf(panel('Firing alerts and their runbooks'))).toEqual(['ALERTS', 'ALERTS']);
     expect(overview.annotations?.list?.[0]?.expr).toContain('alertname=~"Forkwatch.*"');
   });

@@ -55,6 +55,12 @@ describe('fleet lab on HAProxy and Redis, CI size', () => {
     expect(score.resumes).toBeGreaterThanOrEqual(20);
     expect(score.clientOutcomes.resumed).toBeGreaterThanOrEqual(15);
     expect(score.serverOutcomes.replayed).toBeGreaterThanOrEqual(15);
+    // The shared store is scoped by session: no replay crosses a session or a stream boundary (#23).
+    expect(score.serverOutcomes.cross_session ?? 0).toBe(0);
+    expect(score.serverOutcomes.completed_stream ?? 0).toBe(0);
+    for (const alert of ['ForkwatchServerCrossSessionReplay', 'ForkwatchServerCompletedStreamResumed']) {
+      expect(raised(score, alert), alert).toBe(false);
+    }
     expect(score.alerts.series['fleet-server']).toBeGreaterThan(0);
     // Healthy but for the SDK's own race: an event stored while an async store (Redis) replays a resume is written
     // nowhere (typescript-sdk #2558); on a loaded machine a few sessions lose one that way (docs/fleet.md). Real loss,

@@ -235,6 +235,8 @@ describe('never in the way', () => {
       rejected: 0,
       failed: 0,
       probe_rejected: 0,
+      cross_session: 0,
+      completed_stream: 0,
     });
     expect(sample(m, events, t)).toBe(1); // the control's notification only
   });

@@ -41,6 +41,8 @@ const only = (outcome: string, n: number) => ({
   rejected: 0,
   failed: 0,
   probe_rejected: 0,
+  cross_session: 0,
+  completed_stream: 0,
   [outcome]: n,
 });
 

@@ -9,9 +9,14 @@ export function duplicateAndAlertPanels(ctx: Ctx) {
     description:
       'Frames whose event id the client had already consumed in the session: a replay that went too far back, or ' +
       'a server that restarted its ids. Duplicates are harmless only if the application is idempotent. **Rising ' +
-      'with forks:** the same process is replaying a wrong log; otherwise check the event store cursor handling.',
+      'with forks:** the same process is replaying a wrong log; otherwise check the event store cursor handling. ' +
+      '**Foreign responses:** JSON-RPC responses to a request the client never sent or already got an answer to: ' +
+      "a replay of another stream's log (event ids colliding across replicas).",
     unit: 'cps',
-    targets: [{ expr: ctx.q.duplicates, legend: '{{transport}}' }],
+    targets: [
+      { expr: ctx.q.duplicates, legend: '{{transport}}' },
+      { expr: ctx.q.foreignResponses, legend: 'foreign responses {{transport}}' },
+    ],
     links: ctx.links([ALERT.duplicateDeliveries]),
     span: 12,
     height: 8,
