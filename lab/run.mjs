@@ -78,10 +78,19 @@ function describeAttempt(span) {
 function describeServers(report) {
   if (!report.servers) return [];
   return Object.entries(report.servers).map(([name, view]) => {
-    const outcomes = ['replayed', 'unknown_cursor', 'ignored', 'rejected', 'failed']
+    const lossy = ['unknown_cursor', 'ignored', 'cross_session', 'completed_stream'];
+    const outcomes = [
+      'replayed',
+      'unknown_cursor',
+      'ignored',
+      'rejected',
+      'failed',
+      'cross_session',
+      'completed_stream',
+    ]
       .map(o => [o, metric(view.metrics, 'forkwatch_server_resumes_total', { outcome: o })])
       .filter(([, n]) => n > 0)
-      .map(([o, n]) => `${o === 'replayed' ? green(o) : o === 'unknown_cursor' || o === 'ignored' ? red(o) : o} ×${n}`);
+      .map(([o, n]) => `${o === 'replayed' ? green(o) : lossy.includes(o) ? red(o) : o} ×${n}`);
     const replayed = metric(view.metrics, 'forkwatch_server_resume_gap_events_sum');
     const undelivered = serverLossEvents(view.metrics);
     return `process ${name}: ${outcomes.length ? outcomes.join(', ') : 'no resumes'}${outcomes.length ? dim(` · ${replayed} events replayed`) : ''}${undelivered ? ` · ${red(`${undelivered} undelivered`)}` : ''}`;

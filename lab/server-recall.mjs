@@ -29,9 +29,12 @@ for (const name of Object.keys(SCENARIOS)) {
       /^forkwatch_server_undelivered_events_total\{.*reason="(stream_moved|no_listener|dropped)"/,
     );
     const abandoned = sum(s.metrics, /^forkwatch_server_undelivered_events_total\{.*reason="abandoned"/);
-    const resumes = sum(s.metrics, /^forkwatch_server_resumes_total\{.*outcome="(unknown_cursor|ignored)"/);
+    const resumes = sum(
+      s.metrics,
+      /^forkwatch_server_resumes_total\{.*outcome="(unknown_cursor|ignored|cross_session|completed_stream)"/,
+    );
     signals += loss + resumes;
-    return `${key}: loss ${loss}, abandoned ${abandoned}, unknown_cursor/ignored ${resumes}`;
+    return `${key}: loss ${loss}, abandoned ${abandoned}, unknown_cursor/ignored/boundary ${resumes}`;
   });
   if (lost > 0) {
     lossy++;
