@@ -5,7 +5,8 @@
 //   REDIS_URL=redis://127.0.0.1:6379 PORT=3001 node --require forkwatch/register deploy/server.cjs
 //
 // Env: PORT (3000), HOST (127.0.0.1; in a container 0.0.0.0 with ALLOWED_HOSTS), ALLOWED_HOSTS (comma-separated
-// Host names the DNS-rebinding check accepts), REDIS_URL (redis://127.0.0.1:6379).
+// Host names the DNS-rebinding check accepts), REDIS_URL (redis://127.0.0.1:6379), DRAIN_MS (0: how long the health
+// check fails before the streams are ended; on Kubernetes a few seconds, so the pod leaves the endpoints first).
 // SIGTERM: the health check fails first (the balancer drains the replica), then open streams are ended cleanly,
 // so their clients resume on another replica from the shared log, then the process exits.
 const { createClient } = require('redis');
@@ -35,6 +36,7 @@ async function main() {
   );
   process.once('SIGTERM', async () => {
     replica.drain();
+    await new Promise(resolve => setTimeout(resolve, Number(process.env.DRAIN_MS ?? 0)));
     http.close();
     await replica.close();
     await redis.quit().catch(() => {});

@@ -18,6 +18,8 @@ const replay = METRICS.serverResumeGapEvents.prometheusName;
 const serverEvents = METRICS.serverEvents.prometheusName;
 const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
 const info = METRICS.instrumentationInfo.prometheusName;
+const sharedUnreplayed = METRICS.serverSharedUnreplayedEvents.prometheusName;
+const replayedUnpending = METRICS.serverReplayedUnpendingEvents.prometheusName;
 
 /** Outcomes of the client SLO (2xx resumes whose ids can prove continuity): unverified, rejected, failed are out. */
 export const SLO_OUTCOMES = [...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD];
@@ -72,6 +74,9 @@ export function queries(config: ForkwatchConfig) {
     serverEvents: `sum by (instance) (${rate(serverEvents)})`,
 
     undeliveredByReason: `sum by (reason) (${rate(undelivered)})`,
+    // The two sides of the shared-store fleet balance (sharedEventStore).
+    sharedUnreplayed: `sum (${rate(sharedUnreplayed)})`,
+    replayedUnpending: `sum (${rate(replayedUnpending)})`,
     deliveryLossRatio: (window: string) => `${SERVER_LOSS_RATIO(window)}{${perJob}}`,
     noListenerShare:
       `sum by (${lossBy}, instance) (${increase(undelivered, 'reason="no_listener"')})\n` +

@@ -16,9 +16,15 @@ export function serverDeliveryPanels(ctx: Ctx) {
       'Events server processes stored or wrote that never reached a client from that process. `stream_moved`: the ' +
       "session's stream went on on another process; `no_listener`: no client stream was open here; `dropped`: the " +
       'transport could not write them; `abandoned`: the client went away for good (not loss, never alerts). ' +
+      'With a shared event store (sharedEventStore) the two lines are the fleet balance: events replicas stored ' +
+      'and did not replay, against events replays sent that were not pending where they ran; loss is the excess. ' +
       '**Red, orange or purple grows:** follow the delivery runbook for that reason; grey alone is clients leaving.',
     unit: 'cps',
-    targets: [{ expr: ctx.q.undeliveredByReason, legend: '{{reason}}' }],
+    targets: [
+      { expr: ctx.q.undeliveredByReason, legend: '{{reason}}' },
+      { expr: ctx.q.sharedUnreplayed, legend: 'shared store: stored, not replayed here' },
+      { expr: ctx.q.replayedUnpending, legend: 'shared store: replayed, stored elsewhere' },
+    ],
     links: ctx.links([ALERT.serverDeliveryBudgetBurn, ALERT.serverEventsWithoutListener], [TRACES.unknownCursors]),
     span: 8,
     height: 8,
