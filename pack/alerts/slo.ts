@@ -236,7 +236,8 @@ export function sloDefinitions(config: ForkwatchConfig): SloDefinition[] {
       objective: config.serverDeliveryObjective,
       description:
         'Server delivery: of the events MCP servers stored or wrote, the share that never reached a live client ' +
-        `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}).`,
+        `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}). With a shared event store (sharedEventStore), events ` +
+        "another replica may have replayed are weighed by forkwatch's own SLI records (the fleet balance), not here.",
       errors: server.errors,
       total: server.all,
       grouping,

@@ -26,7 +26,12 @@ const DOCS: Record<string, string> = {
   rateWindow: 'Rate window of the recording rules the share and gap alerts read (job:…:rate5m).',
   clientResumeObjective: 'Client SLO: share of 2xx resumes whose ids can prove continuity that continue the log.',
   serverDeliveryObjective: 'Server SLO: share of the events written that reach a live client.',
+  serverResultObjective:
+    'Protocol 2026-07-28 SLO: share of the terminal responses handlers produced that reached the client.',
   sloWindow: "The SLOs' compliance window (Sloth, Pyrra, OpenSLO).",
+  sharedStoreReplayLag:
+    'Fleets with a shared event store (sharedEventStore): how much longer than an SLO window the fleet balance looks back for replays by other replicas.',
+  probe: "forkwatch exporter: the probe's scrape job, module, interval, targets and alerts.",
   burnWindows: 'Multi-window, multi-burn-rate alerts of both SLOs; each item names every field.',
   alerts: 'Thresholds, windows and `for` of the other alerts, by alert name.',
   traceSearch: 'Panel links to traces: tempo (Grafana Explore), jaeger, or none.',
@@ -40,7 +45,17 @@ const ENUMS: Record<string, unknown[]> = {
   'burnWindows[].severity': ['page', 'ticket'],
 };
 const OPEN_MAPS = new Set(['kubernetes.labels', 'kubernetes.podSelector', 'otelCollector.resourceAttributes']);
-const DURATION_KEYS = new Set(['for', 'window', 'lookback', 'long', 'short', 'rateWindow', 'sloWindow', 'interval']);
+const DURATION_KEYS = new Set([
+  'for',
+  'window',
+  'lookback',
+  'long',
+  'short',
+  'rateWindow',
+  'sloWindow',
+  'interval',
+  'sharedStoreReplayLag',
+]);
 
 function schemaOf(value: unknown, path: string, key: string, whole: boolean): Schema {
   if (OPEN_MAPS.has(path)) return STRING_MAP;

@@ -34,6 +34,13 @@ const QUERIES: DashboardQuery[] = [
   })),
 ];
 
+/**
+ * Panels whose ratios are 0/0 in the fork lab: the per-request (2026-07-28) delivered-results SLO needs per-request
+ * traffic, which the 2025-era lab does not send (test/per-request drives those series on the real 2.x packages).
+ */
+const NAN_WITHOUT_PER_REQUEST_TRAFFIC = ['Results lost after the client left (SLO windows)'];
+const WITH_LAB_DATA = QUERIES.filter(q => !NAN_WITHOUT_PER_REQUEST_TRAFFIC.some(title => q.name.startsWith(`${title} [`)));
+
 let run: E2eRun;
 let macros: Macros;
 const selections: Record<'all' | 'forkedJob' | 'healthyJob', Selection> = { all: {}, forkedJob: {}, healthyJob: {} };
@@ -71,11 +78,15 @@ describe('overview dashboard on a real Prometheus that scraped the fork lab', ()
     expect(selections.forkedJob).toMatchObject({ job: [LAB_JOBS.forked], instance: [run.labs.forked.address] });
   });
 
-  test.each(QUERIES.map(q => [q.name, q] as const))('%s has data with every variable at All', async (_, q) => {
+  test('the panels left out of the data checks exist, and are all that is left out', () => {
+    expect(QUERIES.length - WITH_LAB_DATA.length).toBe(4);
+  });
+
+  test.each(WITH_LAB_DATA.map(q => [q.name, q] as const))('%s has data with every variable at All', async (_, q) => {
     expect(hasData(await execute(q, selections.all))).toBe(true);
   });
 
-  test.each(QUERIES.map(q => [q.name, q] as const))('%s has data for the forked job and its instance', async (_, q) => {
+  test.each(WITH_LAB_DATA.map(q => [q.name, q] as const))('%s has data for the forked job and its instance', async (_, q) => {
     expect(hasData(await execute(q, selections.forkedJob))).toBe(true);
   });
 
