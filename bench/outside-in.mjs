@@ -65,6 +65,8 @@ mkdirSync(installed, { recursive: true });
 cpSync(join(root, 'package.json'), join(installed, 'package.json'));
 cpSync(join(root, 'build'), join(installed, 'build'), { recursive: true });
 // Its dependencies resolve up the tree, from the repository's node_modules: one copy of each OpenTelemetry package.
+// The scratch directory is a package of its own, or `forkwatch/register` would self-resolve to the repository's build.
+writeFileSync(join(scratch, 'package.json'), '{ "name": "forkwatch-outside-in", "private": true }\n');
 
 const env = {
   ...process.env,
@@ -79,43 +81,50 @@ const nodeArgs = variant => [
   ...(variant === 'forkwatch' ? ['--import', 'forkwatch/register'] : []),
 ];
 
-function startServer(variant, extraArgs = []) {
+/** `node` with its arguments, or under a launcher (valgrind) given as its argv prefix. */
+const command = (launcher, argv) =>
+  launcher ? [launcher[0], [...launcher.slice(1), process.execPath, ...argv]] : [process.execPath, argv];
+
+function startServer(variant, extraArgs = [], launcher = undefined) {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [...extraArgs, ...nodeArgs(variant), join(here, 'outside-in', 'server.cjs')],
-      {
-        cwd: scratch,
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const [file, argv] = command(launcher, [
+      ...extraArgs,
+      ...nodeArgs(variant),
+      join(here, 'outside-in', 'server.cjs'),
+    ]);
+    const child = spawn(file, argv, { cwd: scratch, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stderr.on('data', c => (stderr += c));
     child.stdout.on('data', c => {
       stdout += c;
-      const m = /LISTENING (\d+) (\w+)/.exec(stdout);
-      if (m) resolve({ child, url: `http://127.0.0.1:${m[1]}/mcp`, patched: m[2] === 'patched', stderr: () => stderr });
+      const m = /LISTENING (\d+) (\w+) (\S+)/.exec(stdout);
+      if (m)
+        resolve({
+          child,
+          url: `http://127.0.0.1:${m[1]}/mcp`,
+          patched: m[2] === 'patched',
+          loadedFrom: m[3] === '-' ? undefined : m[3],
+          stderr: () => stderr,
+        });
     });
     child.on('exit', code => reject(new Error(`server (${variant}) exited ${code} before listening:\n${stderr}`)));
   });
 }
 
-function runClient(variant, url, extraArgs = []) {
+function runClient(variant, url, extraArgs = [], launcher = undefined, bursts = {}) {
   return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [...extraArgs, ...nodeArgs(variant), join(here, 'outside-in', 'client.cjs')],
-      {
-        cwd: scratch,
-        env: {
-          ...env,
-          BENCH: JSON.stringify({ url, count: config.count, warmup: config.warmup, timed: config.timed }),
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const [file, argv] = command(launcher, [
+      ...extraArgs,
+      ...nodeArgs(variant),
+      join(here, 'outside-in', 'client.cjs'),
+    ]);
+    const { warmup = config.warmup, timed = config.timed } = bursts;
+    const child = spawn(file, argv, {
+      cwd: scratch,
+      env: { ...env, BENCH: JSON.stringify({ url, count: config.count, warmup, timed }) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', c => (stdout += c));
@@ -155,6 +164,10 @@ async function pair(workload, variant, extra = {}) {
     const patched = workload === 'server' ? server.patched : run.patched;
     if (patched !== (variant === 'forkwatch')) {
       throw new Error(`${workload} ${variant}: forkwatch is ${patched ? '' : 'not '}patched in the measured process`);
+    }
+    const from = workload === 'server' ? server.loadedFrom : run.loadedFrom;
+    if (variant === 'forkwatch' && !from?.startsWith(installed)) {
+      throw new Error(`${workload}: forkwatch was loaded from ${from}, not from the bench's snapshot`);
     }
     return run;
   } finally {

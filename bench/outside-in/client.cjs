@@ -11,6 +11,7 @@ const { LoggingMessageNotificationSchema } = require('@modelcontextprotocol/sdk/
 
 const config = JSON.parse(process.env.BENCH);
 const patched = StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true;
+const loadedFrom = Object.keys(require.cache).find(k => k.endsWith('/forkwatch/build/src/register.js'));
 
 async function main() {
   const transport = new StreamableHTTPClientTransport(new URL(config.url));
@@ -50,7 +51,7 @@ async function main() {
   }
   await transport.terminateSession().catch(() => {});
   await client.close();
-  process.stdout.write(`${JSON.stringify({ patched, bursts, rssBytes: process.memoryUsage().rss })}\n`);
+  process.stdout.write(`${JSON.stringify({ patched, loadedFrom, bursts, rssBytes: process.memoryUsage().rss })}\n`);
   process.exit(0);
 }
 

@@ -88,6 +88,8 @@ const {
 const patched = WebStandardStreamableHTTPServerTransport.prototype.handleGetRequest.__wrapped === true;
 
 httpServer.listen(0, '127.0.0.1', () => {
-  process.stdout.write(`LISTENING ${httpServer.address().port} ${patched ? 'patched' : 'bare'}\n`);
+  // Where forkwatch was loaded from: the bench checks it is its own snapshot.
+  const from = Object.keys(require.cache).find(k => k.endsWith('/forkwatch/build/src/register.js')) ?? '-';
+  process.stdout.write(`LISTENING ${httpServer.address().port} ${patched ? 'patched' : 'bare'} ${from}\n`);
 });
 process.on('SIGTERM', () => process.exit(0));
