@@ -59,9 +59,12 @@ export class SessionRecord {
     this.lastConsumedId = id;
     this.lastActiveAt = now;
     if (this.hasHash(hash)) return true;
-    this.ring[this.ringNext] = hash;
-    this.ringNext = (this.ringNext + 1) % this.ring.length;
-    if (this.ringSize < this.ring.length) this.ringSize++;
+    const ring = this.ring;
+    ring[this.ringNext] = hash;
+    // A compare instead of a modulo: the ring is written once per frame.
+    const next = this.ringNext + 1;
+    this.ringNext = next === ring.length ? 0 : next;
+    if (this.ringSize < ring.length) this.ringSize++;
     return false;
   }
 

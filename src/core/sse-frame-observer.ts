@@ -338,6 +338,8 @@ export class SseFrameObserver {
     this.fieldNameLength = 0;
     this.lineEmpty = true;
     this.valueStarted = false;
+    // Only appendId touches the id's state, and it always adds to idLength: most lines have nothing to reset.
+    if (this.idLength === 0) return;
     if (this.idBytes.length > 0) this.idBytes = [];
     this.idChunk = undefined;
     this.idLength = 0;
