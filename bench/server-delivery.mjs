@@ -81,13 +81,13 @@ const base = summarize(perRound.map(r => r.sdk));
 const { DeliveryLedger } = await import(join(snapshot, 'src', 'core', 'delivery-ledger.js'));
 const memory = await new Promise((resolve, reject) => {
   const code = `
-    const { DeliveryLedger } = require(${JSON.stringify(join(snapshot, 'src', 'core', 'delivery-ledger.js'))});
+    const { DeliveryLedger, probeDeliveryLedger } = require(${JSON.stringify(join(snapshot, 'src', 'core', 'delivery-ledger.js'))});
     const n = 10000, keys = Array.from({ length: n }, () => ({}));
     const ledger = new DeliveryLedger({ maxSessions: n }, () => {});
     global.gc(); const before = process.memoryUsage().heapUsed;
     for (const k of keys) { ledger.stored(k, '_GET_stream', { open: false, replayable: true, standalone: true }, 1); ledger.stored(k, 'req-1', { open: false, replayable: true, standalone: false }, 1); ledger.activity(k, 2); }
     global.gc(); const after = process.memoryUsage().heapUsed;
-    process.stdout.write(JSON.stringify({ sessions: ledger.sessionsWithPending, bytesPerSession: (after - before) / n }));`;
+    process.stdout.write(JSON.stringify({ sessions: probeDeliveryLedger(ledger).sessionsWithPending, bytesPerSession: (after - before) / n }));`;
   const child = spawn(process.execPath, ['--expose-gc', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', c => (out += c));

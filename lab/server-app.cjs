@@ -192,9 +192,11 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
   async function telemetryReport() {
     const patched = sdk.CoreTransport?.prototype?.handleGetRequest?.__wrapped === true;
     if (!telemetry) return { moduleSystem, sdkVersion: sdk.version, sdkPatched: patched, spans: [], metrics: '' };
-    const serverDelivery = telemetry.instrumentation.serverDelivery;
+    // The probe reads fields only, so the CJS build's serves the ESM build's instance too.
+    const { probeServerDelivery } = require(path.join(__dirname, '..', 'build/src/server/server-delivery.js'));
+    const serverDelivery = probeServerDelivery(telemetry.instrumentation.serverDelivery);
     const delivery = {
-      sessionsWithPending: serverDelivery.ledger.sessionsWithPending,
+      sessionsWithPending: serverDelivery.sessionsWithPending,
       awaitingVerdict: serverDelivery.streamsInWindow(),
     };
     return {

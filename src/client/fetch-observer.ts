@@ -13,15 +13,13 @@
  * the client's intent) and the client's onerror (fail-loud mode errors the stream instead).
  */
 import { context } from '@opentelemetry/api';
-import { eventIdKey } from '../core/event-id';
 import { StreamForkDetected } from '../errors';
 import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
-import { FirstFrameWatch } from './first-frame-watch';
-import { type StreamGate, observeStream } from './observed-stream';
 import { isPatchedTransportRequest } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
+import { type ForkReport, ResumedStream } from './resumed-stream';
 
 /** A fetch, and forkwatch's mark on the one it installed. */
 type Fetch = FetchLike & { readonly [FETCH_MARK]?: true };
@@ -167,6 +165,9 @@ function watchResponse(
   });
 }
 
+/** Fail-loud mode's report to a client seen only on the wire: its stream ends with the error. */
+const errorTheStream: ForkReport = info => new StreamForkDetected(info);
+
 function observeBody(
   body: ReadableStream<Uint8Array>,
   get: SseGet,
@@ -174,43 +175,9 @@ function observeBody(
   runtime: ForkwatchRuntime,
 ): ReadableStream<Uint8Array> {
   const session = runtime.clientLedger.touch(get.sessionId, nowMs());
-  const abortMode = runtime.settings.onFork === 'abort';
-  const instruments = runtime.instruments;
-  const watch = new FirstFrameWatch(attempt, session, runtime);
-  let cut = false;
-  let forkError: StreamForkDetected | undefined;
-  const gate: StreamGate = { holding: () => abortMode && watch.isPending, cut: () => cut, cutError: () => forkError };
-
-  const observed = observeStream(
-    body,
-    {
-      onFrame(id) {
-        const verdict = watch.judge(id);
-        if (verdict?.verdict === 'forked' && attempt) {
-          const info = attempt.verdictInfo(id);
-          runtime.notifyFork(info);
-          if (abortMode) {
-            cut = true;
-            forkError = new StreamForkDetected(info);
-          }
-        }
-        // A frame withheld in fail-loud mode never reached the application: it was not consumed.
-        if (cut || !id) return;
-        if (session.consume(eventIdKey(id), nowMs())) {
-          instruments.clientDuplicateEvents.add(1, { transport: 'streamable_http' });
-        }
-      },
-      onEnd() {
-        session.lostAt = nowMs();
-        watch.endWithoutFrame('stream_ended');
-      },
-      onCancel() {
-        watch.endWithoutFrame('cancelled');
-      },
-    },
-    gate,
-    error => runtime.diag.error('SSE frame observer failed', error),
+  const resumed = new ResumedStream(
+    { attempt, session, transport: 'streamable_http', cursor: get.cursor, reportFork: errorTheStream },
+    runtime,
   );
-  watch.armTimeout(() => observed.release());
-  return observed.readable;
+  return resumed.observe(body);
 }

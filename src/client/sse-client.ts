@@ -9,9 +9,7 @@
  * - otherwise the usual first-frame verdict on the message's id.
  * The verdict comes from EventSource events, after the SDK's own listeners, so fail-loud mode does not apply.
  */
-import { eventIdKey } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
-import { decideFirstFrame } from '../core/verdict';
 import type {
   EventSourceEventLike,
   EventSourceLike,
@@ -24,6 +22,7 @@ import type {
 } from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { ResumeAttempt } from './resume-attempt';
+import { ResumedStream } from './resumed-stream';
 import { httpStatusOf } from './streamable-http-client';
 
 export const SSE_CLIENT_METHODS = ['_startOrAuth'] as const;
@@ -36,7 +35,8 @@ interface LegacyState {
   heldCursor: string | undefined;
   lostAt: number | undefined;
   attempt: ResumeAttempt | undefined;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  /** The observer of the current connection's stream: its first message decides a reconnect's verdict. */
+  stream: ResumedStream | undefined;
 }
 
 const attached = new WeakSet<object>();
@@ -80,7 +80,7 @@ function observeConnections(transport: SseClientTransportLike, runtime: Forkwatc
     heldCursor: undefined,
     lostAt: undefined,
     attempt: undefined,
-    timer: undefined,
+    stream: undefined,
   };
   const init = transport._eventSourceInit;
   // _startOrAuth runs again after an auth retry: delegate to the fetch the SDK had before forkwatch's first wrap,
@@ -120,7 +120,12 @@ function observeConnections(transport: SseClientTransportLike, runtime: Forkwatc
 function onRequest(state: LegacyState, requestInit: RequestInitLike | undefined, runtime: ForkwatchRuntime): void {
   state.connections++;
   if (state.connections === 1) {
-    state.session = runtime.clientLedger.touch(`legacy-sse#${++legacyCounter}`, nowMs());
+    const session = runtime.clientLedger.touch(`legacy-sse#${++legacyCounter}`, nowMs());
+    state.session = session;
+    state.stream = new ResumedStream(
+      { attempt: undefined, session, transport: 'sse', cursor: undefined, reportFork: undefined },
+      runtime,
+    );
     return;
   }
   // A reconnect of the EventSource: a resume attempt.
@@ -142,11 +147,14 @@ function onRequest(state: LegacyState, requestInit: RequestInitLike | undefined,
     runtime.notifyFork(attempt.verdictInfo());
     return;
   }
-  if (state.timer) clearTimeout(state.timer);
-  state.timer = setTimeout(() => {
-    if (!attempt.isConcluded) attempt.concludeInconclusive('timeout');
-  }, runtime.settings.verdictTimeoutMs);
-  state.timer.unref?.();
+  // A newer connection's verdict timer replaces the older one.
+  state.stream?.stopTimer();
+  // The fail-loud report does not apply: the verdict comes after the SDK's own listeners.
+  state.stream = new ResumedStream(
+    { attempt, session, transport: 'sse', cursor: sent, reportFork: undefined },
+    runtime,
+  );
+  state.stream.armTimeout(() => {});
 }
 
 function attachEventSource(es: EventSourceLike | undefined, state: LegacyState, runtime: ForkwatchRuntime): void {
@@ -174,23 +182,14 @@ function attachEventSource(es: EventSourceLike | undefined, state: LegacyState, 
   es.addEventListener('message', (event: EventSourceEventLike | undefined) => {
     const id = typeof event?.lastEventId === 'string' && event.lastEventId !== '' ? event.lastEventId : undefined;
     const attempt = pending();
-    const session = state.session;
-    if (attempt && session) {
+    const stream = state.stream;
+    if (attempt && stream) {
       // The EventSource's lastEventId is sticky: unchanged from the cursor means this frame had no id.
-      const firstId = id === attempt.init.heldCursor ? undefined : id;
-      const verdict = decideFirstFrame({
-        cursor: attempt.init.heldCursor,
-        firstId: firstId === undefined ? undefined : eventIdKey(firstId),
-        codec: runtime.settings.codec,
-        wasConsumed: candidate => session.hasConsumed(candidate),
-      });
-      attempt.concludeWithFirstFrame(firstId, verdict);
-      if (verdict.verdict === 'forked') runtime.notifyFork(attempt.verdictInfo(firstId));
+      stream.firstFrame(id === attempt.init.heldCursor ? undefined : id);
     }
-    if (id !== undefined && id !== state.heldCursor && session) {
+    if (id !== undefined && id !== state.heldCursor && stream) {
       state.heldCursor = id;
-      if (session.consume(eventIdKey(id), nowMs()))
-        runtime.instruments.clientDuplicateEvents.add(1, { transport: 'sse' });
+      stream.consume(id, nowMs());
     }
   });
 }

@@ -11,10 +11,9 @@
  * - `_commonHeaders()` builds the GET's headers: the trace context is added there for resume GETs.
  */
 import { context, createContextKey, propagation } from '@opentelemetry/api';
-import { eventIdKey } from '../core/event-id';
-import type { SessionRecord } from '../core/ledger';
 import { StreamForkDetected } from '../errors';
 import type {
+  SdkMethod,
   StartSseOptionsLike,
   StreamableHttpClientTransportLike,
   WritableHeadersLike,
@@ -22,10 +21,10 @@ import type {
 } from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
-import { FirstFrameWatch } from './first-frame-watch';
-import { type StreamGate, observeStream } from './observed-stream';
+import type { ResumeVerdictInfo } from '../types';
 import { runAsPatchedTransport } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
+import { type ForkReport, ResumedStream } from './resumed-stream';
 
 export const STREAMABLE_HTTP_CLIENT_METHODS = [
   '_startOrAuthSse',
@@ -34,19 +33,10 @@ export const STREAMABLE_HTTP_CLIENT_METHODS = [
   '_commonHeaders',
 ] as const;
 
-/** What forkwatch remembers of one SSE stream of a transport. */
-interface StreamRecord {
-  /** Last-Event-ID this stream was opened with. */
-  cursor: string | undefined;
-  /** Last truthy id seen on it: what the SDK would resume from. */
-  lastId: string | undefined;
-  endedAt: number | undefined;
-}
-
 interface TransportState {
   fallbackKey: string;
   /** The stream that ended last; `_scheduleReconnection` runs right after, for that stream. */
-  lastEnded: StreamRecord | undefined;
+  lastEnded: ResumedStream | undefined;
   /** Fail-loud mode cut a forked stream: the SDK must not quietly reconnect it. */
   suppressNextReconnect: boolean;
 }
@@ -96,133 +86,159 @@ export function httpStatusOf(error: unknown): number | undefined {
   return undefined;
 }
 
+type Method = SdkMethod<StreamableHttpClientTransportLike>;
+
 export function patchStreamableHttpClient(
   proto: StreamableHttpClientTransportLike,
   runtime: ForkwatchRuntime,
   wrap: Wrap,
 ): void {
-  const guard = (what: string, fn: () => void) => {
-    try {
-      fn();
-    } catch (error) {
-      runtime.diag.error(`${what} failed; this stream is not checked`, error);
-    }
-  };
+  for (const method of STREAMABLE_HTTP_CLIENT_METHODS) {
+    wrap(proto, method, original => CLIENT_WRAPPERS[method](original as Method, runtime) as typeof original);
+  }
+}
 
-  wrap(proto, '_startOrAuthSse', original => {
-    function startOrAuthSseObserved(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
-      if (!options || typeof options !== 'object' || attempts.has(options)) {
-        return original.call(this, options, ...rest);
-      }
-      let attempt: ResumeAttempt | undefined;
-      guard('starting a resume attempt', () => {
-        attempt = beginAttempt(this, options, runtime);
+/** One wrapper factory per method. */
+const CLIENT_WRAPPERS: Readonly<
+  Record<(typeof STREAMABLE_HTTP_CLIENT_METHODS)[number], (original: Method, runtime: ForkwatchRuntime) => Method>
+> = {
+  _startOrAuthSse: wrapStartOrAuthSse,
+  _handleSseStream: wrapHandleSseStream,
+  _scheduleReconnection: wrapScheduleReconnection,
+  _commonHeaders: wrapCommonHeaders,
+};
+
+function guarded(runtime: ForkwatchRuntime, what: string, fn: () => void): void {
+  try {
+    fn();
+  } catch (error) {
+    runtime.diag.error(`${what} failed; this stream is not checked`, error);
+  }
+}
+
+/** Every resume GET: a resume attempt (span and verdict) starts here. */
+function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method {
+  function startOrAuthSseObserved(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
+    if (!options || typeof options !== 'object' || attempts.has(options)) {
+      return original.call(this, options, ...rest);
+    }
+    let attempt: ResumeAttempt | undefined;
+    guarded(runtime, 'starting a resume attempt', () => {
+      attempt = beginAttempt(this, options, runtime);
+    });
+    if (!attempt) return original.call(this, options, ...rest);
+    const started = attempt;
+    const result = context.with(started.context.setValue(RESUME_CONTEXT, true), () =>
+      original.call(this, options, ...rest),
+    );
+    watchGet(this, options, started, result);
+    return result;
+  }
+  return function startOrAuthSse(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
+    // The GET goes through fetch: the wire-level fetch observer must leave it to this patch.
+    if (!runtime.enabled) return original.call(this, options, ...rest);
+    return runAsPatchedTransport(() => startOrAuthSseObserved.call(this, options, ...rest));
+  };
+}
+
+/** Observes the outcome of a resume GET without touching the promise the SDK's caller gets. */
+function watchGet(
+  transport: StreamableHttpClientTransportLike,
+  options: object,
+  started: ResumeAttempt,
+  result: unknown,
+): void {
+  Promise.resolve(result).then(
+    () => {
+      attempts.delete(options);
+      // Resolved without a stream: 405 (no SSE offered) or an auth detour.
+      if (!started.isConcluded && !openedAttempts.has(started)) started.concludeRejected(undefined);
+    },
+    (error: unknown) => {
+      attempts.delete(options);
+      const status = httpStatusOf(error);
+      if (status !== undefined) started.concludeRejected(status);
+      // The application closed the transport while the GET was under way: nothing to judge.
+      else if (transport._abortController?.signal?.aborted === true) started.concludeInconclusive('cancelled');
+      else started.concludeFailed(error);
+    },
+  );
+}
+
+/** The response body of every GET and POST stream: wrapped so every frame is seen before the SDK parses it. */
+function wrapHandleSseStream(original: Method, runtime: ForkwatchRuntime): Method {
+  return function handleSseStream(
+    this: StreamableHttpClientTransportLike,
+    stream?: unknown,
+    options?: unknown,
+    ...rest: unknown[]
+  ) {
+    let body = stream as ReadableStream<Uint8Array> | null | undefined;
+    if (runtime.enabled && body && typeof body.getReader === 'function') {
+      const source = body;
+      guarded(runtime, 'observing an SSE stream', () => {
+        body = observeClientStream(this, source, options as StartSseOptionsLike | undefined, runtime) ?? source;
       });
-      if (!attempt) return original.call(this, options, ...rest);
-      const started = attempt;
-      const result = context.with(started.context.setValue(RESUME_CONTEXT, true), () =>
-        original.call(this, options, ...rest),
-      );
-      // Observe the outcome without touching the promise the SDK's caller gets.
-      Promise.resolve(result).then(
-        () => {
-          attempts.delete(options);
-          // Resolved without a stream: 405 (no SSE offered) or an auth detour.
-          if (!started.isConcluded && !openedAttempts.has(started)) started.concludeRejected(undefined);
-        },
-        (error: unknown) => {
-          attempts.delete(options);
-          const status = httpStatusOf(error);
-          if (status !== undefined) started.concludeRejected(status);
-          // The application closed the transport while the GET was under way: nothing to judge.
-          else if (this._abortController?.signal?.aborted === true) started.concludeInconclusive('cancelled');
-          else started.concludeFailed(error);
-        },
-      );
+    }
+    return original.call(this, body, options, ...rest);
+  };
+}
+
+/** Where the SDK decides to reconnect after a stream ended: notes which cursor the lost stream held. */
+function wrapScheduleReconnection(original: Method, runtime: ForkwatchRuntime): Method {
+  return function scheduleReconnection(this: StreamableHttpClientTransportLike, options?: unknown, ...rest: unknown[]) {
+    if (runtime.enabled) {
+      let suppress = false;
+      guarded(runtime, 'tracking a reconnection', () => {
+        suppress = noteReconnection(this, options);
+      });
+      // Fail-loud mode: the forked stream was cut on purpose; the application re-establishes the session.
+      if (suppress) return undefined;
+    }
+    return original.call(this, options, ...rest);
+  };
+}
+
+/** Remembers the cursor a reconnect should carry; true when fail-loud mode must stop this reconnect. */
+function noteReconnection(transport: StreamableHttpClientTransportLike, options: unknown): boolean {
+  const state = stateOf(transport);
+  if (state.suppressNextReconnect) {
+    state.suppressNextReconnect = false;
+    return true;
+  }
+  if (options && typeof options === 'object' && !reconnects.has(options)) {
+    const ended = state.lastEnded;
+    state.lastEnded = undefined;
+    reconnects.set(options, {
+      heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
+      lostAt: ended?.endedAt ?? nowMs(),
+    });
+  }
+  return false;
+}
+
+/** The GET's headers: the trace context is added there for resume GETs. */
+function wrapCommonHeaders(original: Method, runtime: ForkwatchRuntime): Method {
+  return function commonHeaders(this: StreamableHttpClientTransportLike, ...args: unknown[]) {
+    const result = original.apply(this, args);
+    const ctx = context.active();
+    if (!runtime.enabled || !runtime.settings.propagateContext || ctx.getValue(RESUME_CONTEXT) !== true) {
       return result;
     }
-    return function startOrAuthSse(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
-      // The GET goes through fetch: the wire-level fetch observer must leave it to this patch.
-      if (!runtime.enabled) return original.call(this, options, ...rest);
-      return runAsPatchedTransport(() => startOrAuthSseObserved.call(this, options, ...rest));
-    };
-  });
-
-  wrap(
-    proto,
-    '_handleSseStream',
-    original =>
-      function handleSseStream(
-        this: StreamableHttpClientTransportLike,
-        stream: ReadableStream<Uint8Array> | null | undefined,
-        options: StartSseOptionsLike | undefined,
-        ...rest: unknown[]
-      ) {
-        let body = stream;
-        if (runtime.enabled && stream && typeof stream.getReader === 'function') {
-          guard('observing an SSE stream', () => {
-            body = observeClientStream(this, stream, options, runtime) ?? stream;
+    // A Headers in every version (`_commonHeaders(): Promise<Headers>`); its methods are checked before use.
+    return Promise.resolve(result as Promise<WritableHeadersLike | null | undefined>).then(headers => {
+      guarded(runtime, 'propagating trace context', () => {
+        if (headers && typeof headers.set === 'function' && typeof headers.has === 'function') {
+          propagation.inject(ctx, headers, {
+            set: (carrier: WritableHeadersLike, key: string, value: string) => {
+              if (!carrier.has(key)) carrier.set(key, value);
+            },
           });
         }
-        return original.call(this, body, options, ...rest);
-      },
-  );
-
-  wrap(
-    proto,
-    '_scheduleReconnection',
-    original =>
-      function scheduleReconnection(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
-        if (runtime.enabled) {
-          let suppress = false;
-          guard('tracking a reconnection', () => {
-            const state = stateOf(this);
-            if (state.suppressNextReconnect) {
-              state.suppressNextReconnect = false;
-              suppress = true;
-              return;
-            }
-            if (options && typeof options === 'object' && !reconnects.has(options)) {
-              const ended = state.lastEnded;
-              state.lastEnded = undefined;
-              reconnects.set(options, {
-                heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
-                lostAt: ended?.endedAt ?? nowMs(),
-              });
-            }
-          });
-          // Fail-loud mode: the forked stream was cut on purpose; the application re-establishes the session.
-          if (suppress) return undefined;
-        }
-        return original.call(this, options, ...rest);
-      },
-  );
-
-  wrap(
-    proto,
-    '_commonHeaders',
-    original =>
-      function commonHeaders(this: StreamableHttpClientTransportLike, ...args: unknown[]) {
-        const result = original.apply(this, args);
-        const ctx = context.active();
-        if (!runtime.enabled || !runtime.settings.propagateContext || ctx.getValue(RESUME_CONTEXT) !== true) {
-          return result;
-        }
-        // A Headers in every version (`_commonHeaders(): Promise<Headers>`); its methods are checked before use.
-        return Promise.resolve(result as Promise<WritableHeadersLike | null | undefined>).then(headers => {
-          guard('propagating trace context', () => {
-            if (headers && typeof headers.set === 'function' && typeof headers.has === 'function') {
-              propagation.inject(ctx, headers, {
-                set: (carrier: WritableHeadersLike, key: string, value: string) => {
-                  if (!carrier.has(key)) carrier.set(key, value);
-                },
-              });
-            }
-          });
-          return headers;
-        });
-      },
-  );
+      });
+      return headers;
+    });
+  };
 }
 
 const openedAttempts = new WeakSet<ResumeAttempt>();
@@ -252,29 +268,29 @@ function beginAttempt(
   });
   if (cursor === undefined) {
     attempt.concludeCursorDropped();
-    reportFork(transport, attempt, undefined, runtime);
+    const info = attempt.verdictInfo(undefined);
+    runtime.notifyFork(info);
+    if (runtime.settings.onFork === 'abort') failLoudReport(transport, runtime)(info);
   }
   attempts.set(options, attempt);
   return attempt;
 }
 
-/** Runs the fork hook and, in fail-loud mode, tells the application through the transport's onerror. */
-function reportFork(
-  transport: StreamableHttpClientTransportLike,
-  attempt: ResumeAttempt,
-  firstId: string | undefined,
-  runtime: ForkwatchRuntime,
-) {
-  const info = attempt.verdictInfo(firstId);
-  runtime.notifyFork(info);
-  if (runtime.settings.onFork !== 'abort') return;
-  stateOf(transport).suppressNextReconnect = true;
-  const error = new StreamForkDetected(info);
-  try {
-    transport.onerror?.(error);
-  } catch (hostError) {
-    runtime.diag.error('the transport onerror handler threw on StreamForkDetected', hostError);
-  }
+/**
+ * Fail-loud mode's report of a fork to this client: the SDK must not quietly reconnect the cut stream, and the
+ * transport's onerror hears of it. The stream then ends cleanly.
+ */
+function failLoudReport(transport: StreamableHttpClientTransportLike, runtime: ForkwatchRuntime): ForkReport {
+  return (info: ResumeVerdictInfo) => {
+    stateOf(transport).suppressNextReconnect = true;
+    const error = new StreamForkDetected(info);
+    try {
+      transport.onerror?.(error);
+    } catch (hostError) {
+      runtime.diag.error('the transport onerror handler threw on StreamForkDetected', hostError);
+    }
+    return undefined;
+  };
 }
 
 function observeClientStream(
@@ -288,50 +304,18 @@ function observeClientStream(
   if (attempt) openedAttempts.add(attempt);
   const state = stateOf(transport);
   const sessionId = sessionIdOf(transport);
-  const session: SessionRecord = runtime.clientLedger.touch(sessionId ?? state.fallbackKey, nowMs());
+  const session = runtime.clientLedger.touch(sessionId ?? state.fallbackKey, nowMs());
   const token = options?.resumptionToken;
-  const record: StreamRecord = {
-    cursor: typeof token === 'string' && token !== '' ? token : undefined,
-    lastId: undefined,
-    endedAt: undefined,
-  };
-  const abortMode = runtime.settings.onFork === 'abort';
-  const instruments = runtime.instruments;
-  const watch = new FirstFrameWatch(attempt, session, runtime);
-  // A cursor_dropped verdict is reached before any frame: in fail-loud mode that stream is cut at once.
-  let cut = abortMode && attempt !== undefined && attempt.outcome === 'forked';
-  const gate: StreamGate = { holding: () => abortMode && watch.isPending, cut: () => cut };
-
-  const observed = observeStream(
-    stream,
+  const resumed = new ResumedStream(
     {
-      onFrame(id) {
-        const now = nowMs();
-        const verdict = watch.judge(id);
-        if (verdict?.verdict === 'forked' && attempt) {
-          if (abortMode) cut = true;
-          reportFork(transport, attempt, id, runtime);
-        }
-        // A frame withheld in fail-loud mode never reached the application: it was not consumed.
-        if (cut || !id) return;
-        record.lastId = id;
-        if (session.consume(eventIdKey(id), now))
-          instruments.clientDuplicateEvents.add(1, { transport: 'streamable_http' });
-      },
-      onEnd() {
-        record.endedAt = nowMs();
-        session.lostAt = record.endedAt;
-        state.lastEnded = record;
-        watch.endWithoutFrame('stream_ended');
-      },
-      onCancel() {
-        watch.endWithoutFrame('cancelled');
-      },
+      attempt,
+      session,
+      transport: 'streamable_http',
+      cursor: typeof token === 'string' && token !== '' ? token : undefined,
+      reportFork: failLoudReport(transport, runtime),
+      endedInto: state,
     },
-    gate,
-    error => runtime.diag.error('SSE frame observer failed', error),
+    runtime,
   );
-  watch.armTimeout(() => observed.release());
-  if (cut) observed.cutNow(new Error('forkwatch: resumed without its cursor (fail-loud mode)'));
-  return observed.readable;
+  return resumed.observe(stream);
 }

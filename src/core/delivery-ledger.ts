@@ -17,31 +17,16 @@
  *   drop: those are the firmer evidence, and the in-flight ones may all have been read (a clean cut has none in
  *   flight). Only the standalone stream: a client that drops a request stream may simply have given up on it.
  *
- * When pending events count as undelivered (the decision, made to never page on a healthy or crashed client):
- * - Nothing is judged while the session shows no sign of life here. The window starts at the first *activity* of
- *   the session after the events became pending (any request, a DELETE, a GET, an event delivered live on another
- *   stream of the session). A healthy resume, however late, is itself activity that arrives with its replay, so it
- *   counts nothing; a slow reconnect within the window counts nothing.
- * - When the window has ended, the events are *overdue*, and still nothing is counted: a client that was cut, sent
- *   one more request and then crashed looks exactly like this. They count with a loss reason only when the session
- *   proves it is alive here after the window, by a request (not a GET: a late resume may be coming for them):
- *   `dropped` without a store, `no_listener` for the standalone stream of a session that never opened a GET here
- *   (split-brain routing, clients that never listen), otherwise `stream_moved` (it resumed elsewhere, or gave up
- *   on the stream). A live client in those states keeps talking, so the signal comes with its next request.
- * - When a session closes, expires here (idle for `maxIdleMs`) or is evicted by the session cap, whatever is still
- *   pending or overdue is `abandoned`: the client went away, which is not a fork and never pages.
- * - A counter is never retracted: a client that keeps sending requests here past the window while its stream is
- *   down, and only then resumes here (an app calling resumeStream much later; the SDK itself gives up after two
- *   retries, 2.5 s with its defaults), was counted `stream_moved` and its late replay does not undo it. The default
- *   window (30 s) is ten times the SDK's full retry schedule and its maximum reconnect delay.
+ * When they count as undelivered, and with which reason, is delivery-rules.ts: one pure function and its table.
  *
  * Memory: per session with pending events, a few numbers and one small record per stream with pending events
  * (capped at `maxPendingStreams`); a session with nothing pending holds two fields and the times of its last
  * INFLIGHT_WRITES_KEPT live standalone writes in a WeakMap keyed by its transport. No per-event storage. Sessions with pending events are capped at `maxSessions` (oldest forgotten first).
  */
 
-/** Mirrors SERVER_UNDELIVERED_REASONS in names.ts (the core imports nothing from outside). */
-export type UndeliveredReason = 'stream_moved' | 'no_listener' | 'dropped' | 'abandoned';
+import { type DeliveryTrigger, type UndeliveredReason, judgePendingStream } from './delivery-rules';
+
+export type { UndeliveredReason } from './delivery-rules';
 
 export interface DeliveryLedgerOptions {
   /** Time a session that is active here has to come back for pending events. Default 30 s. */
@@ -88,8 +73,8 @@ class PendingStream {
   count = 0;
   /** Written live just before the client's connection dropped: settled by any replay of the stream here. */
   inflight = 0;
-  /** First activity of the session after these events became pending; the window runs from here. */
-  awakeAt: number | undefined = undefined;
+  /** End of the window, which starts at the session's first activity after these events became pending. */
+  dueAt: number | undefined = undefined;
   constructor(
     readonly replayable: boolean,
     readonly standalone: boolean,
@@ -129,28 +114,9 @@ export class DeliveryLedger<K extends object> {
     };
   }
 
-  /** Sessions that hold pending events. */
-  get sessionsWithPending(): number {
-    return this.pendingSessions.size;
-  }
-
-  /**
-   * Streams whose session showed activity since their events went pending and whose window has not ended yet at
-   * `now`: until then a resume may still settle them.
-   */
-  streamsInWindow(now: number): number {
-    let n = 0;
-    for (const account of this.pendingSessions.values()) {
-      for (const stream of account.pending!.values()) if (stream.awakeAt !== undefined && !this.isDue(stream, now)) n++;
-    }
-    return n;
-  }
-
-  /** Pending events of a session (all its streams), for tests and diagnostics. */
-  pendingEvents(key: K): number {
-    let total = 0;
-    for (const stream of this.accounts.get(key)?.pending?.values() ?? []) total += pendingCount(stream);
-    return total;
+  /** Some session holds pending events: the clock must keep sweeping. */
+  get hasPending(): boolean {
+    return this.pendingSessions.size > 0;
   }
 
   /** One event of the session was stored (or had to be written without a store). */
@@ -158,7 +124,7 @@ export class DeliveryLedger<K extends object> {
     if (event.open) {
       // Written to a connection here: the client is reading from this process.
       if (event.standalone && event.replayable) this.rememberWrite(this.account(key, now), now);
-      this.activity(key, now);
+      this.touch(key, now, 'live_write');
       return;
     }
     this.pendingStream(key, this.account(key, now), streamId, event, now).count++;
@@ -203,10 +169,10 @@ export class DeliveryLedger<K extends object> {
     }
     let stream = pending.get(streamId);
     if (stream === undefined || stream.replayable !== event.replayable) {
-      if (stream !== undefined) this.judgeStream(key, account, streamId, stream, now, true);
+      if (stream !== undefined) this.judge(key, account, streamId, stream, now, 'replaced');
       if (pending.size >= this.options.maxPendingStreams) {
         const [oldestId, oldest] = pending.entries().next().value!;
-        this.judgeStream(key, account, oldestId, oldest, now, true);
+        this.judge(key, account, oldestId, oldest, now, 'evicted');
       }
       stream = new PendingStream(event.replayable, event.standalone);
       pending.set(streamId, stream);
@@ -216,7 +182,7 @@ export class DeliveryLedger<K extends object> {
 
   /** The session sent a request (of any method) to this process, or an event of it was delivered live here. */
   activity(key: K, now: number): void {
-    this.touch(key, now, true);
+    this.touch(key, now, 'request');
   }
 
   /** A GET of the session reached this process: it listens here (or tried to, maybe to resume overdue events). */
@@ -225,18 +191,18 @@ export class DeliveryLedger<K extends object> {
     account.listenerSeen = true;
     // Writes of an earlier connection are not in flight on the new one.
     account.recentWrites = undefined;
-    this.touch(key, now, false);
+    this.touch(key, now, 'get');
   }
 
-  /** Starts the window of newly pending streams; with `provesAlive`, counts the overdue ones with their loss reason. */
-  private touch(key: K, now: number, provesAlive: boolean): void {
+  /** Starts the window of newly pending streams and judges the others (see delivery-rules.ts). */
+  private touch(key: K, now: number, trigger: DeliveryTrigger): void {
     const account = this.account(key, now);
     account.lastActiveAt = now;
     const pending = account.pending;
     if (pending === undefined) return;
     for (const [id, stream] of [...pending]) {
-      if (stream.awakeAt === undefined) stream.awakeAt = now;
-      else if (provesAlive && this.isDue(stream, now)) this.judgeStream(key, account, id, stream, now, false);
+      if (stream.dueAt === undefined) stream.dueAt = now + this.options.windowMs;
+      else this.judge(key, account, id, stream, now, trigger);
     }
     if (this.dropIfSettled(key, account)) return;
     // Keep pendingSessions in order of activity for the idle and cap checks.
@@ -262,7 +228,7 @@ export class DeliveryLedger<K extends object> {
   closed(key: K, now: number): void {
     const account = this.accounts.get(key);
     if (account === undefined) return;
-    this.settleSession(key, account, now);
+    this.settleSession(key, account, now, 'closed');
     this.accounts.delete(key);
   }
 
@@ -270,7 +236,7 @@ export class DeliveryLedger<K extends object> {
   sweep(now: number): void {
     for (const [key, account] of this.pendingSessions) {
       if (now - account.lastActiveAt < this.options.maxIdleMs) break; // in order of activity
-      this.settleSession(key, account, now);
+      this.settleSession(key, account, now, 'expired');
     }
   }
 
@@ -289,36 +255,26 @@ export class DeliveryLedger<K extends object> {
     return account;
   }
 
-  private isDue(stream: PendingStream, now: number): boolean {
-    return stream.awakeAt !== undefined && now - stream.awakeAt >= this.options.windowMs;
-  }
-
-  /** Reports a stream's events: with their loss reason when overdue and not `closing`, else `abandoned`. */
-  private judgeStream(
+  /** Counts a stream's events and forgets it when the rules give a reason (see delivery-rules.ts). */
+  private judge(
     key: K,
     account: SessionAccount,
     id: string,
     stream: PendingStream,
     now: number,
-    closing: boolean,
+    trigger: DeliveryTrigger,
   ): void {
-    const due = !closing && this.isDue(stream, now);
-    if (!due && !closing) return;
+    const reason = judgePendingStream(stream, account, now, trigger);
+    if (reason === undefined) return;
     account.pending?.delete(id);
     // In-flight events are the weaker evidence (a clean cut had none in flight, and the client may have read them
     // all): they count only when no event stored after the drop shows the loss.
     const events = pendingCount(stream);
-    if (events > 0) this.safeReport(key, due ? this.lossReason(stream, account) : 'abandoned', events);
+    if (events > 0) this.safeReport(key, reason, events);
   }
 
-  private lossReason(stream: PendingStream, account: SessionAccount): UndeliveredReason {
-    if (!stream.replayable) return 'dropped';
-    if (stream.standalone && !account.listenerSeen) return 'no_listener';
-    return 'stream_moved';
-  }
-
-  private settleSession(key: K, account: SessionAccount, now: number): void {
-    for (const [id, stream] of [...(account.pending ?? [])]) this.judgeStream(key, account, id, stream, now, true);
+  private settleSession(key: K, account: SessionAccount, now: number, trigger: DeliveryTrigger): void {
+    for (const [id, stream] of [...(account.pending ?? [])]) this.judge(key, account, id, stream, now, trigger);
     account.pending = undefined;
     this.pendingSessions.delete(key);
   }
@@ -335,7 +291,7 @@ export class DeliveryLedger<K extends object> {
   private capSessions(now: number): void {
     while (this.pendingSessions.size > this.options.maxSessions) {
       const [key, account] = this.pendingSessions.entries().next().value!;
-      this.settleSession(key, account, now);
+      this.settleSession(key, account, now, 'evicted');
     }
   }
 
@@ -348,7 +304,7 @@ export class DeliveryLedger<K extends object> {
   }
 }
 
-/** What a stream's pending events would count as now (see judgeStream). */
+/** What a stream's pending events would count as now (see judge). */
 function pendingCount(stream: PendingStream): number {
   return stream.count > 0 ? stream.count : stream.inflight;
 }
@@ -359,4 +315,37 @@ function positiveInt(value: number | undefined, fallback: number): number {
 
 function nonNegative(value: number | undefined, fallback: number): number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : fallback;
+}
+
+/** Read-only views of a ledger for tests and the lab; forkwatch itself never reads them. */
+export interface DeliveryLedgerProbe<K extends object> {
+  /** Sessions that hold pending events. */
+  readonly sessionsWithPending: number;
+  /** Pending events of a session (all its streams). */
+  pendingEvents(key: K): number;
+  /** Streams whose window is running at `now`: until it ends a resume may still settle them. */
+  streamsInWindow(now: number): number;
+}
+
+export function probeDeliveryLedger<K extends object>(ledger: DeliveryLedger<K>): DeliveryLedgerProbe<K> {
+  // Element access reaches the private fields on purpose: the probe is the ledger's one window for tests.
+  const accounts = ledger['accounts'];
+  const pendingSessions = ledger['pendingSessions'];
+  return {
+    get sessionsWithPending() {
+      return pendingSessions.size;
+    },
+    pendingEvents(key) {
+      let total = 0;
+      for (const stream of accounts.get(key)?.pending?.values() ?? []) total += pendingCount(stream);
+      return total;
+    },
+    streamsInWindow(now) {
+      let n = 0;
+      for (const account of pendingSessions.values()) {
+        for (const stream of account.pending!.values()) if (stream.dueAt !== undefined && now < stream.dueAt) n++;
+      }
+      return n;
+    },
+  };
 }

@@ -2,16 +2,18 @@
  * The delivery ledger of this process's server transports (src/core/delivery-ledger.ts), with its clock: one
  * unref'd timer that exists only while some session holds pending events, and the counter it reports to.
  *
- * The patch (streamable-http-server.ts) tells it, per transport instance (one session):
- * - each event stored, and whether its stream had an open connection here when the SDK decided where to write it;
- * - each event the transport had to write without a store and had nowhere to write (no connection for its stream);
- * - every request of the session (activity), every GET (a listener here), every replay, and close().
+ * Only the server session observer (session-observer.ts) tells it, per transport instance (one session), what the
+ * transport did: each event stored (or written without a store) and whether its stream had an open connection here,
+ * every request of the session, every GET, a dropped standalone connection, every replay, and close(). Its methods
+ * are named for those facts; the ledger's own (stored, activity, ...) for what they mean to it.
  */
 import {
   DeliveryLedger,
   type DeliveryLedgerOptions,
+  type DeliveryLedgerProbe,
   type StoredEvent,
   type UndeliveredReason,
+  probeDeliveryLedger,
 } from '../core/delivery-ledger';
 import type { ServerTransportLabel, ServerUndeliveredReason } from '../names';
 
@@ -26,9 +28,9 @@ export interface ServerDeliveryHost {
 const sameReasons = (reason: UndeliveredReason): ServerUndeliveredReason => reason;
 
 export class ServerDelivery {
-  readonly ledger: DeliveryLedger<object>;
-  /** Sweeps run so far: tests wait for one after a window instead of sleeping. */
-  sweeps = 0;
+  private readonly ledger: DeliveryLedger<object>;
+  /** Sweeps run so far (read through probeServerDelivery). */
+  private sweeps = 0;
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
   private readonly tickMs: number;
 
@@ -45,7 +47,7 @@ export class ServerDelivery {
   }
 
   /** Once per event: no closure, no allocation. */
-  stored(session: object, streamId: string, event: StoredEvent): void {
+  eventStored(session: object, streamId: string, event: StoredEvent): void {
     try {
       this.ledger.stored(session, streamId, event, this.host.now());
       if (!event.open) this.schedule();
@@ -54,29 +56,30 @@ export class ServerDelivery {
     }
   }
 
-  activity(session: object): void {
+  /** A request of the session other than a GET. */
+  requestReceived(session: object): void {
     this.guard('recording session activity', () => this.ledger.activity(session, this.host.now()));
   }
 
-  listenerOpened(session: object): void {
+  getReceived(session: object): void {
     this.guard('recording a GET', () => this.ledger.listenerOpened(session, this.host.now()));
   }
 
   /** The client dropped the connection of the session's standalone stream (see the ledger's in-flight rule). */
-  connectionDropped(session: object, streamId: string): void {
+  standaloneDropped(session: object, streamId: string): void {
     try {
       this.ledger.connectionDropped(session, streamId, this.host.now());
-      if (this.ledger.sessionsWithPending > 0) this.schedule();
+      if (this.ledger.hasPending) this.schedule();
     } catch (error) {
       this.host.onError('recording a dropped connection', error);
     }
   }
 
-  replayed(session: object, streamId: string, events: number): void {
+  replaySent(session: object, streamId: string, events: number): void {
     this.guard('recording a replay', () => this.ledger.replayed(session, streamId, events));
   }
 
-  closed(session: object): void {
+  sessionClosed(session: object): void {
     this.guard('recording a closed session', () => this.ledger.closed(session, this.host.now()));
   }
 
@@ -86,11 +89,6 @@ export class ServerDelivery {
       this.sweeps++;
       this.ledger.sweep(this.host.now());
     });
-  }
-
-  /** Streams whose window is still running: a resume may yet settle them (tests and the lab wait on this). */
-  streamsInWindow(): number {
-    return this.ledger.streamsInWindow(this.host.now());
   }
 
   /** Stops the timer and forgets everything (the instrumentation was reconfigured or disabled). */
@@ -105,7 +103,7 @@ export class ServerDelivery {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.sweep();
-      if (this.ledger.sessionsWithPending > 0) this.schedule();
+      if (this.ledger.hasPending) this.schedule();
     }, this.tickMs);
     // Never keeps a process alive: a process that is exiting has nobody left to report to.
     this.timer.unref?.();
@@ -118,4 +116,30 @@ export class ServerDelivery {
       this.host.onError(what, error);
     }
   }
+}
+
+/** Read-only views of the server's delivery ledger for tests and the lab; forkwatch itself never reads them. */
+export interface ServerDeliveryProbe extends DeliveryLedgerProbe<object> {
+  /** Sweeps run so far: tests wait for one after a window instead of sleeping. */
+  readonly sweeps: number;
+  readonly options: DeliveryLedgerOptions;
+  /** Streams whose window is still running now: a resume may yet settle them. */
+  streamsInWindow(): number;
+}
+
+export function probeServerDelivery(delivery: ServerDelivery): ServerDeliveryProbe {
+  // Element access reaches the private fields on purpose: the probe is the one window for tests.
+  const ledger = delivery['ledger'];
+  const probe = probeDeliveryLedger(ledger);
+  return {
+    get sweeps() {
+      return delivery['sweeps'];
+    },
+    options: ledger.options,
+    get sessionsWithPending() {
+      return probe.sessionsWithPending;
+    },
+    pendingEvents: key => probe.pendingEvents(key),
+    streamsInWindow: () => probe.streamsInWindow(delivery['host'].now()),
+  };
 }

@@ -10,10 +10,17 @@ import { sessionSpanAttributes } from '../session-id';
 import { errorTypeOf, recordBoundedException } from '../span-errors';
 import { type ReplayRecord, type ReplayScope, newReplayRecord } from './recording-event-store';
 
+/** Where a resume reports what it replayed: the transport's session observer (session-observer.ts). */
+export interface ReplaySink {
+  replaySent(streamId: string, events: number): void;
+}
+
 export interface ServerResumeInit {
   transport: ServerTransportLabel;
   /** The transport instance, which the store calls of this request are matched against. */
   instance: object;
+  /** Told what the replay sent, for the delivery ledger. */
+  session: ReplaySink;
   cursor: string;
   sessionId: string | undefined;
   protocolVersion: string | undefined;
@@ -118,7 +125,7 @@ export class ServerResume {
     const m = this.runtime.instruments;
     m.serverResumes.add(1, { transport, outcome });
     if (outcome === 'replayed' && record.replayCalled && typeof record.replayStreamId === 'string') {
-      this.runtime.serverDelivery.replayed(this.init.instance, record.replayStreamId, record.replayedEvents);
+      this.init.session.replaySent(record.replayStreamId, record.replayedEvents);
     }
     // Only a replay from the log measures the gap; an unknown cursor's 0 events say nothing about it.
     if (outcome === 'replayed' && record.replayCalled) m.serverResumeGapEvents.record(record.replayedEvents);

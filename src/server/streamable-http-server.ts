@@ -14,9 +14,9 @@
  *   can use the store (see recording-event-store.ts), and note the protocol version the client sends.
  * - `writeSSEEvent`: counts events written on SSE streams by a transport without an event store (with one, every
  *   event goes through storeEvent first and is counted there).
- * - The delivery ledger (server-delivery.ts) learns every request of the session (`handleRequest`), every GET,
- *   every stored event and whether its stream had a connection here (transport-delivery.ts), what each resume
- *   replayed (server-resume.ts), what `send` had to drop without a store, and `close`.
+ * - The wrappers are short named functions in one table keyed by method (SERVER_WRAPPERS). They only hand facts
+ *   on to the transport's session observer (session-observer.ts), which holds the protocol version, decides
+ *   whether the session is recorded, and is the one place that feeds the delivery ledger.
  *
  * The request, the response and their streams are only read, never altered; nothing here throws into the SDK.
  *
@@ -25,32 +25,14 @@
  * reaches a transport. It shows only on the client (`rejected`) and in HTTP server metrics. The transport's own
  * 400/404/409 (validateSession, getStreamIdForEventId, conflicts) are recorded as `rejected`.
  */
-import { type Context, type TextMapGetter, context, propagation, trace } from '@opentelemetry/api';
+import { context } from '@opentelemetry/api';
 import { isWrapped } from '@opentelemetry/instrumentation';
-import type {
-  HttpRequestLike,
-  NodeHeadersLike,
-  NodeRequestLike,
-  NodeServerResponseLike,
-  StreamableHttpServerTransportLike,
-  TransportSendOptionsLike,
-  WebHeadersLike,
-  WebRequestLike,
-  Wrap,
-} from '../internal-types';
-import type { ServerTransportLabel } from '../names';
+import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../internal-types';
 import type { ForkwatchRuntime } from '../runtime';
-import { protocolHasResumability } from '../session-id';
-import { type RecordingHooks, ensureRecordingStore, runInReplayScope } from './recording-event-store';
-import { ServerResume } from './server-resume';
-import {
-  isPrimingMessage,
-  sendTarget,
-  standaloneStreamId,
-  storedEvent,
-  storedEventOf,
-  streamIsOpen,
-} from './transport-delivery';
+import { type RecordingHooks, runInReplayScope } from './recording-event-store';
+import { type Flavor, nodeFlavor, webFlavor } from './server-flavor';
+import type { ServerResume } from './server-resume';
+import { type StandaloneConnection, knownSessionObserver, sessionObserverOf } from './session-observer';
 
 export const WEB_STANDARD_SERVER_METHODS = [
   'handleRequest',
@@ -62,80 +44,16 @@ export const WEB_STANDARD_SERVER_METHODS = [
 ] as const;
 export const NODE_SERVER_METHODS = WEB_STANDARD_SERVER_METHODS;
 
-const TRANSPORT: ServerTransportLabel = 'streamable_http';
-/** Metric attributes, shared: nothing is allocated per event. */
-const TRANSPORT_ATTRS = { transport: TRANSPORT };
+type ServerMethod = (typeof WEB_STANDARD_SERVER_METHODS)[number];
+type Method = SdkMethod<StreamableHttpServerTransportLike>;
 
-/** How each flavour reads its request and its answer. */
-interface Flavor {
-  /** Each flavour reads its own request type (web Request, Node IncomingMessage); both take whatever the SDK got. */
-  header(req: HttpRequestLike | undefined, name: string): string | undefined;
-  getter: TextMapGetter<unknown>;
-  /** HTTP status of the answer once handleGetRequest settled, if one was written. */
-  status(result: unknown, args: unknown[]): number | undefined;
-  /** Whether a writeSSEEvent call with this result put an event on the wire. */
-  wrote(result: unknown): boolean;
-  /** `send` looks up a request stream's connection before storing the event (up to 1.24), not after. */
-  lookupBeforeStore: boolean;
-  /** Calls `dropped` once if the client closes the GET's connection before the server ends the response. */
-  onClientDrop(req: HttpRequestLike | undefined, args: unknown[], dropped: () => void): void;
+/** What every wrapper of one patch shares. */
+interface ServerPatch {
+  runtime: ForkwatchRuntime;
+  flavor: Flavor;
+  /** The store wrapper's hooks (recording-event-store.ts). */
+  hooks: RecordingHooks;
 }
-
-const webFlavor: Flavor = {
-  header(req: WebRequestLike | undefined, name) {
-    const value = req?.headers?.get?.(name);
-    return typeof value === 'string' && value !== '' ? value : undefined;
-  },
-  getter: {
-    get: (carrier: WebHeadersLike | undefined, key) => carrier?.get?.(key) ?? undefined,
-    keys: (carrier: WebHeadersLike | undefined) => (typeof carrier?.keys === 'function' ? [...carrier.keys()] : []),
-  },
-  status(result) {
-    const status = (result as { status?: unknown } | undefined)?.status;
-    return typeof status === 'number' ? status : undefined;
-  },
-  // The web-standard writeSSEEvent returns false when the stream is gone.
-  wrote: result => result === true,
-  lookupBeforeStore: false,
-  // The Node adapter (@hono/node-server) aborts the request's signal when the connection closes before the response
-  // finished; Deno, Bun and workers abort it on a client disconnect as well.
-  onClientDrop(req: WebRequestLike | undefined, _args, dropped) {
-    const signal = req?.signal;
-    if (signal && !signal.aborted && typeof signal.addEventListener === 'function') {
-      signal.addEventListener('abort', dropped, { once: true });
-    }
-  },
-};
-
-const nodeFlavor: Flavor = {
-  header(req: NodeRequestLike | undefined, name) {
-    let value = req?.headers?.[name];
-    if (Array.isArray(value)) value = value[value.length - 1];
-    return typeof value === 'string' && value !== '' ? value : undefined;
-  },
-  getter: {
-    get: (carrier: NodeHeadersLike | undefined, key) => carrier?.[key],
-    keys: (carrier: NodeHeadersLike | undefined) =>
-      carrier && typeof carrier === 'object' ? Object.keys(carrier) : [],
-  },
-  status(_result, args) {
-    const res = args[1] as NodeServerResponseLike | undefined;
-    return res?.headersSent === true && typeof res.statusCode === 'number' ? res.statusCode : undefined;
-  },
-  // ServerResponse.write returns false for back-pressure, with the data queued: it was still sent.
-  wrote: () => true,
-  lookupBeforeStore: true,
-  onClientDrop(_req, args, dropped) {
-    const res = args[1] as NodeServerResponseLike | undefined;
-    if (typeof res?.once !== 'function') return;
-    res.once('close', () => {
-      if (res.writableFinished !== true) dropped();
-    });
-  },
-};
-
-/** Latest MCP-Protocol-Version each transport instance received: from 2026-07-28 forkwatch stays silent. */
-const protocolVersions = new WeakMap<object, string>();
 
 export function patchWebStandardStreamableHttpServer(
   proto: StreamableHttpServerTransportLike,
@@ -167,265 +85,147 @@ function patchServer(
   wrap: Wrap,
   flavor: Flavor,
 ): void {
-  const guard = (what: string, fn: () => void) => {
-    try {
-      fn();
-    } catch (error) {
-      runtime.diag.error(`${what} failed; this request is not recorded`, error);
-    }
-  };
   const hooks: RecordingHooks = {
     active: transport =>
       runtime.enabled && isWrapped((transport as StreamableHttpServerTransportLike).handleGetRequest),
-    onStore: (transport, streamId, message) => {
-      if (!protocolHasResumability(protocolVersions.get(transport))) return undefined;
-      const priming = isPrimingMessage(message);
-      const openAtCall = streamIsOpen(transport, streamId);
-      return () => {
-        try {
-          runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-          if (!priming && typeof streamId === 'string') {
-            runtime.serverDelivery.stored(
-              transport,
-              streamId,
-              storedEvent(transport, streamId, openAtCall, flavor.lookupBeforeStore),
-            );
-          }
-        } catch (error) {
-          runtime.diag.error('recording a stored event failed', error);
-        }
-      };
-    },
+    onStore: (transport, streamId, message) => knownSessionObserver(transport)?.eventStoring(streamId, message),
     onError: (what, error) => runtime.diag.error(`${what} failed`, error),
   };
-  // Runs on every request and every send: no closure per call.
-  const prepare = (transport: StreamableHttpServerTransportLike, req?: HttpRequestLike) => {
-    try {
-      if (req !== undefined) {
-        const version = flavor.header(req, 'mcp-protocol-version');
-        if (version !== undefined) protocolVersions.set(transport, version);
-      }
-      ensureRecordingStore(transport, hooks);
-    } catch (error) {
-      runtime.diag.error('wrapping the event store failed; this request is not recorded', error);
+  const patch: ServerPatch = { runtime, flavor, hooks };
+  for (const method of WEB_STANDARD_SERVER_METHODS) {
+    wrap(proto, method, original => SERVER_WRAPPERS[method](original as Method, patch) as typeof original);
+  }
+}
+
+/** One wrapper factory per method: each only hands what it saw to the transport's session observer. */
+const SERVER_WRAPPERS: Readonly<Record<ServerMethod, (original: Method, patch: ServerPatch) => Method>> = {
+  handleRequest: wrapHandleRequest,
+  handleGetRequest: wrapHandleGetRequest,
+  replayEvents: wrapReplayEvents,
+  writeSSEEvent: wrapWriteSSEEvent,
+  send: wrapSend,
+  close: wrapClose,
+};
+
+/** Every request of the session; a GET is recorded by handleGetRequest. */
+function wrapHandleRequest(original: Method, { runtime, flavor, hooks }: ServerPatch): Method {
+  return function handleRequest(this: StreamableHttpServerTransportLike, req?: unknown, ...rest: unknown[]) {
+    if (runtime.enabled) {
+      const session = sessionObserverOf(this, runtime, flavor);
+      session.prepare(req as HttpRequestLike | undefined, hooks);
+      session.requestReceived(req as HttpRequestLike | undefined);
     }
+    return original.call(this, req, ...rest);
   };
-
-  wrap(
-    proto,
-    'handleRequest',
-    original =>
-      function handleRequest(
-        this: StreamableHttpServerTransportLike,
-        req: HttpRequestLike | undefined,
-        ...rest: unknown[]
-      ) {
-        if (runtime.enabled) {
-          prepare(this, req);
-          // A GET is recorded by handleGetRequest: it may be a late resume, which is no proof that events were lost.
-          const isGet = req?.method === 'GET';
-          if (!isGet && protocolHasResumability(protocolVersions.get(this))) runtime.serverDelivery.activity(this);
-        }
-        return original.call(this, req, ...rest);
-      },
-  );
-
-  wrap(
-    proto,
-    'send',
-    original =>
-      function send(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
-        if (runtime.enabled) {
-          prepare(this);
-          try {
-            // With a store, the event is recorded by the store wrapper: nothing more per event here.
-            if (!this._eventStore) recordSendWithoutStore(this, args, runtime);
-          } catch (error) {
-            runtime.diag.error('recording a send without an event store failed; this request is not recorded', error);
-          }
-        }
-        return original.apply(this, args);
-      },
-  );
-
-  wrap(
-    proto,
-    'close',
-    original =>
-      function close(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
-        const result = original.apply(this, args);
-        // The SDK's close() tears its streams down synchronously; nothing can come back for pending events now.
-        if (runtime.enabled) runtime.serverDelivery.closed(this);
-        return result;
-      },
-  );
-
-  wrap(
-    proto,
-    'replayEvents',
-    original =>
-      function replayEvents(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
-        if (runtime.enabled) prepare(this);
-        return original.apply(this, args);
-      },
-  );
-
-  wrap(
-    proto,
-    'writeSSEEvent',
-    original =>
-      function writeSSEEvent(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
-        const result = original.apply(this, args);
-        if (runtime.enabled) {
-          try {
-            // With a store, every event was counted by storeEvent already.
-            if (!this._eventStore && flavor.wrote(result) && protocolHasResumability(protocolVersions.get(this))) {
-              runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-            }
-          } catch (error) {
-            runtime.diag.error('counting an SSE event failed', error);
-          }
-        }
-        return result;
-      },
-  );
-
-  wrap(
-    proto,
-    'handleGetRequest',
-    original =>
-      function handleGetRequest(
-        this: StreamableHttpServerTransportLike,
-        req: HttpRequestLike | undefined,
-        ...rest: unknown[]
-      ) {
-        if (!runtime.enabled) return original.call(this, req, ...rest);
-        prepare(this, req);
-        let resume: ServerResume | undefined;
-        let connection: StandaloneConnection | undefined;
-        if (protocolHasResumability(protocolVersions.get(this))) {
-          runtime.serverDelivery.listenerOpened(this);
-          guard('watching a GET connection', () => {
-            connection = watchStandaloneConnection(this, req, rest, flavor, runtime);
-          });
-        }
-        guard('starting a server resume', () => {
-          resume = beginResume(this, req, flavor, runtime);
-        });
-        if (!resume) {
-          const result = original.call(this, req, ...rest);
-          if (connection) {
-            const watched = connection;
-            Promise.resolve(result).then(
-              value => guard('watching a GET connection', () => watched.answered(flavor.status(value, [req, ...rest]))),
-              () => {},
-            );
-          }
-          return result;
-        }
-        const started = resume;
-        let result: unknown;
-        try {
-          result = runInReplayScope(started.scope, () =>
-            context.with(started.context, () => original.call(this, req, ...rest)),
-          );
-        } catch (error) {
-          guard('recording a failed resume', () => started.concludeFailed(error));
-          throw error;
-        }
-        // Observe the answer without touching the promise the caller gets.
-        Promise.resolve(result)
-          .then(
-            value => {
-              const status = flavor.status(value, [req, ...rest]);
-              const streamId = started.record.replayStreamId;
-              guard('watching a GET connection', () => connection?.answered(status, streamId));
-              return started.concludeAnswered(status);
-            },
-            error => started.concludeFailed(error),
-          )
-          .then(undefined, error => runtime.diag.error('recording a server resume failed', error));
-        return result;
-      },
-  );
 }
 
-/** The GET connection of a session, which may come to carry its standalone stream. */
-interface StandaloneConnection {
-  /** The answer: a 200 that serves the standalone stream (a fresh GET, or a resume whose store resolved to it). */
-  answered(status: number | undefined, resumedStreamId?: unknown): void;
+/** Every event the transport sends: without a store, the observer records where it went. */
+function wrapSend(original: Method, { runtime, flavor, hooks }: ServerPatch): Method {
+  return function send(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
+    if (runtime.enabled) {
+      const session = sessionObserverOf(this, runtime, flavor);
+      session.prepare(undefined, hooks);
+      session.sent(args);
+    }
+    return original.apply(this, args);
+  };
 }
 
-/**
- * Tells the delivery ledger when the client drops a connection that carries the session's standalone stream: the
- * events written on it just before may never have reached the client (see delivery-ledger.ts). A drop before the
- * answer, or of a GET answered otherwise (409, 404, a request stream's resume), says nothing.
- */
-function watchStandaloneConnection(
-  transport: StreamableHttpServerTransportLike,
-  req: HttpRequestLike | undefined,
-  rest: unknown[],
+function wrapClose(original: Method, { runtime, flavor }: ServerPatch): Method {
+  return function close(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
+    const result = original.apply(this, args);
+    if (runtime.enabled) sessionObserverOf(this, runtime, flavor).closed();
+    return result;
+  };
+}
+
+function wrapReplayEvents(original: Method, { runtime, flavor, hooks }: ServerPatch): Method {
+  return function replayEvents(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
+    if (runtime.enabled) sessionObserverOf(this, runtime, flavor).prepare(undefined, hooks);
+    return original.apply(this, args);
+  };
+}
+
+function wrapWriteSSEEvent(original: Method, { runtime, flavor }: ServerPatch): Method {
+  return function writeSSEEvent(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
+    const result = original.apply(this, args);
+    if (runtime.enabled) sessionObserverOf(this, runtime, flavor).sseEventWritten(result);
+    return result;
+  };
+}
+
+/** A GET: a listener here, and with Last-Event-ID a resume whose answer and store calls decide its outcome. */
+function wrapHandleGetRequest(original: Method, { runtime, flavor, hooks }: ServerPatch): Method {
+  return function handleGetRequest(this: StreamableHttpServerTransportLike, req?: unknown, ...rest: unknown[]) {
+    if (!runtime.enabled) return original.call(this, req, ...rest);
+    const request = req as HttpRequestLike | undefined;
+    const session = sessionObserverOf(this, runtime, flavor);
+    session.prepare(request, hooks);
+    const args = [req, ...rest];
+    const connection = session.getReceived(request, args);
+    const resume = session.beginResume(request);
+    if (!resume) {
+      const result = original.call(this, req, ...rest);
+      if (connection) watchAnswer(result, connection, flavor, args, runtime);
+      return result;
+    }
+    let result: unknown;
+    try {
+      result = runInReplayScope(resume.scope, () =>
+        context.with(resume.context, () => original.call(this, req, ...rest)),
+      );
+    } catch (error) {
+      concludeFailed(resume, error, runtime);
+      throw error;
+    }
+    concludeResume(result, resume, connection, flavor, args, runtime);
+    return result;
+  };
+}
+
+/** Observes the answer to a fresh GET without touching the promise the caller gets. */
+function watchAnswer(
+  result: unknown,
+  connection: StandaloneConnection,
   flavor: Flavor,
-  runtime: ForkwatchRuntime,
-): StandaloneConnection {
-  let carries = false;
-  flavor.onClientDrop(req, [req, ...rest], () => {
-    if (carries) runtime.serverDelivery.connectionDropped(transport, standaloneStreamId(transport));
-  });
-  return {
-    answered(status, resumedStreamId) {
-      carries = status === 200 && (resumedStreamId === undefined || resumedStreamId === standaloneStreamId(transport));
-    },
-  };
-}
-
-/**
- * Without an event store, `send` writes an event at once or drops it (no connection for its stream): dropped events
- * go to the ledger (as `dropped` unless the client went away) and count as events the server produced.
- */
-function recordSendWithoutStore(
-  transport: StreamableHttpServerTransportLike,
   args: unknown[],
   runtime: ForkwatchRuntime,
 ): void {
-  if (transport._eventStore || !protocolHasResumability(protocolVersions.get(transport))) return;
-  const target = sendTarget(transport, args[0], args[1] as TransportSendOptionsLike | undefined);
-  if (!target) return;
-  const open = streamIsOpen(transport, target.streamId);
-  if (!open) runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-  runtime.serverDelivery.stored(transport, target.streamId, storedEventOf(open, false, target.standalone));
+  Promise.resolve(result)
+    .then(
+      value => connection.answered(flavor.status(value, args)),
+      () => {},
+    )
+    .then(undefined, error =>
+      runtime.diag.error('watching a GET connection failed; this request is not recorded', error),
+    );
 }
 
-function beginResume(
-  transport: StreamableHttpServerTransportLike,
-  req: HttpRequestLike | undefined,
+/** Observes the answer to a resume without touching the promise the caller gets. */
+function concludeResume(
+  result: unknown,
+  resume: ServerResume,
+  connection: StandaloneConnection | undefined,
   flavor: Flavor,
+  args: unknown[],
   runtime: ForkwatchRuntime,
-): ServerResume | undefined {
-  const cursor = flavor.header(req, 'last-event-id');
-  if (cursor === undefined) return undefined; // a fresh stream, not a resume
-  const protocolVersion = flavor.header(req, 'mcp-protocol-version');
-  if (!protocolHasResumability(protocolVersion)) return undefined;
-  const claimed = flavor.header(req, 'mcp-session-id');
-  const own = typeof transport.sessionId === 'string' && transport.sessionId !== '' ? transport.sessionId : undefined;
-  return new ServerResume(runtime, {
-    transport: TRANSPORT,
-    instance: transport,
-    cursor,
-    sessionId: claimed ?? own,
-    protocolVersion,
-    hasEventStore: Boolean(transport._eventStore),
-    parent: parentContext(req, flavor),
-  });
+): void {
+  Promise.resolve(result)
+    .then(
+      value => {
+        const status = flavor.status(value, args);
+        connection?.answered(status, resume.record.replayStreamId);
+        return resume.concludeAnswered(status);
+      },
+      error => resume.concludeFailed(error),
+    )
+    .then(undefined, error => runtime.diag.error('recording a server resume failed', error));
 }
 
-/**
- * The server span joins the HTTP server span when an HTTP instrumentation made one; otherwise the trace context
- * the client sent on the resume GET (forkwatch's client patch injects it), so both sides share one trace.
- */
-function parentContext(req: HttpRequestLike | undefined, flavor: Flavor): Context {
-  const active = context.active();
-  if (trace.getSpan(active)) return active;
-  const headers = req?.headers;
-  return headers ? propagation.extract(active, headers, flavor.getter) : active;
+function concludeFailed(resume: ServerResume, error: unknown, runtime: ForkwatchRuntime): void {
+  try {
+    resume.concludeFailed(error);
+  } catch (failure) {
+    runtime.diag.error('recording a failed resume failed; this request is not recorded', failure);
+  }
 }

@@ -4,6 +4,7 @@
  * A short window (deliveryWindowMs) keeps the tests quick; positive cases wait for the ledger's own timer.
  */
 import { afterEach, describe, expect, test } from 'vitest';
+import { probeServerDelivery } from '../../src/server/server-delivery';
 import { METRICS, SERVER_UNDELIVERED_REASONS } from '../../src/names';
 import { sample } from '../support/lab';
 import { waitUntil } from '../support/prometheus';
@@ -64,7 +65,7 @@ describe.each([
   const Transport = module.WebStandardStreamableHTTPServerTransport;
   const transportWith = (eventStore: unknown) =>
     hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore }));
-  const delivery = () => fw!.instrumentation.serverDelivery;
+  const delivery = () => probeServerDelivery(fw!.instrumentation.serverDelivery);
 
   /**
    * Waits until no pending stream is in its window any more, checks that overdue events alone count nothing (the
@@ -72,10 +73,10 @@ describe.each([
    */
   async function talkAfterWindow(transport: { handleRequest(req: Request): Promise<Response> }): Promise<void> {
     await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
-    expect(delivery().ledger.sessionsWithPending).toBe(1);
+    expect(delivery().sessionsWithPending).toBe(1);
     expect(await counts()).toEqual(none);
     await transport.handleRequest(ping());
-    expect(delivery().ledger.sessionsWithPending).toBe(0);
+    expect(delivery().sessionsWithPending).toBe(0);
   }
 
   test('a stream dropped and resumed here: the replay delivers the pending events, nothing is counted', async () => {
@@ -87,12 +88,12 @@ describe.each([
     await transport.send(notification(2));
     await transport.send(notification(3));
     expect((await transport.handleRequest(ping())).status).toBe(202);
-    expect(delivery().ledger.pendingEvents(transport)).toBe(2);
+    expect(delivery().pendingEvents(transport)).toBe(2);
     const resumed = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
     expect((await readFrames(resumed.body)).map(f => f.id)).toEqual(['2', '3']);
     await fw.settle();
-    expect(delivery().ledger.pendingEvents(transport)).toBe(0);
-    expect(delivery().ledger.sessionsWithPending).toBe(0);
+    expect(delivery().pendingEvents(transport)).toBe(0);
+    expect(delivery().sessionsWithPending).toBe(0);
     expect(await counts()).toEqual(none);
   });
 
@@ -118,7 +119,7 @@ describe.each([
     await call.body!.cancel(); // the client's POST stream drops
     await transport.send(notification(1), { relatedRequestId: 7 });
     await transport.send({ jsonrpc: '2.0', id: 7, result: { content: [] } });
-    expect(delivery().ledger.pendingEvents(transport)).toBe(2);
+    expect(delivery().pendingEvents(transport)).toBe(2);
     await transport.handleRequest(ping());
     await talkAfterWindow(transport);
     expect(await counts()).toEqual({ ...none, stream_moved: 2 });
@@ -154,7 +155,7 @@ describe.each([
     // The ledger's timer runs past the window: with no activity since, nothing is judged.
     const sweeps = delivery().sweeps;
     await waitUntil(() => delivery().sweeps >= sweeps + 2, { intervalMs: 20, what: 'two sweeps' });
-    expect(delivery().ledger.pendingEvents(transport)).toBe(2);
+    expect(delivery().pendingEvents(transport)).toBe(2);
     expect(await counts()).toEqual(none);
     await transport.close();
     expect(await counts()).toEqual({ ...none, abandoned: 2 });
@@ -228,7 +229,7 @@ describe.each([
     for (let n = 1; n <= 3; n++) await transport.send(notification(n));
     expect((await readFrames(stream.body, { count: 3 })).length).toBe(3); // written to the wire
     get.drop(); // the proxy died with the bytes: the client resumes on another replica
-    expect(delivery().ledger.pendingEvents(transport)).toBe(3);
+    expect(delivery().pendingEvents(transport)).toBe(3);
     await transport.handleRequest(ping());
     await talkAfterWindow(transport);
     expect(await counts()).toEqual({ ...none, stream_moved: 3 });
@@ -242,11 +243,11 @@ describe.each([
     for (let n = 1; n <= 3; n++) await transport.send(notification(n));
     await readFrames(stream.body, { count: 3 });
     get.drop();
-    expect(delivery().ledger.pendingEvents(transport)).toBe(3);
+    expect(delivery().pendingEvents(transport)).toBe(3);
     const resumed = await transport.handleRequest(getRequest({ 'last-event-id': '3' }));
     expect(resumed.status).toBe(200);
     await fw.settle();
-    expect(delivery().ledger.pendingEvents(transport)).toBe(0);
+    expect(delivery().pendingEvents(transport)).toBe(0);
     await transport.handleRequest(ping());
     await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
     await transport.handleRequest(ping());
@@ -262,12 +263,12 @@ describe.each([
     const duplicate = droppableGet();
     expect((await transport.handleRequest(duplicate.request)).status).toBe(409); // the stream is connected
     duplicate.drop(); // its answer was never a stream
-    await new Promise(resolve => setTimeout(resolve, delivery().ledger.options.inflightMs + 50));
+    await new Promise(resolve => setTimeout(resolve, delivery().options.inflightMs + 50));
     // Idle for longer than anything stays in flight, then the connection drops (the adapter cancels the body and
     // aborts the request's signal).
     await stream.body!.cancel();
     get.drop();
-    expect(delivery().ledger.pendingEvents(transport)).toBe(0);
+    expect(delivery().pendingEvents(transport)).toBe(0);
     await transport.send(notification(2)); // then the client crashed: no request ever again
     await transport.close();
     expect(await counts()).toEqual({ ...none, abandoned: 1 });
@@ -292,7 +293,7 @@ describe.each([
     expect((await readFrames(late.body, { count: 1 })).map(f => f.id)).toEqual(['3']);
     await fw.settle();
     await transport.handleRequest(ping());
-    expect(delivery().ledger.sessionsWithPending).toBe(0);
+    expect(delivery().sessionsWithPending).toBe(0);
     expect(await counts()).toEqual(none);
   });
 
@@ -302,7 +303,7 @@ describe.each([
     const stream = await transport.handleRequest(getRequest({}));
     for (let n = 1; n <= 5; n++) await transport.send(notification(n));
     expect((await readFrames(stream.body)).length).toBe(5);
-    expect(delivery().ledger.sessionsWithPending).toBe(0);
+    expect(delivery().sessionsWithPending).toBe(0);
     await transport.close();
     expect(await counts()).toEqual(none);
   });

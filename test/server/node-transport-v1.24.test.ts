@@ -9,6 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
+import { probeServerDelivery } from '../../src/server/server-delivery';
 import { sample } from '../support/lab';
 import { waitUntil } from '../support/prometheus';
 import {
@@ -193,7 +194,7 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     const { transport, get, open, ping } = await serve(
       new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }),
     );
-    const delivery = fw.instrumentation.serverDelivery;
+    const delivery = probeServerDelivery(fw.instrumentation.serverDelivery);
     const first = await open({});
     await waitUntil(() => transport._streamMapping.size > 0, { intervalMs: 5, what: 'the standalone stream' });
     await transport.send(notification(1));
@@ -203,20 +204,20 @@ describe(`@modelcontextprotocol/sdk ${sdkVersion} StreamableHTTPServerTransport 
     expect(await ping()).toBe(202);
     // Event 1 was written just before the client dropped the connection (in flight), but event 2, stored after the
     // drop, is the firmer evidence: it alone counts.
-    expect(delivery.ledger.pendingEvents(transport)).toBe(1);
+    expect(delivery.pendingEvents(transport)).toBe(1);
     // A resume here replays what the client missed: everything settled.
     expect((await get({ 'last-event-id': '1' }, 1)).frames.map(f => f.id)).toEqual(['2']);
     await fw.settle();
-    expect(delivery.ledger.pendingEvents(transport)).toBe(0);
+    expect(delivery.pendingEvents(transport)).toBe(0);
     // Dropped again; this time the client never comes back here.
     await waitUntil(() => transport._streamMapping.size === 0, { intervalMs: 5, what: 'the second drop' });
     await transport.send(notification(3));
     await transport.send(notification(4));
     expect(await ping()).toBe(202);
     await waitUntil(() => delivery.streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
-    expect(delivery.ledger.sessionsWithPending).toBe(1); // overdue: no proof yet that the client is alive
+    expect(delivery.sessionsWithPending).toBe(1); // overdue: no proof yet that the client is alive
     expect(await ping()).toBe(202); // it is, and it did not come back here
-    expect(delivery.ledger.sessionsWithPending).toBe(0);
+    expect(delivery.sessionsWithPending).toBe(0);
     const m = await fw.metrics();
     const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
     expect(sample(m, undelivered, { ...t, reason: 'stream_moved' })).toBe(2);

@@ -1,0 +1,184 @@
+/**
+ * The resumed-stream observer, one per SSE stream a client opens, shared by the streamable HTTP class patch
+ * (streamable-http-client.ts), the wire-level fetch observer (fetch-observer.ts) and the legacy SSE patch
+ * (sse-client.ts), so all three judge a first frame, a stream without one, a duplicate and a fork the same way.
+ *
+ * Its verdict is pending from the resume until the first frame, the stream's end, a cancel or the verdict timeout,
+ * whichever comes first, and is concluded exactly once. A fork runs the user's hook; what else the client is told
+ * in fail-loud mode is the one thing that differs per client, its `ForkReport`.
+ *
+ * The observer is itself the frame hooks and the gate of the observed body (observed-stream.ts): nothing is
+ * allocated per frame.
+ */
+import { eventIdKey } from '../core/event-id';
+import type { SessionRecord } from '../core/ledger';
+import { decideFirstFrame } from '../core/verdict';
+import type { ClientTransportLabel } from '../names';
+import { type ForkwatchRuntime, nowMs } from '../runtime';
+import type { ResumeVerdictInfo } from '../types';
+import { type StreamGate, type StreamObserverHooks, observeStream } from './observed-stream';
+import type { ResumeAttempt } from './resume-attempt';
+
+/**
+ * How fail-loud mode tells this client of a fork, after the user's hook ran. Returns the error its stream ends with
+ * (undefined: the stream ends cleanly). Without one, a fork is reported through the hook only.
+ */
+export type ForkReport = (info: ResumeVerdictInfo) => unknown;
+
+/** Where a client keeps the stream that ended last (the streamable patch reads it when the SDK reconnects). */
+export interface EndedStreamSink {
+  lastEnded: ResumedStream | undefined;
+}
+
+export interface ResumedStreamInit {
+  /** The resume attempt this stream answers; undefined for a fresh stream (only duplicates are counted). */
+  attempt: ResumeAttempt | undefined;
+  session: SessionRecord;
+  transport: ClientTransportLabel;
+  /** Last-Event-ID the stream was opened with. */
+  cursor: string | undefined;
+  reportFork: ForkReport | undefined;
+  endedInto?: EndedStreamSink;
+}
+
+/** Metric attributes, shared: nothing is allocated per duplicate. */
+const DUPLICATE_ATTRS: Readonly<Record<ClientTransportLabel, { transport: ClientTransportLabel }>> = {
+  streamable_http: { transport: 'streamable_http' },
+  sse: { transport: 'sse' },
+};
+
+export class ResumedStream implements StreamObserverHooks, StreamGate {
+  /** Last id seen on the stream: what the SDK would resume from. */
+  lastId: string | undefined = undefined;
+  endedAt: number | undefined = undefined;
+  private pending: boolean;
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
+  private isCut = false;
+  private forkError: unknown = undefined;
+  /** Fail-loud mode, as it was when the stream opened. */
+  private readonly failsLoud: boolean;
+
+  constructor(
+    private readonly init: ResumedStreamInit,
+    private readonly runtime: ForkwatchRuntime,
+  ) {
+    this.pending = init.attempt !== undefined && !init.attempt.isConcluded;
+    this.failsLoud = runtime.settings.onFork === 'abort';
+  }
+
+  get cursor(): string | undefined {
+    return this.init.cursor;
+  }
+
+  /** True until the verdict is taken: fail-loud mode holds frames back while it is. */
+  get isPending(): boolean {
+    return this.pending;
+  }
+
+  /**
+   * Observes a response body: every frame is seen before the client's parser, the first decides the verdict. In
+   * fail-loud mode a stream whose attempt is already forked (its cursor dropped) is cut at once.
+   */
+  observe(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+    const forkedAlready = this.init.attempt?.outcome === 'forked';
+    if (forkedAlready && this.failsLoud) this.isCut = true;
+    const observed = observeStream(body, this, this, error =>
+      this.runtime.diag.error('SSE frame observer failed', error),
+    );
+    this.armTimeout(() => observed.release());
+    if (this.isCut) observed.cutNow(new Error('forkwatch: resumed without its cursor (fail-loud mode)'));
+    return observed.readable;
+  }
+
+  onFrame(id: string | undefined): void {
+    const now = nowMs();
+    this.firstFrame(id);
+    // A frame withheld in fail-loud mode never reached the application: it was not consumed.
+    if (this.isCut || !id) return;
+    this.lastId = id;
+    this.consume(id, now);
+  }
+
+  onEnd(): void {
+    this.endedAt = nowMs();
+    this.init.session.lostAt = this.endedAt;
+    if (this.init.endedInto) this.init.endedInto.lastEnded = this;
+    this.endWithoutFrame('stream_ended');
+  }
+
+  onCancel(): void {
+    this.endWithoutFrame('cancelled');
+  }
+
+  holding(): boolean {
+    return this.failsLoud && this.pending;
+  }
+
+  cut(): boolean {
+    return this.isCut;
+  }
+
+  cutError(): unknown {
+    return this.forkError;
+  }
+
+  /** The stream's first frame decides the verdict; a fork is reported. Later frames do nothing. */
+  firstFrame(id: string | undefined): void {
+    const attempt = this.take();
+    if (!attempt) return;
+    const session = this.init.session;
+    const verdict = decideFirstFrame({
+      cursor: attempt.init.heldCursor,
+      firstId: id === undefined || id === '' ? id : eventIdKey(id),
+      codec: this.runtime.settings.codec,
+      wasConsumed: candidate => session.hasConsumed(candidate),
+    });
+    attempt.concludeWithFirstFrame(id, verdict);
+    if (verdict.verdict !== 'forked') return;
+    const info = attempt.verdictInfo(id);
+    this.runtime.notifyFork(info);
+    if (!this.failsLoud || !this.init.reportFork) return;
+    this.isCut = true;
+    this.forkError = this.init.reportFork(info);
+  }
+
+  /** An event reached the application: a second delivery of one id in the session is a duplicate. */
+  consume(id: string, now: number): void {
+    if (this.init.session.consume(eventIdKey(id), now)) {
+      this.runtime.instruments.clientDuplicateEvents.add(1, DUPLICATE_ATTRS[this.init.transport]);
+    }
+  }
+
+  /** The stream ended or was cancelled before its first frame. */
+  endWithoutFrame(why: 'stream_ended' | 'cancelled'): void {
+    this.take()?.concludeInconclusive(why);
+    this.stopTimer();
+  }
+
+  /** Concludes `timeout` when no frame came within the verdict timeout; `onTimeout` then releases held frames. */
+  armTimeout(onTimeout: () => void): void {
+    if (!this.pending) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const attempt = this.take();
+      if (!attempt) return;
+      attempt.concludeInconclusive('timeout');
+      onTimeout();
+    }, this.runtime.settings.verdictTimeoutMs);
+    // Never keep the host process alive for a verdict.
+    this.timer.unref?.();
+  }
+
+  /** Stops the verdict timer without concluding (a newer connection took over). */
+  stopTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private take(): ResumeAttempt | undefined {
+    if (!this.pending || !this.init.attempt) return undefined;
+    this.pending = false;
+    this.stopTimer();
+    return this.init.attempt;
+  }
+}

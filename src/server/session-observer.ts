@@ -1,0 +1,236 @@
+/**
+ * The server session observer: one per transport instance (one MCP session), the one place that knows the protocol
+ * version the session speaks, whether forkwatch records it (protocol versions with resumability; from 2026-07-28
+ * forkwatch stays silent), and every fact handed to the delivery ledger (server-delivery.ts):
+ *
+ * - every request of the session but a GET (`requestReceived`) and every GET (`getReceived`);
+ * - every event stored, and whether its stream had an open connection here (`eventStored`, from the store wrapper);
+ * - every event `send` had to write without a store and had nowhere to write (`sentWithoutStore`);
+ * - the client dropping the connection of the standalone stream (`StandaloneConnection`);
+ * - what each resume replayed (`replaySent`, from server-resume.ts) and `close()` (`closed`).
+ *
+ * The patch's wrappers (streamable-http-server.ts) only hand facts on; each method here catches its own errors and
+ * reports them through diag, so nothing here throws into the SDK.
+ */
+import { type Context, context, propagation, trace } from '@opentelemetry/api';
+import type { HttpRequestLike, StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../internal-types';
+import type { ServerTransportLabel } from '../names';
+import type { ForkwatchRuntime } from '../runtime';
+import { protocolHasResumability } from '../session-id';
+import { type RecordingHooks, ensureRecordingStore } from './recording-event-store';
+import type { Flavor } from './server-flavor';
+import { ServerResume } from './server-resume';
+import {
+  isPrimingMessage,
+  sendTarget,
+  standaloneStreamId,
+  storedEvent,
+  storedEventOf,
+  streamIsOpen,
+} from './transport-delivery';
+
+const TRANSPORT: ServerTransportLabel = 'streamable_http';
+/** Metric attributes, shared: nothing is allocated per event. */
+const TRANSPORT_ATTRS = { transport: TRANSPORT };
+
+/** The GET connection of a session, which may come to carry its standalone stream. */
+export interface StandaloneConnection {
+  /** The answer: a 200 that serves the standalone stream (a fresh GET, or a resume whose store resolved to it). */
+  answered(status: number | undefined, resumedStreamId?: unknown): void;
+}
+
+export class ServerSessionObserver {
+  /** Latest MCP-Protocol-Version the transport received. */
+  private protocolVersion: string | undefined = undefined;
+
+  constructor(
+    readonly transport: StreamableHttpServerTransportLike,
+    /** The patch that saw the transport last: a re-patch (setConfig, a new instrumentation) takes over. */
+    public runtime: ForkwatchRuntime,
+    public flavor: Flavor,
+  ) {}
+
+  /** The session speaks a protocol version with resumability, so forkwatch records it. */
+  get resumable(): boolean {
+    return protocolHasResumability(this.protocolVersion);
+  }
+
+  /**
+   * Every request and every send, before the SDK handles it: notes the protocol version and puts the recording
+   * wrapper around the event store. Runs per call: no closure.
+   */
+  prepare(req: HttpRequestLike | undefined, hooks: RecordingHooks): void {
+    try {
+      if (req !== undefined) {
+        const version = this.flavor.header(req, 'mcp-protocol-version');
+        if (version !== undefined) this.protocolVersion = version;
+      }
+      ensureRecordingStore(this.transport, hooks);
+    } catch (error) {
+      this.runtime.diag.error('wrapping the event store failed; this request is not recorded', error);
+    }
+  }
+
+  /** A request other than a GET: a GET may be a late resume, which is no proof that events were lost. */
+  requestReceived(req: HttpRequestLike | undefined): void {
+    if (req?.method !== 'GET' && this.resumable) this.runtime.serverDelivery.requestReceived(this.transport);
+  }
+
+  /** A GET: a listener here. Returns the watch on its connection, which may come to carry the standalone stream. */
+  getReceived(req: HttpRequestLike | undefined, args: unknown[]): StandaloneConnection | undefined {
+    if (!this.resumable) return undefined;
+    this.runtime.serverDelivery.getReceived(this.transport);
+    try {
+      return this.watchStandaloneConnection(req, args);
+    } catch (error) {
+      this.runtime.diag.error('watching a GET connection failed; this request is not recorded', error);
+      return undefined;
+    }
+  }
+
+  /** A storeEvent call: returns what records it once the store resolved (see RecordingHooks.onStore). */
+  eventStoring(streamId: unknown, message: unknown): (() => void) | undefined {
+    if (!this.resumable) return undefined;
+    const priming = isPrimingMessage(message);
+    const openAtCall = streamIsOpen(this.transport, streamId);
+    return () => {
+      try {
+        this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+        if (!priming && typeof streamId === 'string') {
+          const event = storedEvent(this.transport, streamId, openAtCall, this.flavor.lookupBeforeStore);
+          this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+        }
+      } catch (error) {
+        this.runtime.diag.error('recording a stored event failed', error);
+      }
+    };
+  }
+
+  /**
+   * A `send` without an event store writes an event at once or drops it (no connection for its stream): dropped
+   * events go to the ledger (as `dropped` unless the client went away) and count as events the server produced.
+   * With a store, the event is recorded by the store wrapper: nothing more per event here.
+   */
+  sent(args: unknown[]): void {
+    try {
+      if (this.transport._eventStore || !this.resumable) return;
+      const target = sendTarget(this.transport, args[0], args[1] as TransportSendOptionsLike | undefined);
+      if (!target) return;
+      const open = streamIsOpen(this.transport, target.streamId);
+      if (!open) this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+      this.runtime.serverDelivery.eventStored(
+        this.transport,
+        target.streamId,
+        storedEventOf(open, false, target.standalone),
+      );
+    } catch (error) {
+      this.runtime.diag.error('recording a send without an event store failed; this request is not recorded', error);
+    }
+  }
+
+  /** writeSSEEvent returned `result`: counts the event for a transport without a store (with one, storeEvent did). */
+  sseEventWritten(result: unknown): void {
+    try {
+      if (!this.transport._eventStore && this.flavor.wrote(result) && this.resumable) {
+        this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+      }
+    } catch (error) {
+      this.runtime.diag.error('counting an SSE event failed', error);
+    }
+  }
+
+  /** A resume here replayed `events` events of `streamId`. */
+  replaySent(streamId: string, events: number): void {
+    this.runtime.serverDelivery.replaySent(this.transport, streamId, events);
+  }
+
+  /** The SDK's close() tears its streams down synchronously; nothing can come back for pending events now. */
+  closed(): void {
+    this.runtime.serverDelivery.sessionClosed(this.transport);
+  }
+
+  /** A GET carrying Last-Event-ID starts a server resume (span and outcome); undefined for anything else. */
+  beginResume(req: HttpRequestLike | undefined): ServerResume | undefined {
+    try {
+      const cursor = this.flavor.header(req, 'last-event-id');
+      if (cursor === undefined) return undefined; // a fresh stream, not a resume
+      const protocolVersion = this.flavor.header(req, 'mcp-protocol-version');
+      if (!protocolHasResumability(protocolVersion)) return undefined;
+      const claimed = this.flavor.header(req, 'mcp-session-id');
+      const { transport } = this;
+      const own =
+        typeof transport.sessionId === 'string' && transport.sessionId !== '' ? transport.sessionId : undefined;
+      return new ServerResume(this.runtime, {
+        transport: TRANSPORT,
+        instance: transport,
+        session: this,
+        cursor,
+        sessionId: claimed ?? own,
+        protocolVersion,
+        hasEventStore: Boolean(transport._eventStore),
+        parent: this.parentContext(req),
+      });
+    } catch (error) {
+      this.runtime.diag.error('starting a server resume failed; this request is not recorded', error);
+      return undefined;
+    }
+  }
+
+  /**
+   * Tells the delivery ledger when the client drops a connection that carries the session's standalone stream: the
+   * events written on it just before may never have reached the client (see delivery-ledger.ts). A drop before the
+   * answer, or of a GET answered otherwise (409, 404, a request stream's resume), says nothing.
+   */
+  private watchStandaloneConnection(req: HttpRequestLike | undefined, args: unknown[]): StandaloneConnection {
+    const { transport, runtime } = this;
+    let carries = false;
+    this.flavor.onClientDrop(req, args, () => {
+      if (carries) runtime.serverDelivery.standaloneDropped(transport, standaloneStreamId(transport));
+    });
+    return {
+      answered: (status, resumedStreamId) => {
+        try {
+          carries =
+            status === 200 && (resumedStreamId === undefined || resumedStreamId === standaloneStreamId(transport));
+        } catch (error) {
+          runtime.diag.error('watching a GET connection failed; this request is not recorded', error);
+        }
+      },
+    };
+  }
+
+  /**
+   * The server span joins the HTTP server span when an HTTP instrumentation made one; otherwise the trace context
+   * the client sent on the resume GET (forkwatch's client patch injects it), so both sides share one trace.
+   */
+  private parentContext(req: HttpRequestLike | undefined): Context {
+    const active = context.active();
+    if (trace.getSpan(active)) return active;
+    const headers = req?.headers;
+    return headers ? propagation.extract(active, headers, this.flavor.getter) : active;
+  }
+}
+
+const observers = new WeakMap<object, ServerSessionObserver>();
+
+/** The transport's observer, bound to the patch that calls. */
+export function sessionObserverOf(
+  transport: StreamableHttpServerTransportLike,
+  runtime: ForkwatchRuntime,
+  flavor: Flavor,
+): ServerSessionObserver {
+  let observer = observers.get(transport);
+  if (observer === undefined) {
+    observer = new ServerSessionObserver(transport, runtime, flavor);
+    observers.set(transport, observer);
+  } else {
+    observer.runtime = runtime;
+    observer.flavor = flavor;
+  }
+  return observer;
+}
+
+/** The observer of a transport the patch has seen, for the store wrapper's hooks. */
+export function knownSessionObserver(transport: object): ServerSessionObserver | undefined {
+  return observers.get(transport);
+}
