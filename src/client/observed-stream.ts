@@ -12,6 +12,8 @@ export interface StreamObserverHooks {
   /** A frame was dispatched; runs before the SDK sees the chunk that completed it. */
   onFrame(id: string | undefined): void;
   onComment?(): void;
+  /** A chunk arrived; its frames follow. One clock read per chunk serves all of them. */
+  onChunk?(): void;
   /** The body ended (`error` undefined) or failed. Not called when the consumer cancelled. */
   onEnd(error?: unknown): void;
   /** The SDK (or the app) cancelled the stream. */
@@ -116,6 +118,7 @@ export function observeStream(
             return;
           }
           const chunk = result.value;
+          hooks.onChunk?.();
           observe(chunk);
           if (gate?.cut()) {
             cut(controller, new Error('forkwatch: forked stream cut (fail-loud mode)'));

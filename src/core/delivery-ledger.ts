@@ -121,13 +121,16 @@ export class DeliveryLedger<K extends object> {
 
   /** One event of the session was stored (or had to be written without a store). */
   stored(key: K, streamId: string, event: StoredEvent, now: number): void {
+    const account = this.account(key, now);
     if (event.open) {
       // Written to a connection here: the client is reading from this process.
-      if (event.standalone && event.replayable) this.rememberWrite(this.account(key, now), now);
-      this.touch(key, now, 'live_write');
+      if (event.standalone && event.replayable) rememberWrite(account, now);
+      // Per live event, with nothing pending (the rule): a timestamp. Otherwise the activity may start windows.
+      if (account.pending === undefined) account.lastActiveAt = now;
+      else this.touch(key, now, 'live_write');
       return;
     }
-    this.pendingStream(key, this.account(key, now), streamId, event, now).count++;
+    this.pendingStream(key, account, streamId, event, now).count++;
   }
 
   /**
@@ -143,15 +146,6 @@ export class DeliveryLedger<K extends object> {
     account.recentWrites = undefined;
     if (inflight === 0) return;
     this.pendingStream(key, account, streamId, STANDALONE_REPLAYABLE, now).inflight += inflight;
-  }
-
-  private rememberWrite(account: SessionAccount, now: number): void {
-    if (account.recentWrites === undefined) {
-      account.recentWrites = [];
-      account.recentNext = 0;
-    }
-    account.recentWrites[account.recentNext] = now;
-    account.recentNext = (account.recentNext + 1) % INFLIGHT_WRITES_KEPT;
   }
 
   private pendingStream(
@@ -348,4 +342,15 @@ export function probeDeliveryLedger<K extends object>(ledger: DeliveryLedger<K>)
       return n;
     },
   };
+}
+
+/** The time of a live write on the standalone stream, in the session's ring of the last INFLIGHT_WRITES_KEPT. */
+function rememberWrite(account: SessionAccount, now: number): void {
+  if (account.recentWrites === undefined) {
+    account.recentWrites = [];
+    account.recentNext = 0;
+  }
+  account.recentWrites[account.recentNext] = now;
+  const next = account.recentNext + 1;
+  account.recentNext = next === INFLIGHT_WRITES_KEPT ? 0 : next;
 }

@@ -42,6 +42,15 @@ export interface StandaloneConnection {
 export class ServerSessionObserver {
   /** Latest MCP-Protocol-Version the transport received. */
   private protocolVersion: string | undefined = undefined;
+  /**
+   * The reaction that records a stored event of the stream stored to last (events come in runs on one stream):
+   * made once per run, not once per event.
+   */
+  private reactionStreamId: string | undefined = undefined;
+  private reactionOpenAtCall = false;
+  private reaction: (() => void) | undefined = undefined;
+  /** Counts the priming events and events of non-string streams: nothing to record about their delivery. */
+  private readonly countOnly = () => this.eventCounted();
 
   constructor(
     readonly transport: StreamableHttpServerTransportLike,
@@ -88,22 +97,40 @@ export class ServerSessionObserver {
     }
   }
 
-  /** A storeEvent call: returns what records it once the store resolved (see RecordingHooks.onStore). */
+  /**
+   * A storeEvent call: returns what records it once the store resolved (see RecordingHooks.onStore). Per event:
+   * no closure (the stream's reaction is shared by its run of events), no allocation.
+   */
   eventStoring(streamId: unknown, message: unknown): (() => void) | undefined {
     if (!this.resumable) return undefined;
-    const priming = isPrimingMessage(message);
-    const openAtCall = streamIsOpen(this.transport, streamId);
-    return () => {
-      try {
-        this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-        if (!priming && typeof streamId === 'string') {
-          const event = storedEvent(this.transport, streamId, openAtCall, this.flavor.lookupBeforeStore);
-          this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
-        }
-      } catch (error) {
-        this.runtime.diag.error('recording a stored event failed', error);
-      }
-    };
+    if (typeof streamId !== 'string' || isPrimingMessage(message)) return this.countOnly;
+    // Only the Node transport up to 1.24 looks a request stream's connection up before the store call.
+    const openAtCall = this.flavor.lookupBeforeStore && streamIsOpen(this.transport, streamId);
+    if (this.reaction === undefined || this.reactionStreamId !== streamId || this.reactionOpenAtCall !== openAtCall) {
+      this.reactionStreamId = streamId;
+      this.reactionOpenAtCall = openAtCall;
+      this.reaction = () => this.eventStored(streamId, openAtCall);
+    }
+    return this.reaction;
+  }
+
+  private eventCounted(): void {
+    try {
+      this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+    } catch (error) {
+      this.runtime.diag.error('recording a stored event failed', error);
+    }
+  }
+
+  /** The store resolved: the SDK now writes the event if its stream has a connection here, and so it is recorded. */
+  private eventStored(streamId: string, openAtCall: boolean): void {
+    try {
+      this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+      const event = storedEvent(this.transport, streamId, openAtCall, this.flavor.lookupBeforeStore);
+      this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+    } catch (error) {
+      this.runtime.diag.error('recording a stored event failed', error);
+    }
   }
 
   /**
