@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The detector's cost in instructions per frame, counted by valgrind's callgrind: unlike nanoseconds, the count
 // does not change when other work loads the machine. The same work as detector.cjs's "observer + ledger" (the
-// frame observer, a monotonic timestamp, eventIdKey and the session ledger's consume per frame) over the same
+// frame observer, a timestamp per chunk, the last id, eventIdKey and the session ledger's consume) over the same
 // SDK-format frames, in 16 KiB chunks and one frame per chunk. Each case runs twice under callgrind, with
 // `passes` timed passes over 2,048 frames and with none (both after the same warm-up): the difference is the
 // instructions of those passes, start-up and JIT warm-up cancelled.
@@ -46,17 +46,19 @@ else {
 const ledger = new SessionLedger();
 const session = ledger.touch('session', performance.now());
 let sink = 0;
+let now = 0;
+let lastId;
 const onFrame = mode === 'observer'
   ? id => { sink += id ? 1 : 0; }
-  : id => { const now = performance.now(); if (!id) return; if (session.consume(eventIdKey(id), now)) sink++; };
+  : id => { if (!id) return; lastId = id; if (session.consume(eventIdKey(id), now)) sink++; };
 const pass = () => {
   const observer = new SseFrameObserver({ onFrame, onComment() {} });
-  for (const chunk of chunks) observer.push(chunk);
+  for (const chunk of chunks) { now = performance.now(); observer.push(chunk); }
   observer.end();
 };
 for (let i = 0; i < Number(warmup); i++) pass();
 for (let i = 0; i < Number(passes); i++) pass();
-if (sink < 0) console.log(sink);
+if (sink < 0 || lastId === '') console.log(sink);
 `;
 
 const dir = mkdtempSync(join(os.tmpdir(), 'forkwatch-detector-cg-'));

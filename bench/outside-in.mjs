@@ -53,7 +53,11 @@ const cpuProfDir = value('--cpu-prof', undefined);
 // machine. Each variant's measured process runs twice, with `cgTimed` timed burst pairs and with none (both after
 // `cgWarmup` warm-up pairs): the difference is the instructions of those bursts, start-up and warm-up cancelled.
 const callgrind = flag('--callgrind');
-const cg = { warmup: Number(value('--cg-warmup', 3)), timed: Number(value('--cg-timed', 3)) };
+const cg = {
+  warmup: Number(value('--cg-warmup', 3)),
+  timed: Number(value('--cg-timed', 3)),
+  variants: value('--cg-variants', 'bare,forkwatch').split(','),
+};
 if (callgrind) config.rounds = Number(value('--rounds', 0));
 
 // --- the scratch install of forkwatch ---
@@ -64,6 +68,12 @@ const installed = join(scratch, 'node_modules', 'forkwatch');
 mkdirSync(installed, { recursive: true });
 cpSync(join(root, 'package.json'), join(installed, 'package.json'));
 cpSync(join(root, 'build'), join(installed, 'build'), { recursive: true });
+// --build DIR: measure another build of src (an earlier commit's build/src, for a before/after).
+const otherBuild = value('--build', undefined);
+if (otherBuild) {
+  rmSync(join(installed, 'build', 'src'), { recursive: true, force: true });
+  cpSync(otherBuild, join(installed, 'build', 'src'), { recursive: true });
+}
 // Its dependencies resolve up the tree, from the repository's node_modules: one copy of each OpenTelemetry package.
 // The scratch directory is a package of its own, or `forkwatch/register` would self-resolve to the repository's build.
 writeFileSync(join(scratch, 'package.json'), '{ "name": "forkwatch-outside-in", "private": true }\n');
@@ -247,7 +257,7 @@ try {
     mkdirSync(dir, { recursive: true });
     for (const workload of config.workloads) {
       instructionCounts[workload] = {};
-      for (const variant of ['bare', 'forkwatch']) {
+      for (const variant of cg.variants) {
         const counts = [];
         for (const timed of [0, cg.timed]) counts.push(await instructions(workload, variant, timed, dir));
         instructionCounts[workload][variant] = { perBurstPair: (counts[1] - counts[0]) / cg.timed, totals: counts };
@@ -356,6 +366,7 @@ if (targets.client)
     `target client: median ratio ${f(targets.client.ratio)} ≤ 1.02: ${targets.client.met ? 'met' : 'NOT MET'}`,
   );
 for (const [workload, c] of Object.entries(instructionCounts)) {
+  if (!c.bare || !c.forkwatch) continue;
   const extra = (c.forkwatch.perBurstPair - c.bare.perBurstPair) / (2 * config.count);
   console.log(
     `callgrind ${workload}: ${f(c.bare.perBurstPair / 1e6, 1)} M instructions per burst pair bare, ` +

@@ -22,7 +22,8 @@ async function main() {
     received++;
     lastSeq = n.params.data.seq;
   });
-  await client.connect(transport);
+  // A server under valgrind (the --callgrind mode) takes minutes to answer initialize.
+  await client.connect(transport, { timeout: 1_800_000 });
 
   const burst = async kind => {
     received = 0;
