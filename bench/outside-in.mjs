@@ -180,6 +180,9 @@ async function pair(workload, variant, extra = {}) {
       throw new Error(`${workload}: forkwatch was loaded from ${from}, not from the bench's snapshot`);
     }
     return run;
+  } catch (error) {
+    error.message += `\nserver (${workload === 'server' ? variant : 'bare'}) exit code ${server.child.exitCode}, stderr:\n${server.stderr()}`;
+    throw error;
   } finally {
     await stop(server.child);
   }
@@ -235,6 +238,8 @@ try {
       const results = {};
       for (const variant of order) results[variant] = figures(await pair(workload, variant), workload);
       rounds[workload].push({ order, results });
+      // Kept as the run goes: a run cut short still leaves its rounds.
+      writeFileSync(`${out}.partial`, `${JSON.stringify({ config, rounds }, null, 2)}\n`);
       const ratio = results.forkwatch.both / results.bare.both;
       const aa = results['bare-again'].both / results.bare.both;
       process.stderr.write(

@@ -81,6 +81,11 @@ const httpServer = createServer(async (req, res) => {
   }
 });
 
+// Node closes an idle kept-alive socket after 5 s; a client starved of CPU on a loaded machine may reuse it just
+// then ("fetch failed"). The same for every variant.
+httpServer.keepAliveTimeout = 120_000;
+httpServer.headersTimeout = 130_000;
+
 // The bench checks that forkwatch really patched this process (and that the bare ones are bare).
 const {
   WebStandardStreamableHTTPServerTransport,
