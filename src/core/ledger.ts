@@ -70,7 +70,13 @@ export class SessionRecord {
 
   private hasHash(hash: number): boolean {
     const ring = this.ring;
-    for (let i = 0; i < this.ringSize; i++) if (ring[i] === hash) return true;
+    const n = this.ringSize;
+    let i = 0;
+    // Four compares per step: a frame that is not a duplicate (nearly all) scans the whole ring.
+    for (; i + 3 < n; i += 4) {
+      if (ring[i] === hash || ring[i + 1] === hash || ring[i + 2] === hash || ring[i + 3] === hash) return true;
+    }
+    for (; i < n; i++) if (ring[i] === hash) return true;
     return false;
   }
 }
