@@ -239,7 +239,7 @@ try {
       for (const variant of order) results[variant] = figures(await pair(workload, variant), workload);
       rounds[workload].push({ order, results });
       // Kept as the run goes: a run cut short still leaves its rounds.
-      writeFileSync(`${out}.partial`, `${JSON.stringify({ config, rounds }, null, 2)}\n`);
+      writeFileSync(join(root, '.tmp', 'outside-in.partial.json'), `${JSON.stringify({ config, rounds }, null, 2)}\n`);
       const ratio = results.forkwatch.both / results.bare.both;
       const aa = results['bare-again'].both / results.bare.both;
       process.stderr.write(
