@@ -1,6 +1,6 @@
 // Micro-benchmark of forkwatch's detector, the per-frame work of the client patch without the SDK around it:
-// the SSE frame observer over realistic chunks plus, per frame, what `onFrame` does on a stream that is not being
-// judged (a monotonic timestamp, eventIdKey and the session ledger's consume). Also the per-chunk cost of the
+// the SSE frame observer over realistic chunks plus what the resumed-stream observer does on a stream that is not
+// being judged (a monotonic timestamp per chunk; per frame the last id, eventIdKey and the session ledger's consume). Also the per-chunk cost of the
 // pass-through stream wrapper, and the memory of a tracked session and of an observed stream.
 //
 // Run with --expose-gc. BENCH_DETECTOR (JSON env): { forkwatchRoot, quick }. Prints one JSON line.
@@ -76,17 +76,23 @@ function detectorCost() {
   const session = ledger.touch(randomUUID(), performance.now());
   let sink = 0;
 
-  // What the client patch's onFrame does for a frame of a stream that is not awaiting a verdict.
+  // What the client patch (client/resumed-stream.ts) does for a stream that is not awaiting a verdict: a monotonic
+  // timestamp per chunk, and per frame the last id, eventIdKey and the ledger's consume.
+  let now = 0;
+  let lastId;
   const detectorPass = chunks => {
     const observer = new SseFrameObserver({
       onFrame(id) {
-        const now = performance.now();
         if (!id) return;
+        lastId = id;
         if (session.consume(eventIdKey(id), now)) sink++;
       },
       onComment() {},
     });
-    for (const chunk of chunks) observer.push(chunk);
+    for (const chunk of chunks) {
+      now = performance.now();
+      observer.push(chunk);
+    }
     observer.end();
   };
   const observerPass = chunks => {
@@ -108,7 +114,7 @@ function detectorCost() {
       observerOnly: timePerFrame(observerPass, chunks, FRAMES),
     };
   }
-  out.sink = sink > -1;
+  out.sink = sink > -1 && lastId !== '';
   return out;
 }
 

@@ -25,10 +25,21 @@ export class TallyCounter implements Counter {
     meter.createObservableCounter(name, options).addCallback(result => this.report(result));
   }
 
+  /** The last label set added to: a hot path adds to one shared attributes object, so no lookup at all. */
+  private lastAttributes: Attributes | undefined = undefined;
+  private lastTally: Tally | undefined = undefined;
+
   add(value: number, attributes: Attributes = NO_ATTRIBUTES): void {
     // As the SDK's counter: negative and non-finite values are not counted.
     if (!(value >= 0) || value === Number.POSITIVE_INFINITY) return;
-    (this.byObject.get(attributes) ?? this.tallyFor(attributes)).sum += value;
+    if (attributes === this.lastAttributes) {
+      this.lastTally!.sum += value;
+      return;
+    }
+    const tally = this.byObject.get(attributes) ?? this.tallyFor(attributes);
+    this.lastAttributes = attributes;
+    this.lastTally = tally;
+    tally.sum += value;
   }
 
   private tallyFor(attributes: Attributes): Tally {

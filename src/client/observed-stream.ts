@@ -12,6 +12,8 @@ export interface StreamObserverHooks {
   /** A frame was dispatched; runs before the SDK sees the chunk that completed it. */
   onFrame(id: string | undefined): void;
   onComment?(): void;
+  /** A chunk arrived; its frames follow. One clock read per chunk serves all of them. */
+  onChunk?(): void;
   /** The body ended (`error` undefined) or failed. Not called when the consumer cancelled. */
   onEnd(error?: unknown): void;
   /** The SDK (or the app) cancelled the stream. */
@@ -101,6 +103,7 @@ class ObservedBody {
         return controller.close();
       }
       const chunk = result.value;
+      this.hooks.onChunk?.();
       this.observe(chunk);
       const gate = this.gate;
       if (gate?.cut()) return this.cut(controller, new Error('forkwatch: forked stream cut (fail-loud mode)'));

@@ -57,6 +57,8 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
   private forkError: unknown = undefined;
   /** Fail-loud mode, as it was when the stream opened. */
   private readonly failsLoud: boolean;
+  /** When the chunk being read arrived: the time of its frames (one clock read per chunk, not per frame). */
+  private chunkAt = 0;
 
   constructor(
     private readonly init: ResumedStreamInit,
@@ -90,13 +92,16 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
     return observed.readable;
   }
 
+  onChunk(): void {
+    this.chunkAt = nowMs();
+  }
+
   onFrame(id: string | undefined): void {
-    const now = nowMs();
     this.firstFrame(id);
     // A frame withheld in fail-loud mode never reached the application: it was not consumed.
     if (this.isCut || !id) return;
     this.lastId = id;
-    this.consume(id, now);
+    this.consume(id, this.chunkAt);
   }
 
   onEnd(): void {

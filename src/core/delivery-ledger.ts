@@ -135,13 +135,19 @@ export class DeliveryLedger<K extends object> {
 
   /** One event of the session was stored (or had to be written without a store). */
   stored(key: K, streamId: string, event: StoredEvent, now: number): void {
+    const account = this.account(key, now);
     if (event.open) {
       // Written to a connection here: the client is reading from this process.
-      const account = this.account(key, now);
-      if (event.standalone && event.replayable) this.rememberWrite(account, now);
+      if (event.standalone && event.replayable) rememberWrite(account, now);
+      const pending = account.pending;
+      // Per live event, with nothing pending (the rule): a timestamp. Otherwise the activity may start windows.
+      if (pending === undefined) {
+        account.lastActiveAt = now;
+        return;
+      }
       // A live write on a stream whose replay missed events moves the client's cursor past them: from now on they
       // wait like any pending event, a window from here.
-      const behind = account.pending?.get(streamId);
+      const behind = pending.get(streamId);
       if (behind?.behindReplay) {
         behind.behindReplay = false;
         behind.dueAt = now + this.options.windowMs;
@@ -149,7 +155,6 @@ export class DeliveryLedger<K extends object> {
       this.touch(key, now, 'live_write');
       return;
     }
-    const account = this.account(key, now);
     const stream = this.pendingStream(key, account, streamId, event, now);
     stream.count++;
     if (account.getSeen) stream.sinceGet++;
@@ -174,15 +179,6 @@ export class DeliveryLedger<K extends object> {
     account.recentWrites = undefined;
     if (inflight === 0) return;
     this.pendingStream(key, account, streamId, STANDALONE_REPLAYABLE, now).inflight += inflight;
-  }
-
-  private rememberWrite(account: SessionAccount, now: number): void {
-    if (account.recentWrites === undefined) {
-      account.recentWrites = [];
-      account.recentNext = 0;
-    }
-    account.recentWrites[account.recentNext] = now;
-    account.recentNext = (account.recentNext + 1) % INFLIGHT_WRITES_KEPT;
   }
 
   private pendingStream(
@@ -388,4 +384,15 @@ export function probeDeliveryLedger<K extends object>(ledger: DeliveryLedger<K>)
       return n;
     },
   };
+}
+
+/** The time of a live write on the standalone stream, in the session's ring of the last INFLIGHT_WRITES_KEPT. */
+function rememberWrite(account: SessionAccount, now: number): void {
+  if (account.recentWrites === undefined) {
+    account.recentWrites = [];
+    account.recentNext = 0;
+  }
+  account.recentWrites[account.recentNext] = now;
+  const next = account.recentNext + 1;
+  account.recentNext = next === INFLIGHT_WRITES_KEPT ? 0 : next;
 }

@@ -60,15 +60,24 @@ export class SessionRecord {
     this.lastConsumedId = id;
     this.lastActiveAt = now;
     if (this.hasHash(hash)) return true;
-    this.ring[this.ringNext] = hash;
-    this.ringNext = (this.ringNext + 1) % this.ring.length;
-    if (this.ringSize < this.ring.length) this.ringSize++;
+    const ring = this.ring;
+    ring[this.ringNext] = hash;
+    // A compare instead of a modulo: the ring is written once per frame.
+    const next = this.ringNext + 1;
+    this.ringNext = next === ring.length ? 0 : next;
+    if (this.ringSize < ring.length) this.ringSize++;
     return false;
   }
 
   private hasHash(hash: number): boolean {
     const ring = this.ring;
-    for (let i = 0; i < this.ringSize; i++) if (ring[i] === hash) return true;
+    const n = this.ringSize;
+    let i = 0;
+    // Four compares per step: a frame that is not a duplicate (nearly all) scans the whole ring.
+    for (; i + 3 < n; i += 4) {
+      if (ring[i] === hash || ring[i + 1] === hash || ring[i + 2] === hash || ring[i + 3] === hash) return true;
+    }
+    for (; i < n; i++) if (ring[i] === hash) return true;
     return false;
   }
 }

@@ -94,6 +94,13 @@ type StoreMethod = (this: unknown, ...args: unknown[]) => unknown;
 
 /** Wrapper -> the store it wraps. */
 const originals = new WeakMap<object, object>();
+/** An own, hidden property of every wrapper (never of a store): `send` checks it per event. */
+const RECORDING = Symbol('forkwatch.recordingEventStore');
+
+/** Whether a transport's store is already forkwatch's wrapper: the per-event check of `send`, without a lookup. */
+export function isRecordingStore(store: unknown): boolean {
+  return typeof store === 'object' && store !== null && (store as Record<symbol, unknown>)[RECORDING] === true;
+}
 
 /** Puts a recording wrapper in place of `transport._eventStore`, once; does nothing if there is no usable store. */
 export function ensureRecordingStore(transport: StreamableHttpServerTransportLike, hooks: RecordingHooks): void {
@@ -153,6 +160,7 @@ function createRecordingStore(
 ): EventStoreLike {
   const wrapper: EventStoreLike = Object.create(original);
   originals.set(wrapper, original);
+  Object.defineProperty(wrapper, RECORDING, { value: true, enumerable: false });
   const watch = new StoreWatch(original, wrapper, transport, hooks, hooks.boundary.shareOf(original, transport));
   const define = <Name extends keyof EventStoreLike>(name: Name, fn: NonNullable<EventStoreLike[Name]>) =>
     Object.defineProperty(wrapper, name, { value: fn, writable: true, configurable: true, enumerable: false });
@@ -166,17 +174,21 @@ function createRecordingStore(
 
 function recordingStoreEvent(watch: StoreWatch): StoreMethod {
   const { original, transport, hooks, share } = watch;
-  return function storeEvent(...args: unknown[]) {
+  // Once per event. `arguments` passed straight to apply: no array per call.
+  return function storeEvent(this: unknown, streamId: unknown, message: unknown) {
     let onStored: ((eventId: unknown) => void) | undefined;
     if (watch.live()) {
       try {
-        onStored = hooks.onStore(transport, args[0], args[1], share);
+        onStored = hooks.onStore(transport, streamId, message, share);
       } catch (error) {
         hooks.onError('recording a stored event', error);
       }
     }
-    const result = (original.storeEvent as StoreMethod).apply(original, args);
-    // Once per event: one reaction on the store's own promise (attached before the SDK's await, so it runs first).
+    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
+    const result = (original.storeEvent as StoreMethod).apply(original, arguments as unknown as unknown[]);
+    // One reaction on the store's own promise (attached before the SDK's await, so it runs first): the SDK decides
+    // where to write the event only once the store resolved, and so does the ledger. `onStored` is the stream's
+    // shared reaction, not a closure per event.
     if (onStored) Promise.resolve(result).then(onStored, ignoreRejection);
     return result;
   };

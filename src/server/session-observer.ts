@@ -14,6 +14,7 @@
  * reports them through diag, so nothing here throws into the SDK.
  */
 import { type Context, context, propagation, trace } from '@opentelemetry/api';
+import type { StoredEvent } from '../core/delivery-ledger';
 import type { HttpRequestLike, StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../internal-types';
 import { type ServerTransportLabel, isProbeUserAgent } from '../names';
 import type { ForkwatchRuntime } from '../runtime';
@@ -45,6 +46,15 @@ export interface StandaloneConnection {
 export class ServerSessionObserver {
   /** Latest MCP-Protocol-Version the transport received. */
   private protocolVersion: string | undefined = undefined;
+  /**
+   * The reaction that records a stored event of the stream stored to last (events come in runs on one stream):
+   * made once per run, not once per event.
+   */
+  private reactionStreamId: string | undefined = undefined;
+  private reactionOpenAtCall = false;
+  private reaction: (() => void) | undefined = undefined;
+  /** Counts the priming events and events of non-string streams: nothing to record about their delivery. */
+  private readonly countOnly = () => this.eventCounted();
 
   constructor(
     readonly transport: StreamableHttpServerTransportLike,
@@ -91,28 +101,64 @@ export class ServerSessionObserver {
     }
   }
 
-  /** A storeEvent call: returns what records it once the store resolved (see RecordingHooks.onStore). */
+  /**
+   * A storeEvent call: returns what records it once the store resolved (see RecordingHooks.onStore). Per event of
+   * the common kind (a notification on a store of this session's own): no closure (the stream's reaction is shared
+   * by its run of events), no allocation. Rare events get a reaction of their own: responses (they complete their
+   * request stream) and every event of a store object other sessions use too (who stored what).
+   */
   eventStoring(streamId: unknown, message: unknown, share: StoreShare): ((eventId: unknown) => void) | undefined {
     if (!this.resumable) return undefined;
+    if (share.shared || isJsonRpcResponse(message)) return this.eventStoringAlone(streamId, message, share);
+    if (typeof streamId !== 'string' || isPrimingMessage(message)) return this.countOnly;
+    // Only the Node transport up to 1.24 looks a request stream's connection up before the store call.
+    const openAtCall = this.flavor.lookupBeforeStore && streamIsOpen(this.transport, streamId);
+    if (this.reaction === undefined || this.reactionStreamId !== streamId || this.reactionOpenAtCall !== openAtCall) {
+      this.reactionStreamId = streamId;
+      this.reactionOpenAtCall = openAtCall;
+      this.reaction = () => this.eventStored(streamId, openAtCall);
+    }
+    return this.reaction;
+  }
+
+  private eventStoringAlone(streamId: unknown, message: unknown, share: StoreShare): (eventId: unknown) => void {
     const priming = isPrimingMessage(message);
-    const openAtCall = streamIsOpen(this.transport, streamId);
+    const openAtCall = this.flavor.lookupBeforeStore && streamIsOpen(this.transport, streamId);
     return eventId => {
       try {
-        this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
         // Who stored what, only in a store object other sessions use too (replay-boundary-watch.ts).
         if (share.shared) boundaryWatchOf(this.runtime).stored(this.transport, eventId);
-        if (!priming && typeof streamId === 'string') {
-          const event = storedEvent(this.transport, streamId, openAtCall, this.flavor.lookupBeforeStore);
-          this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
-          // A response written live completes its request stream: a later resume of it is another log's cursor.
-          if (event.open && !event.standalone && isJsonRpcResponse(message)) {
-            boundaryWatchOf(this.runtime).responseWritten(this.transport, streamId);
-          }
+        if (priming || typeof streamId !== 'string') return this.eventCounted();
+        const event = this.eventStored(streamId, openAtCall);
+        // A response written live completes its request stream: a later resume of it is another log's cursor.
+        if (event?.open && !event.standalone && isJsonRpcResponse(message)) {
+          boundaryWatchOf(this.runtime).responseWritten(this.transport, streamId);
         }
       } catch (error) {
         this.runtime.diag.error('recording a stored event failed', error);
       }
     };
+  }
+
+  private eventCounted(): void {
+    try {
+      this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+    } catch (error) {
+      this.runtime.diag.error('recording a stored event failed', error);
+    }
+  }
+
+  /** The store resolved: the SDK now writes the event if its stream has a connection here, and so it is recorded. */
+  private eventStored(streamId: string, openAtCall: boolean): StoredEvent | undefined {
+    try {
+      this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+      const event = storedEvent(this.transport, streamId, openAtCall, this.flavor.lookupBeforeStore);
+      this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+      return event;
+    } catch (error) {
+      this.runtime.diag.error('recording a stored event failed', error);
+      return undefined;
+    }
   }
 
   /**

@@ -29,7 +29,7 @@ import { context } from '@opentelemetry/api';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../internal-types';
 import type { ForkwatchRuntime } from '../runtime';
-import { type RecordingHooks, runInReplayScope } from './recording-event-store';
+import { type RecordingHooks, isRecordingStore, runInReplayScope } from './recording-event-store';
 import { boundaryWatchOf } from './replay-boundary-watch';
 import { type Flavor, nodeFlavor, webFlavor } from './server-flavor';
 import type { ServerResume } from './server-resume';
@@ -122,15 +122,20 @@ function wrapHandleRequest(original: Method, { runtime, flavor, hooks }: ServerP
   };
 }
 
-/** Every event the transport sends: without a store, the observer records where it went. */
+/**
+ * Every event the transport sends: without a store, the observer records where it went. With the store already
+ * wrapped (every request wraps it), the store wrapper records the event: one field read per event here.
+ */
 function wrapSend(original: Method, { runtime, flavor, hooks }: ServerPatch): Method {
-  return function send(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
-    if (runtime.enabled) {
+  return function send(this: StreamableHttpServerTransportLike) {
+    if (runtime.enabled && !isRecordingStore(this._eventStore)) {
       const session = sessionObserverOf(this, runtime, flavor);
       session.prepare(undefined, hooks);
-      session.sent(args);
+      // biome-ignore lint/complexity/noArguments: read, never copied
+      session.sent(arguments as unknown as unknown[]);
     }
-    return original.apply(this, args);
+    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
+    return original.apply(this, arguments as unknown as unknown[]);
   };
 }
 
@@ -149,10 +154,12 @@ function wrapReplayEvents(original: Method, { runtime, flavor, hooks }: ServerPa
   };
 }
 
+/** Counts the events of a transport without a store; with one, storeEvent counted them: nothing per event here. */
 function wrapWriteSSEEvent(original: Method, { runtime, flavor }: ServerPatch): Method {
-  return function writeSSEEvent(this: StreamableHttpServerTransportLike, ...args: unknown[]) {
-    const result = original.apply(this, args);
-    if (runtime.enabled) sessionObserverOf(this, runtime, flavor).sseEventWritten(result);
+  return function writeSSEEvent(this: StreamableHttpServerTransportLike) {
+    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
+    const result = original.apply(this, arguments as unknown as unknown[]);
+    if (runtime.enabled && !this._eventStore) sessionObserverOf(this, runtime, flavor).sseEventWritten(result);
     return result;
   };
 }

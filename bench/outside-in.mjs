@@ -1,0 +1,383 @@
+#!/usr/bin/env node
+// The outside-in benchmark: forkwatch's cost as a user measures it, from outside the processes.
+//
+// Real SDK 1.32.2 server and client processes (bench/outside-in/server.cjs, client.cjs) talk over loopback. Every
+// process starts with a bare NodeSDK (`--require outside-in/nodesdk.cjs`); the instrumented one adds
+// `--import forkwatch/register`, exactly as the README tells a user to. Two workloads:
+//
+// - server: the instrumented side is the server. It sends 2,000-notification bursts on the request stream and on
+//   the standalone GET stream, with the SDK's InMemoryEventStore, to a plain client. CPU is the server's own
+//   process.cpuUsage() around each burst.
+// - client: the instrumented side is the client, reading the same bursts from a plain server. CPU is the client's
+//   process.cpuUsage() from the tool call until the burst's last notification arrived.
+//
+// Each round starts a fresh process pair for each of three variants, in a rotated order: `bare` (NodeSDK),
+// `bare-again` (the same again: the A/A control, this run's noise floor) and `forkwatch` (NodeSDK + register).
+// A process warms up with untimed bursts, then times `timed` bursts of each stream kind; its figure is the median.
+// Per round, each variant is divided by `bare` of the same round; the report gives the median ratio over rounds with
+// its interquartile range.
+//
+//   npm run bench:outside-in                 full run (12 rounds; about 10 minutes on 2 shared cores)
+//   npm run bench:outside-in -- --quick      3 rounds, fewer bursts: a smoke test, about 2 minutes
+//   node bench/outside-in.mjs --workloads server --rounds 6 --out /tmp/x.json
+//   node bench/outside-in.mjs --cpu-prof DIR  one extra profiled process per workload (forkwatch), into DIR
+//
+// Writes bench/results/outside-in.json (or --out). Run `node scripts/build.mjs` first: forkwatch is loaded from a
+// private copy of build/ taken at the start, installed as node_modules/forkwatch of a scratch directory that the
+// processes run in, so `--import forkwatch/register` resolves the way it does in an application.
+import { spawn } from 'node:child_process';
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { summarize } from './stats.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+const args = process.argv.slice(2);
+const flag = name => args.includes(name);
+const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
+const quick = flag('--quick');
+const config = {
+  mode: quick ? 'quick' : 'full',
+  rounds: Number(value('--rounds', quick ? 3 : 12)),
+  count: Number(value('--count', 2000)),
+  warmup: Number(value('--warmup', quick ? 2 : 4)),
+  timed: Number(value('--timed', quick ? 3 : 6)),
+  workloads: value('--workloads', 'server,client').split(','),
+  variants: ['bare', 'bare-again', 'forkwatch'],
+};
+const out = value('--out', join(here, 'results', 'outside-in.json'));
+const cpuProfDir = value('--cpu-prof', undefined);
+// Instruction counts under valgrind's callgrind: deterministic to a fraction of a percent whatever else loads the
+// machine. Each variant's measured process runs twice, with `cgTimed` timed burst pairs and with none (both after
+// `cgWarmup` warm-up pairs): the difference is the instructions of those bursts, start-up and warm-up cancelled.
+const callgrind = flag('--callgrind');
+const cg = {
+  warmup: Number(value('--cg-warmup', 3)),
+  timed: Number(value('--cg-timed', 3)),
+  variants: value('--cg-variants', 'bare,forkwatch').split(','),
+};
+if (callgrind) config.rounds = Number(value('--rounds', 0));
+
+// --- the scratch install of forkwatch ---
+
+const scratch = join(root, '.tmp', `outside-in-${process.pid}`);
+rmSync(scratch, { recursive: true, force: true });
+const installed = join(scratch, 'node_modules', 'forkwatch');
+mkdirSync(installed, { recursive: true });
+cpSync(join(root, 'package.json'), join(installed, 'package.json'));
+cpSync(join(root, 'build'), join(installed, 'build'), { recursive: true });
+// --build DIR: measure another build of src (an earlier commit's build/src, for a before/after).
+const otherBuild = value('--build', undefined);
+if (otherBuild) {
+  rmSync(join(installed, 'build', 'src'), { recursive: true, force: true });
+  cpSync(otherBuild, join(installed, 'build', 'src'), { recursive: true });
+}
+// Its dependencies resolve up the tree, from the repository's node_modules: one copy of each OpenTelemetry package.
+// The scratch directory is a package of its own, or `forkwatch/register` would self-resolve to the repository's build.
+writeFileSync(join(scratch, 'package.json'), '{ "name": "forkwatch-outside-in", "private": true }\n');
+
+const env = {
+  ...process.env,
+  OTEL_TRACES_EXPORTER: 'none',
+  OTEL_METRICS_EXPORTER: 'none',
+  OTEL_LOGS_EXPORTER: 'none',
+  OTEL_SDK_DISABLED: 'false',
+};
+const nodeArgs = variant => [
+  '--require',
+  join(here, 'outside-in', 'nodesdk.cjs'),
+  ...(variant === 'forkwatch' ? ['--import', 'forkwatch/register'] : []),
+];
+
+/** `node` with its arguments, or under a launcher (valgrind) given as its argv prefix. */
+const command = (launcher, argv) =>
+  launcher ? [launcher[0], [...launcher.slice(1), process.execPath, ...argv]] : [process.execPath, argv];
+
+function startServer(variant, extraArgs = [], launcher = undefined) {
+  return new Promise((resolve, reject) => {
+    const [file, argv] = command(launcher, [
+      ...extraArgs,
+      ...nodeArgs(variant),
+      join(here, 'outside-in', 'server.cjs'),
+    ]);
+    const child = spawn(file, argv, { cwd: scratch, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stderr.on('data', c => (stderr += c));
+    child.stdout.on('data', c => {
+      stdout += c;
+      const m = /LISTENING (\d+) (\w+) (\S+)/.exec(stdout);
+      if (m)
+        resolve({
+          child,
+          url: `http://127.0.0.1:${m[1]}/mcp`,
+          patched: m[2] === 'patched',
+          loadedFrom: m[3] === '-' ? undefined : m[3],
+          stderr: () => stderr,
+        });
+    });
+    child.on('exit', code => reject(new Error(`server (${variant}) exited ${code} before listening:\n${stderr}`)));
+  });
+}
+
+function runClient(variant, url, extraArgs = [], launcher = undefined, bursts = {}) {
+  return new Promise((resolve, reject) => {
+    const [file, argv] = command(launcher, [
+      ...extraArgs,
+      ...nodeArgs(variant),
+      join(here, 'outside-in', 'client.cjs'),
+    ]);
+    const { warmup = config.warmup, timed = config.timed } = bursts;
+    const child = spawn(file, argv, {
+      cwd: scratch,
+      env: { ...env, BENCH: JSON.stringify({ url, count: config.count, warmup, timed }) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', c => (stdout += c));
+    child.stderr.on('data', c => (stderr += c));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 1_800_000);
+    child.on('exit', code => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`client (${variant}) exited ${code}:\n${stderr}`));
+      try {
+        resolve(JSON.parse(stdout.trim().split('\n').pop()));
+      } catch {
+        reject(new Error(`unreadable client output: ${stdout}\n${stderr}`));
+      }
+    });
+  });
+}
+
+function stop(child) {
+  return new Promise(resolve => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+/** One process pair: the instrumented side runs `variant`, the other side is bare NodeSDK. */
+async function pair(workload, variant, extra = {}) {
+  const server = await startServer(workload === 'server' ? variant : 'bare', extra.server ?? [], extra.serverLauncher);
+  try {
+    const run = await runClient(
+      workload === 'client' ? variant : 'bare',
+      server.url,
+      extra.client ?? [],
+      extra.clientLauncher,
+      extra.bursts,
+    );
+    const patched = workload === 'server' ? server.patched : run.patched;
+    if (patched !== (variant === 'forkwatch')) {
+      throw new Error(`${workload} ${variant}: forkwatch is ${patched ? '' : 'not '}patched in the measured process`);
+    }
+    const from = workload === 'server' ? server.loadedFrom : run.loadedFrom;
+    if (variant === 'forkwatch' && !from?.startsWith(installed)) {
+      throw new Error(`${workload}: forkwatch was loaded from ${from}, not from the bench's snapshot`);
+    }
+    return run;
+  } catch (error) {
+    error.message += `\nserver (${workload === 'server' ? variant : 'bare'}) exit code ${server.child.exitCode}, stderr:\n${server.stderr()}`;
+    throw error;
+  } finally {
+    await stop(server.child);
+  }
+}
+
+const cpuKey = workload => (workload === 'server' ? 'serverCpuUs' : 'clientCpuUs');
+const median = xs => summarize(xs).median;
+
+/** A process's figures: median CPU µs per burst, per stream kind and for a request + standalone pair. */
+function figures(run, workload) {
+  const key = cpuKey(workload);
+  const of = kind => run.bursts.filter(b => b.kind === kind).map(b => b[key]);
+  const request = of('request');
+  const standalone = of('standalone');
+  return {
+    request: median(request),
+    standalone: median(standalone),
+    both: median(request.map((r, i) => r + standalone[i])),
+    rssBytes: run.rssBytes,
+  };
+}
+
+/** Instructions of the measured side's process (all its threads), from callgrind's totals. */
+async function instructions(workload, variant, timed, dir) {
+  const file = join(dir, `${workload}-${variant}-${timed}.out`);
+  const launcher = [
+    'valgrind',
+    '--tool=callgrind',
+    `--callgrind-out-file=${file}`,
+    '--dump-instr=no',
+    '--dump-line=no',
+  ];
+  const side = workload === 'server' ? { serverLauncher: launcher } : { clientLauncher: launcher };
+  await pair(workload, variant, { ...side, bursts: { warmup: cg.warmup, timed } });
+  const text = readFileSync(file, 'utf8');
+  const totals = [...text.matchAll(/^(?:summary|totals): (\d+)/gm)].map(m => Number(m[1]));
+  if (!totals.length) throw new Error(`no totals in ${file}`);
+  return Math.max(...totals);
+}
+
+// --- measure ---
+
+const startedAt = new Date();
+const loadBefore = os.loadavg();
+const rounds = { server: [], client: [] };
+const profiles = {};
+const instructionCounts = {};
+try {
+  for (let r = 0; r < config.rounds; r++) {
+    for (const workload of config.workloads) {
+      const k = config.variants.length;
+      const order = config.variants.map((_, i) => config.variants[(i + r) % k]);
+      const results = {};
+      for (const variant of order) results[variant] = figures(await pair(workload, variant), workload);
+      rounds[workload].push({ order, results });
+      // Kept as the run goes: a run cut short still leaves its rounds.
+      writeFileSync(join(root, '.tmp', 'outside-in.partial.json'), `${JSON.stringify({ config, rounds }, null, 2)}\n`);
+      const ratio = results.forkwatch.both / results.bare.both;
+      const aa = results['bare-again'].both / results.bare.both;
+      process.stderr.write(
+        `round ${r + 1}/${config.rounds} ${workload}: bare ${(results.bare.both / 1000).toFixed(0)} ms CPU per burst pair, ` +
+          `forkwatch/bare ${ratio.toFixed(3)}, A/A ${aa.toFixed(3)}\n`,
+      );
+    }
+  }
+  if (cpuProfDir) {
+    mkdirSync(cpuProfDir, { recursive: true });
+    for (const workload of config.workloads) {
+      const dir = join(cpuProfDir, workload);
+      const prof = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+      await pair(workload, 'forkwatch', workload === 'server' ? { server: prof } : { client: prof });
+      profiles[workload] = relative(root, dir);
+    }
+  }
+  if (callgrind) {
+    const dir = join(scratch, 'callgrind');
+    mkdirSync(dir, { recursive: true });
+    for (const workload of config.workloads) {
+      instructionCounts[workload] = {};
+      for (const variant of cg.variants) {
+        const counts = [];
+        for (const timed of [0, cg.timed]) counts.push(await instructions(workload, variant, timed, dir));
+        instructionCounts[workload][variant] = { perBurstPair: (counts[1] - counts[0]) / cg.timed, totals: counts };
+        process.stderr.write(
+          `callgrind ${workload} ${variant}: ${(instructionCounts[workload][variant].perBurstPair / 1e6).toFixed(1)} M instructions per burst pair\n`,
+        );
+      }
+    }
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+// --- summarize ---
+
+const KINDS = ['both', 'request', 'standalone'];
+const summary = {};
+const measured = config.workloads.filter(w => rounds[w].length > 0);
+for (const workload of measured) {
+  const rs = rounds[workload];
+  const ratio = (variant, kind) => summarize(rs.map(x => x.results[variant][kind] / x.results.bare[kind]));
+  summary[workload] = {
+    absoluteUsPerBurst: Object.fromEntries(
+      config.variants.map(v => [
+        v,
+        Object.fromEntries(KINDS.map(kind => [kind, summarize(rs.map(x => x.results[v][kind]))])),
+      ]),
+    ),
+    forkwatch: Object.fromEntries(KINDS.map(kind => [kind, ratio('forkwatch', kind)])),
+    aa: Object.fromEntries(KINDS.map(kind => [kind, ratio('bare-again', kind)])),
+    // forkwatch's extra CPU per notification: the per-round difference over the notifications of a burst pair.
+    extraUsPerNotification: summarize(
+      rs.map(x => (x.results.forkwatch.both - x.results.bare.both) / (2 * config.count)),
+    ),
+  };
+}
+const targets = {
+  server: summary.server && {
+    maxRatio: 1.03,
+    ratio: summary.server.forkwatch.both.median,
+    aaIqr: [summary.server.aa.both.p25, summary.server.aa.both.p75],
+    met:
+      summary.server.forkwatch.both.median <= 1.03 &&
+      summary.server.forkwatch.both.median >= summary.server.aa.both.p25 &&
+      summary.server.forkwatch.both.median <= summary.server.aa.both.p75,
+  },
+  client: summary.client && {
+    maxRatio: 1.02,
+    ratio: summary.client.forkwatch.both.median,
+    met: summary.client.forkwatch.both.median <= 1.02,
+  },
+};
+const result = {
+  command: `node bench/outside-in.mjs${args.length ? ` ${args.join(' ')}` : ''}`,
+  startedAt: startedAt.toISOString(),
+  durationSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+  config,
+  machine: {
+    node: process.version,
+    cpus: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model,
+    loadAverageBefore: loadBefore,
+    loadAverageAfter: os.loadavg(),
+  },
+  summary,
+  targets,
+  profiles,
+  instructionCounts: callgrind ? { ...cg, perWorkload: instructionCounts } : undefined,
+  rounds,
+};
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+
+// --- print ---
+
+const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
+const cell = s => `${f(s.median)} [${f(s.p25)}–${f(s.p75)}]`;
+console.log(
+  `\nforkwatch outside-in: ${config.rounds} rounds × 3 fresh process pairs; ${config.timed} timed bursts of ` +
+    `${config.count} notifications per stream kind per process after ${config.warmup} warm-up pairs. Node ` +
+    `${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ` +
+    `${loadBefore[0].toFixed(2)} before, ${os.loadavg()[0].toFixed(2)} after, ${result.durationSeconds} s.\n`,
+);
+for (const workload of measured) {
+  const s = summary[workload];
+  const abs = s.absoluteUsPerBurst;
+  console.log(
+    `${workload}: CPU per burst pair (request + standalone), median: bare ${f(abs.bare.both.median / 1000, 1)} ms, ` +
+      `bare-again ${f(abs['bare-again'].both.median / 1000, 1)} ms, forkwatch ${f(abs.forkwatch.both.median / 1000, 1)} ms`,
+  );
+  for (const kind of KINDS) {
+    console.log(
+      `  ${kind.padEnd(11)} forkwatch / bare ${cell(s.forkwatch[kind])}   A/A (bare-again / bare) ${cell(s.aa[kind])}`,
+    );
+  }
+  console.log(
+    `  forkwatch's extra CPU per notification: ${f(s.extraUsPerNotification.median, 2)} µs (IQR ${f(s.extraUsPerNotification.p25, 2)} to ${f(s.extraUsPerNotification.p75, 2)})`,
+  );
+}
+if (targets.server)
+  console.log(
+    `target server: median ratio ${f(targets.server.ratio)} ≤ 1.03 and within the A/A IQR [${f(targets.server.aaIqr[0])}–${f(targets.server.aaIqr[1])}]: ${targets.server.met ? 'met' : 'NOT MET'}`,
+  );
+if (targets.client)
+  console.log(
+    `target client: median ratio ${f(targets.client.ratio)} ≤ 1.02: ${targets.client.met ? 'met' : 'NOT MET'}`,
+  );
+for (const [workload, c] of Object.entries(instructionCounts)) {
+  if (!c.bare || !c.forkwatch) continue;
+  const extra = (c.forkwatch.perBurstPair - c.bare.perBurstPair) / (2 * config.count);
+  console.log(
+    `callgrind ${workload}: ${f(c.bare.perBurstPair / 1e6, 1)} M instructions per burst pair bare, ` +
+      `${f(c.forkwatch.perBurstPair / 1e6, 1)} M with forkwatch: ratio ${f(c.forkwatch.perBurstPair / c.bare.perBurstPair)}, ` +
+      `${f(extra, 0)} instructions more per notification`,
+  );
+}
+if (Object.keys(profiles).length) console.log(`cpu profiles: ${Object.values(profiles).join(', ')}`);
+console.log(`wrote ${relative(root, out)}`);
