@@ -72,12 +72,7 @@ export function v1FileOf(pathInPackage: string): SdkFileTarget | undefined {
   return V1_FILES.get(path.endsWith('.js') ? path : `${path}.js`);
 }
 
-function v1Match(
-  exports: unknown,
-  target: SdkFileTarget,
-  version: string | undefined,
-  route: PatchRoute,
-): ModuleMatch {
+function v1Match(exports: unknown, target: SdkFileTarget, version: string | undefined, route: PatchRoute): ModuleMatch {
   return {
     exports,
     route,
@@ -223,7 +218,8 @@ function scanRequireCache(onMatch: OnMatch): undefined {
     const exports = () => cache[filename]?.exports;
     if (inModules.startsWith(`${SDK_V1_PACKAGE}/dist/cjs/`)) {
       const target = v1FileOf(inModules.slice(SDK_V1_PACKAGE.length + 1));
-      if (target) onMatch(v1Match(exports(), target, readPackageVersion(`${modules}${SDK_V1_PACKAGE}`), 'require_cache'));
+      if (target)
+        onMatch(v1Match(exports(), target, readPackageVersion(`${modules}${SDK_V1_PACKAGE}`), 'require_cache'));
       continue;
     }
     for (const pkg of Object.keys(SDK_V2_PACKAGES)) {

@@ -150,7 +150,7 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
   ForkwatchServerCursorsIgnored:
     'Any resume ignored for want of an event store is a configuration fault: any in 10m, `for` 1m.',
   ForkwatchServerCrossSessionReplay:
-    "Any replay of another session's events is a data leak, lost events or not: it pages on the first one. Window 10m and `for` 1m as for the other \"any\" alerts: one scrape's jitter, no real delay.",
+    'Any replay of another session\'s events is a data leak, lost events or not: it pages on the first one. Window 10m and `for` 1m as for the other "any" alerts: one scrape\'s jitter, no real delay.',
   ForkwatchServerCompletedStreamResumed:
     'Any resume of a request stream that completed here is a fork (ids colliding across replicas): a ticket, like a single client fork. Window 10m, `for` 1m.',
   ForkwatchResumesRejected:

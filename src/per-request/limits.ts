@@ -9,7 +9,9 @@ export function resolvePerRequestLimits(
   const window = atLeast(config?.reissueWindowMs, 0);
   const max = positiveWhole(config?.maxTracked);
   if (config?.reissueWindowMs !== undefined && window === undefined)
-    warnings.push(`invalid perRequest.reissueWindowMs ${String(config.reissueWindowMs)}; using ${DEFAULT_REISSUE_WINDOW_MS}`);
+    warnings.push(
+      `invalid perRequest.reissueWindowMs ${String(config.reissueWindowMs)}; using ${DEFAULT_REISSUE_WINDOW_MS}`,
+    );
   if (config?.maxTracked !== undefined && max === undefined)
     warnings.push(`invalid perRequest.maxTracked ${String(config.maxTracked)}; using ${DEFAULT_MAX_TRACKED}`);
   return Object.freeze({

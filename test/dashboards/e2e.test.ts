@@ -39,7 +39,9 @@ const QUERIES: DashboardQuery[] = [
  * traffic, which the 2025-era lab does not send (test/per-request drives those series on the real 2.x packages).
  */
 const NAN_WITHOUT_PER_REQUEST_TRAFFIC = ['Results lost after the client left (SLO windows)'];
-const WITH_LAB_DATA = QUERIES.filter(q => !NAN_WITHOUT_PER_REQUEST_TRAFFIC.some(title => q.name.startsWith(`${title} [`)));
+const WITH_LAB_DATA = QUERIES.filter(
+  q => !NAN_WITHOUT_PER_REQUEST_TRAFFIC.some(title => q.name.startsWith(`${title} [`)),
+);
 
 let run: E2eRun;
 let macros: Macros;
@@ -86,9 +88,12 @@ describe('overview dashboard on a real Prometheus that scraped the fork lab', ()
     expect(hasData(await execute(q, selections.all))).toBe(true);
   });
 
-  test.each(WITH_LAB_DATA.map(q => [q.name, q] as const))('%s has data for the forked job and its instance', async (_, q) => {
-    expect(hasData(await execute(q, selections.forkedJob))).toBe(true);
-  });
+  test.each(WITH_LAB_DATA.map(q => [q.name, q] as const))(
+    '%s has data for the forked job and its instance',
+    async (_, q) => {
+      expect(hasData(await execute(q, selections.forkedJob))).toBe(true);
+    },
+  );
 
   test('for the healthy job the loss panels show no loss, so the job filter really filters', async () => {
     const values = async (title: string, selection: Selection) => {

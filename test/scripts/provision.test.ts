@@ -49,7 +49,16 @@ function recorder(outcome: (args: string[]) => number, effect?: (args: string[])
   return { calls, run };
 }
 
-const ALL = ['prometheus', 'promtool', 'prometheus-alertmanager', 'amtool', 'jsonnet', 'haproxy', 'nginx', 'redis-server'];
+const ALL = [
+  'prometheus',
+  'promtool',
+  'prometheus-alertmanager',
+  'amtool',
+  'jsonnet',
+  'haproxy',
+  'nginx',
+  'redis-server',
+];
 
 test("the fleet lab's real parts are provisioned: haproxy, nginx-light, redis-server, by their binaries", () => {
   expect(DEBIAN_BINARIES).toMatchObject({
