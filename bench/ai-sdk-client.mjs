@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // One run of the @ai-sdk/mcp benchmark, in its own process: the variant's telemetry first ('bare': none; 'forkwatch':
 // tracer and meter providers with ForkwatchInstrumentation, whose fetch observer reads the GET stream), then the real
 // @ai-sdk/mcp client from its app folder. Warms up with BENCH.warmup notifications on the standalone GET stream, then

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The @ai-sdk/mcp benchmark's MCP server: like server.cjs (a real SDK server in its own process, the SDK's own
 // InMemoryEventStore so every frame carries an id), but tool `stream {count, bytes}` sends its notifications unrelated
 // to the call, so they travel on the session's standalone GET stream: the stream forkwatch's fetch observer reads for

@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Hot-path cost of forkwatch's fetch observer on @ai-sdk/mcp's HTTP transport (test/sdk-versions/ai-sdk-mcp).
 //
 // A real SDK server (ai-sdk-server.cjs, its own process) sends notifications on the session's standalone GET stream;

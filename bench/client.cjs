@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // One benchmark run of one variant, in its own process: sets the variant's telemetry up, loads the real MCP SDK
 // client, connects to the benchmark server over loopback HTTP, warms up with one tool call that streams BENCH.warmup
 // notifications (the cold phase), then times one that streams BENCH.count (the warm phase). Prints one JSON line.

@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The detector's cost in instructions per frame, counted by valgrind's callgrind: unlike nanoseconds, the count
 // does not change when other work loads the machine. The same work as detector.cjs's "observer + ledger" (the
 // frame observer, a timestamp per chunk, the last id, eventIdKey and the session ledger's consume) over the same

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Micro-benchmark of forkwatch's detector, the per-frame work of the client patch without the SDK around it:
 // the SSE frame observer over realistic chunks plus what the resumed-stream observer does on a stream that is not
 // being judged (a monotonic timestamp per chunk; per frame the last id, eventIdKey and the session ledger's consume). Also the per-chunk cost of the

@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The outside-in benchmark: forkwatch's cost as a user measures it, from outside the processes.
 //
 // Real SDK 1.32.2 server and client processes (bench/outside-in/server.cjs, client.cjs) talk over loopback. Every

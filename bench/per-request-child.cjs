@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // One process of the per-request benchmark (per-request.mjs): a telemetry variant (bare NodeSDK, or NodeSDK +
 // forkwatch) set up first, then the real 2.x packages at protocol 2026-07-28 on loopback HTTP in this process: a
 // createMcpHandler endpoint served by @modelcontextprotocol/node, and the 2.x client (pinned to 2026-07-28) calling

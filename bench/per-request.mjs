@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The hot-path cost of the protocol 2026-07-28 patches: tool calls through the real 2.x server and client on
 // loopback (per-request-child.cjs), bare NodeSDK against NodeSDK + forkwatch, each run in its own process, in
 // alternating rounds with a rotated order. Per round: the ratio of CPU per call (forkwatch / bare NodeSDK) and the

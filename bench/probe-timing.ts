@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * How long `forkwatch probe` takes with its default settings (--timeout 5000, --resumes 10) on every deployment
  * kind its tests know, running the built binary (`npm run build` first):

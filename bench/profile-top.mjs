@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The functions with the most self time in a V8 CPU profile (`node --cpu-prof`): how the hot-path costs were found.
 //
 //   node bench/profile-top.mjs <file.cpuprofile | dir> [--top 30] [--match forkwatch]

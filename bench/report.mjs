@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Prints the results of a benchmark run (bench/results/latest.json, or the file given) as Markdown tables, ready for
 // docs/benchmark.md and the README.
 //

@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // forkwatch's overhead benchmark.
 //
 // Streams notifications from a real MCP SDK server (its own process) through the real SDK client over loopback

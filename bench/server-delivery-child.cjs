@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // One process of the server-side benchmark (server-delivery.mjs): a telemetry variant (bare NodeSDK, or NodeSDK +
 // forkwatch) set up first, then the real web-standard server transport of @modelcontextprotocol/sdk with the SDK's
 // own InMemoryEventStore. Per session: the standalone GET stream open (its body read and discarded) while `count`

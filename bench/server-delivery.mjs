@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The server side's cost: stored events through the real SDK web-standard transport, bare NodeSDK against NodeSDK +
 // forkwatch (its server patch, recording store and delivery ledger), each run in its own process, in alternating
 // rounds with a rotated order. Per round: the ratio of CPU per event (forkwatch / bare NodeSDK) and the difference

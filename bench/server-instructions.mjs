@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The server side's cost per stored event in instructions, counted by valgrind's callgrind (a count other load on
 // the machine does not change): server-delivery-child.cjs (the SDK's web-standard transport and InMemoryEventStore;
 // per session `count` events written live on the standalone GET stream, the stream dropped, `count` more stored

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The benchmark's MCP server: a real @modelcontextprotocol/sdk server (Node streamable HTTP transport, the SDK's own
 // InMemoryEventStore so every SSE frame carries an SDK-format id) in its own process, without any telemetry.
 //

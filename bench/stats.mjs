@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Order statistics for the benchmark's per-round samples.
 
 export function quantile(values, q) {

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The telemetry set-ups the benchmark compares. Each runs in its own client process, before the MCP SDK is loaded,
 // the way an application registers OpenTelemetry: no network exporter anywhere (spans go to an in-memory exporter,
 // metrics to a periodic reader whose interval is longer than a run).

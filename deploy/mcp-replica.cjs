@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // One replica of a multi-replica MCP server (@modelcontextprotocol/sdk 1.x, streamable HTTP) that serves any
 // session from Redis: the session registry and the event log are in Redis, so a request, a resume or a DELETE may
 // reach any replica (after a restart, a failover, a rebalance, or behind round-robin).

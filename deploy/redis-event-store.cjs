@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // An MCP `EventStore` on Redis for @modelcontextprotocol/sdk (1.x) and @modelcontextprotocol/server (2.x), shared by
 // every replica of a server. One store object per session (the SDK gives a transport one store), so:
 //

@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // A runnable replica of the reference deployment (README.md here): the MCP server your tools go in, serving any
 // session from Redis, with forkwatch preloaded the usual way:
 //

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Fork-lab client on @ai-sdk/mcp, CommonJS: the package is ESM only, and Node 20.19+ loads it with require() (its
 // `default` export condition; require(esm) is on by default from 20.19). Forkwatch is registered first.
 const path = require('node:path');

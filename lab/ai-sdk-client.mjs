@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Fork-lab client on @ai-sdk/mcp, ESM: forkwatch is registered, then the AI SDK is imported from the app folder
 // (LAB_CLIENT.resolveFrom). No loader hooks: its transport is observed on the wire (fetch), not patched.
 import { createRequire } from 'node:module';

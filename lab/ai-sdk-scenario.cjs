@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The application side of a fork-lab scenario for the Vercel AI SDK's MCP client (@ai-sdk/mcp): its own HTTP
 // transport, no MCP SDK. It reconnects its GET stream only after a stream error, with the last id it saw, so the
 // lab's cut is always a real error (the proxy drops the connection in the middle of a frame).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The lab client's configuration comes as JSON in LAB_CLIENT; its report goes to the file LAB_REPORT.
 const { writeFileSync } = require('node:fs');
 const { createRequire } = require('node:module');

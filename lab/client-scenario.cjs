@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The application side of a fork-lab scenario: a real MCP client (passed in, so the CommonJS and the ESM entry
 // can each bring their own build of the SDK) talks to the servers through the lab proxy, the proxy drops its
 // SSE stream, and the app records what it received. Returns a JSON-able report.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Fork-lab client, CommonJS: forkwatch is registered, then the SDK's CommonJS build is required.
 const { setupTelemetry } = require('./telemetry.cjs');
 const { runScenario } = require('./client-scenario.cjs');

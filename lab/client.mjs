@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Fork-lab client, ESM: run with `--import ./lab/esm-hooks.mjs`; forkwatch is registered, then the SDK's ESM
 // build is imported (patched through the import-in-the-middle loader).
 import { createRequire } from 'node:module';

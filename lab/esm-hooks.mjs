@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Installs the import-in-the-middle loader hooks of forkwatch's own @opentelemetry/instrumentation copy.
 import { register } from 'node:module';
 import { createRequire } from 'node:module';

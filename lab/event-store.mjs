@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // A correct, configurable EventStore for the lab's MCP servers (the SDK's own example store has the
 // `_GET_stream` split bug, issues #943/#2560; the lab uses that one on purpose in one scenario).
 //

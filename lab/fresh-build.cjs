@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The lab loads forkwatch from build/. A build older than src/ would test old code without a word, so every lab
 // process checks first, and a stale or missing build is an error that says what to run (`npm run lab` and `npm test`
 // build first; a single test file run with vitest does not).

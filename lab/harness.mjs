@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Runs fork-lab scenarios: starts the MCP server processes and the proxy, then a client process (CommonJS or
 // ESM) that plays the app, and returns the client's report with, under `servers`, what forkwatch recorded in each
 // server process (the server's view). Used by the README's fork lab and by the tests.

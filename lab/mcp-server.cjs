@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Fork-lab MCP server, CommonJS entry (see server-app.cjs for the configuration): forkwatch is registered first,
 // then the SDK's CommonJS build is required and patched through require-in-the-middle, as in a CommonJS app.
 const {

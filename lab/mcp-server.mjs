@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Fork-lab MCP server, ESM entry (see server-app.cjs for the configuration). With telemetry on, run it with
 // `--import ./lab/esm-hooks.mjs`: forkwatch is registered first, then the SDK's ESM build is imported and patched
 // through the import-in-the-middle loader, as in an ESM app.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The fork lab's load balancer: a small HTTP proxy on 127.0.0.1 that routes MCP requests to server A or B and
 // can cut SSE responses in the middle of a frame, the way a dropped connection does.
 //

@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The fork lab: reproduces a real silent fork with the real MCP SDK on 127.0.0.1 and shows, for each scenario,
 // what the application saw beside what forkwatch reported.
 //

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // One MCP server process of the fork lab, built with the real MCP SDK. The two entry points (mcp-server.mjs for
 // ESM, mcp-server.cjs for CommonJS) set up telemetry first, then load the SDK in their module system and call
 // startLabServer with it, so forkwatch's server instrumentation patches the SDK as it would in an app.

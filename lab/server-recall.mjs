@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Server-only recall of the fork lab: runs every scenario (CommonJS, servers instrumented, a 2 s delivery window,
 // then the servers expire their sessions) and prints, per scenario, the events the client lost (ground truth) beside
 // each server's signals: undelivered events with a loss reason, abandoned events, unknown_cursor/ignored resumes.

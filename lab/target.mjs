@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The fork lab as a long-running Prometheus target, for the rule and dashboard end-to-end tests: one process runs
 // servers A (and, in the forked scenario, B and C) with the real SDK, the cutting proxy, and a real SDK client
 // app, all instrumented by one forkwatch, whose metrics are served on LAB_TARGET.metricsPort.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // OpenTelemetry set-up of a lab process (the clients, and the servers through server-app.cjs): the real SDK with an
 // in-memory span exporter and the real Prometheus exporter, and forkwatch registered before any MCP module is loaded.
 const { trace, metrics } = require('@opentelemetry/api');

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * `forkwatch pack`: renders the alerting pack from a config file, from the installed package (build/pack, bundled
  * by scripts/build.mjs) or a clone (`npm run pack`).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The one composer: the whole pack for one config: rule files, kube-prometheus objects, dashboards, Grafana provisioning, Collector. */
 import { stringify } from 'yaml';
 import { renderRuleFiles, ruleFiles } from './alerts/rule-files';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Writes the committed default outputs from DEFAULT_CONFIG: the rule files (alerts/*.rules.yml), the dashboards
  * (dashboards/*.json) and the config's JSON Schema (schema/pack-config.schema.json).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * `npm run pack` in a clone: the same command as `forkwatch pack` (pack/cli.ts), run by tsx, so a config may also
  * be a TypeScript file (`export default { ... }`). Paths are relative to where `npm run` was started (INIT_CWD).

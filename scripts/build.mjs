@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Compiles src/ to CommonJS (build/src) and writes thin ESM entry points (build/esm) that re-export it, so ESM
 // and CommonJS users share one copy of the instrumentation state. Bundles the alerting pack (pack/cli.ts) with its
 // renderers (yaml, the Grafana foundation SDK, the PromQL parser) into one file, build/pack/forkwatch-pack.js, that

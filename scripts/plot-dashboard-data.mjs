@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Draws the README picture from data captured by the dashboard end-to-end test (test/dashboards/e2e.test.ts):
 // forks beside 2xx and lossless resumes over time, and the client gap-time histogram, with Vega-Lite, rendered to
 // SVG by Vega and rasterised to PNG by resvg. No browser, no hand-drawn shapes.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // What the tests need beyond `npm ci`, provisioned before they run (scripts/test.mjs calls it; `node
 // scripts/provision.mjs` runs it alone):
 // - Debian's prometheus and prometheus-alertmanager (prometheus, promtool, prometheus-alertmanager, amtool), jsonnet

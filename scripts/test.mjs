@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The test command of the README: provision what the tests need (scripts/provision.mjs), build, run the vitest
 // suites, type-check src/ and the tests, check and unit-test the Prometheus rules with promtool, then print one
 // closing line `tests: N passed, M failed`. A skipped or todo test counts as failed: the suite has none on purpose.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The environment of `forkwatch/register`, read in one pure function: forkwatch's own FORKWATCH_* settings and the
  * OTEL_* variables that register interprets itself (the rest is left to NodeSDK, which reads them as usual).

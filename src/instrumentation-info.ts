@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch_instrumentation_info (src/names.ts): 1 for each MCP SDK class forkwatch has patched, with the package and
  * the route that found it, 1 for its fetch observer, and a `sdk_class="none"` series that is 1 while there is neither. Exported from the

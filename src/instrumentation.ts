@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * ForkwatchInstrumentation: decides, on the first frame of every resumed MCP SSE stream, whether the session
  * resumed or silently forked, and reports it as spans and metrics.

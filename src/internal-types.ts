@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The shapes forkwatch relies on in code it does not own: OpenTelemetry packages loaded on demand (optional peers)
  * and the MCP SDK classes it patches. Not exported from the package.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A MeterProvider that hands every instrument call to several providers, so that prom-client gets forkwatch's
  * metrics without taking them away from the OpenTelemetry pipeline the app already has (register.ts uses it when

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch's metric instruments, created in one place from the specs in names.ts.
  * Counters start every label combination at 0 so that rate() and increase() see the very first fork. A counter

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Where forkwatch finds the MCP SDK's modules: every route hands the one patcher a `ModuleMatch` (the module's
  * exports, the classes to patch in it, its package and version, and the ranges they apply to).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Patches the transport classes of a module forkwatch found (module-discovery.ts) or was handed
  * (manuallyInstrument): checks the version, that each class has every method, and that nobody patched it yet; and

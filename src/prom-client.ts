@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch/prom-client: forkwatch's metrics in a prom-client Registry, for services that already expose prom-client's
  * /metrics and do not want a second port.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The metric exporters forkwatch/register starts with its SDK (OTEL_METRICS_EXPORTER): Prometheus, served from
  * register's own server; OTLP; the console (stderr); and, when any exists, the reader forkwatch/prom-client collects

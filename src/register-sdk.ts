@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The OpenTelemetry SDK that forkwatch/register starts when the app runs none: a MeterProvider, and a TracerProvider
  * and LoggerProvider when asked for, built from the light SDK packages (no @opentelemetry/sdk-node) and configured

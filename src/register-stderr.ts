@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The stderr side of forkwatch/register. An stdio MCP server's stdout is its protocol stream, so everything register
  * and the OpenTelemetry SDK would print goes to stderr: OpenTelemetry's DiagConsoleLogger and console exporters use

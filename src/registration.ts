@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The contract between forkwatch/register and forkwatch/prom-client: what register publishes under a global symbol
  * about the instrumentation it runs, so prom-client can find it in any copy of forkwatch. Types only, and a symbol:

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * What the patch modules need from the instrumentation, read at event time so that setConfig(), a new
  * MeterProvider or a new TracerProvider take effect without re-patching.

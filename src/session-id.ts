@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 import { createHash } from 'node:crypto';
 import { ATTR } from './names';
 

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The instrumentation's settings, resolved from its config by one pure function: every value checked by the one
  * number guard (core/numbers.ts), a fallback for each bad one, and a warning that says so. The instrumentation logs

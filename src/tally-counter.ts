@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A counter for the per-event hot path. The SDK's synchronous Counter.add() hashes its attributes on every call
  * (sorted, stringified: about 1 µs, the largest part of forkwatch's cost per stored event). A TallyCounter's add()

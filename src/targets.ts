@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The classes forkwatch patches, where they live in each package, and which versions are supported.
  * The instrumentation hooks (module definitions, the CommonJS hook, the manual API) all work from this table.

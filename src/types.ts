@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Public configuration and hook types of ForkwatchInstrumentation. */
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import type { BuiltinCodecName, EventIdCodec } from './core/codecs';

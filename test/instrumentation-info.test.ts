@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch_instrumentation_info through the real metrics SDK and the OpenTelemetry Prometheus exporter: one
  * `none` series before any class is patched, one series per patched SDK class with the route that found it, back to

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * "No session id, event id or URL is ever a label": every forkwatch family in real scrapes (the client app and both
  * servers of a fork-lab run that resumes, forks and replays) carries exactly the label names of its contract in

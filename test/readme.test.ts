@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The README's reference tables and commands agree with the code: names.ts, package.json and .ci/run. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * TallyCounter through the real metrics SDK: what a synchronous Counter would export, at a fraction of the cost per
  * add() (see src/tally-counter.ts).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The outside-in bench's MCP client: an SDK 1.32.2 `Client` on `StreamableHTTPClientTransport`, as an application
 // writes one; its telemetry, if any, comes from the command line. It connects (the SDK opens the standalone GET
 // stream after initialize), then calls the server's `burst` tool: `warmup` untimed bursts, then `timed` bursts,

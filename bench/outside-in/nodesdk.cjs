@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The baseline every outside-in process starts with: a bare NodeSDK, preloaded with `--require`, as an application
 // that already runs OpenTelemetry has it. No instrumentations, no network: spans go to an in-memory exporter and
 // metrics to a periodic reader whose interval is longer than a run, so the metrics SDK is real (forkwatch's

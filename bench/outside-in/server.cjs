@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The outside-in bench's MCP server: an SDK 1.32.2 `McpServer` on the Node `StreamableHTTPServerTransport` with
 // the SDK's `InMemoryEventStore`, as an application writes one. Whatever telemetry it has comes from the command
 // line (`--require nodesdk.cjs`, `--import forkwatch/register`), never from this file.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Debian's redis-server for the boundary lab, started on a free loopback port and stopped by its PID, and a minimal
 // RESP client (the lab needs five commands; no client library in the dependencies).
 import { spawn } from 'node:child_process';

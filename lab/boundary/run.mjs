@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The boundary lab: replays that cross a session boundary (a shared store with the SDK's `_GET_stream` key, on one
 // process and across replicas on Redis) or a stream boundary (per-replica integer ids colliding), and their healthy
 // controls. Real SDK server processes with forkwatch (the servers alone: the clients here are plain SDK clients),

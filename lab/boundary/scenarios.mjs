@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The boundary lab's scenarios: replays that cross a session or a stream boundary, each with its healthy controls.
 // Each names its server replicas (LAB_SERVER configs, see server-app.cjs), the sessions and which replica each one
 // talks to, the workload (workloads.mjs) and the ground truth it expects.

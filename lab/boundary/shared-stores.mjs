@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Event stores shared by every session of a server process (memory) or of the whole fleet (Redis), in three key
 // policies. All resolve cursors correctly (no `_GET_stream` split bug) and use the SDK's id format
 // `<streamId>_<ms>_<rand>`:

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // What the apps do in the boundary lab, and the ground truth they keep: every notification names the session that
 // emitted it (server-app.cjs), so a session knows which events it received were another session's or another
 // stream's, and which of its own it never received.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // A client process of the fleet: many concurrent sessions of the real MCP SDK client (1.x, CommonJS), with
 // forkwatch unless telemetry is off (the control client). Configured by FLEET_CLIENT (JSON):
 //   name, routerUrl, prefix ('' or '/control'), sessions, rounds, seed, telemetry (default true),

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Runs the fleet lab for one routing policy: N server replicas (real SDK, forkwatch) behind the router, M client
 // sessions over a few client processes (real SDK, forkwatch), one control replica and one control client without
 // forkwatch on the same workload (for CPU and memory with and without forkwatch in the same run), one client

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // A fleet score (score.mjs) as text for the terminal and docs/fleet.md.
 const n = (v, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
 const pct = v => (Number.isFinite(v) ? `${(v * 100).toFixed(1)}%` : '–');

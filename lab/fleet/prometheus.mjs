@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // A real Prometheus (Debian's /usr/bin/prometheus) scraping the fleet every second with the shipped recording and
 // alert rules, on 127.0.0.1 with its own temporary storage. Targets come from a file (file_sd), rewritten as
 // replicas come and go, as a service discovery would.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The fleet's real parts: Debian's Redis, HAProxy and nginx, each started on a free 127.0.0.1 port with the
 // reference deployment's own config (deploy/), in a temporary directory, and stopped by its PID.
 import { spawn } from 'node:child_process';

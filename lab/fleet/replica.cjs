@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // One server replica of the fleet on the real parts: the reference deployment's replica (deploy/mcp-replica.cjs:
 // the SDK's web-standard transport, sessions registered in Redis and hydrated on any replica), with forkwatch
 // unless telemetry is off. Configured by FLEET_SERVER (JSON):

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The fleet's load balancer on 127.0.0.1: routes MCP requests to server replicas by a policy, cuts SSE streams on
 // request (clean end, reset, or in the middle of a frame), duplicates resumes, and counts resumes per session.
 //

@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The fleet lab: real SDK server replicas behind a routing proxy, hundreds of client sessions with faults, scored
 // against per-session ground truth. See docs/fleet.md.
 //

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Scores a fleet run (fleet.mjs) against its ground truth: every session numbered its events, so a session that
 // lost any is lossy; forkwatch's per-session verdicts (client spans, server spans) and counters are the signals.
 //

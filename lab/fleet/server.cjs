@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // One server replica of the fleet: the real MCP SDK (1.x, CommonJS) streamable-HTTP server, with forkwatch unless
 // telemetry is off (the control replica). Configured by FLEET_SERVER (JSON):
 //   name, telemetry (default true), store 'shared' | 'local', storeUrl (shared), keepAliveMs, deliveryWindowMs

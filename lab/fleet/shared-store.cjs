@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The fleet's event stores. SharedEventStore talks to the store service (store-service.mjs) that every server
 // process shares, as a Redis-backed store would; LocalEventStore keeps the log in this process only. Both number
 // events per session (1, 2, 3, ...), so a log that starts again on another process shows as a regressed id.

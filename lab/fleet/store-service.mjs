@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // The shared event store of the fleet (what Redis is to a real deployment): one log per session, ids numbered per
 // session, served over HTTP on 127.0.0.1 to every server process. Sessions are forgotten after `maxIdleMs`.
 import { createServer } from 'node:http';

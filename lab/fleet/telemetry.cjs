@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // OpenTelemetry set-up of a fleet process: the real SDK with forkwatch, the Prometheus exporter's serializer for
 // /metrics, and a span processor that keeps only what the fleet scores (per-session loss signals and verdict
 // latencies) and drops every span, so a long run holds no span backlog.

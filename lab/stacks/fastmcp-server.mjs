@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // A real fastmcp server (FastMCP over httpStream: @modelcontextprotocol/sdk 1.x for the MCP server, mcp-proxy and
 // @modelcontextprotocol/server 2.x for the HTTP transport and the event store), loaded from the app folder in
 // STACK_APP. Run it with `--import forkwatch/register`.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // Loads a package the way an app in the folder STACK_APP would: `require` for a CommonJS app (STACK_SERVER.moduleSystem
 // 'cjs'), `import` for an ESM app (the package's `exports['.'].import`, found as Node finds it from that folder).
 import { readFileSync } from 'node:fs';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // A real mcp-handler (Vercel) route handler, outside Next.js: its `(Request) => Response` function behind a plain
 // node:http server. mcp-handler 2.x serves 2025-era traffic statelessly through @modelcontextprotocol/server 2.x
 // (`legacy: 'stateless'`): no sessions, no event store, GET answered 405. Run it with `--import forkwatch/register`.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 // A real mcp-proxy streamable HTTP server (startHTTPServer, on @modelcontextprotocol/server 2.x, with mcp-proxy's own
 // event store), loaded from the app folder in STACK_APP. Run it with `--import forkwatch/register`.
 // STACK_SERVER (JSON): { port, moduleSystem: 'esm' | 'cjs' (how the app loads the package), eventStore: 'default' |

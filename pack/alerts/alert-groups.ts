@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The alert group, composed from one module per subject, in the order the rule file lists them. */
 import type { ForkwatchConfig } from '../config/config';
 import { serverCompletedStreamResumed, serverCrossSessionReplay } from './boundaries';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Server view, per process: replays that crossed a boundary (src/core/replay-boundary.ts). */
 import { METRICS } from '../../src/names';
 import type { ForkwatchConfig } from '../config/config';

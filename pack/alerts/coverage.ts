@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Is forkwatch there at all: a target without its series, or no series anywhere. */
 import { INFO_NONE, METRICS } from '../../src/names';
 import type { ForkwatchConfig } from '../config/config';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Server view, per process: resume cursors the process cannot honour. */
 import { METRICS } from '../../src/names';
 import type { ForkwatchConfig } from '../config/config';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** What every alert shares: the ticket severity unless it says otherwise, the static summary, the links. */
 import type { ForkwatchConfig } from '../config/config';
 import { alertLinks } from '../config/links';

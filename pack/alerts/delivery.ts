@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Server delivery outside the SLO: events written while no client listened on this process. */
 import { METRICS } from '../../src/names';
 import type { ForkwatchConfig } from '../config/config';

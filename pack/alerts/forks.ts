@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Client view, any occurrence is loss: forked resumes and duplicate frames. */
 import { METRICS } from '../../src/names';
 import type { ForkwatchConfig } from '../config/config';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Large gaps: long disconnections (client view) and large replays (server view). */
 import type { ForkwatchConfig } from '../config/config';
 import { windowWords } from '../config/units';

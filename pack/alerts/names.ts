@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The pack's alert names and rule group names: the rules define them, panels link to their runbooks
  * (alerts/runbooks/<name>.md), and test/dashboards/cross-references.test.ts keeps this list in step with the rules.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Protocol 2026-07-28 (per-request MCP, no sessions): the delivered-results SLO with its burn-rate alerts, and two
  * tickets. SLI: of the terminal responses handlers produced on the per-request path, the share that never reached

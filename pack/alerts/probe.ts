@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The probe's alerts: on the series of `forkwatch exporter` (Prometheus relabels the probed URL into `instance`)
  * or of `forkwatch probe --prom-file/--pushgateway` (a `target` label). The probe's names come from the probe.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Recording rules (level:metric:operations): the series the alerts and the dashboard read. */
 import { METRICS } from '../../src/names';
 import type { ForkwatchConfig } from '../config/config';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Unrecoverable gaps: resumes answered non-2xx, seen by the client and by the server. */
 import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Renders the rule groups as Prometheus rule files (YAML), comments included. */
 import { Document, isMap, isSeq } from 'yaml';
 import type { ForkwatchConfig } from '../config/config';

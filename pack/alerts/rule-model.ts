@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The rule files as data: what the generators build and rule-files.ts writes as YAML. */
 
 export interface RuleSpec {

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The two SLOs and their multi-window, multi-burn-rate alerts (SRE workbook ch. 5), built the same way:
  *  - client resume loss: of the resumes answered 2xx whose ids could prove or disprove continuity, the share that

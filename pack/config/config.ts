@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The alerting and dashboard pack's one config object, in the style of a monitoring mixin's `_config`
  * (kubernetes-mixin's config.libsonnet): every rule, alert, panel and link is generated from it, and every threshold,

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** What the config implies: links, the SLOs' error budgets, the ratio windows to record. */
 import type { ForkwatchConfig } from './config';
 import { seconds, tidy } from './units';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Reads a user's config file: JSON, or a CommonJS module (a .ts one only under tsx). Problems are one line each. */
 import { readFileSync } from 'node:fs';
 import type { UserConfig } from './resolve';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The config's selector and every rendered expression, parsed as PromQL with @prometheus-io/lezer-promql (bundled
  * into build/pack, so the installed package needs no parser of its own). Lezer is error tolerant: it marks what it

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A user's config overlaid on DEFAULT_CONFIG. Objects merge key by key at every depth, so a user names only what
  * differs; arrays (aggregationLabels, burnWindows) replace. Every problem is reported, one line each, in one error.

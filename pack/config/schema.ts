@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The published JSON Schema of a user's config file (schema/pack-config.schema.json, `forkwatch/pack-config.schema.json`),
  * derived from DEFAULT_CONFIG's shape so it cannot drift from what resolveConfig accepts: every key optional (the

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** PromQL building blocks that carry the config's selector and aggregation labels into every expression. */
 import type { ForkwatchConfig } from './config';
 

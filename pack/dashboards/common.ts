@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Building blocks shared by forkwatch's dashboards, from the pack's config (pack/config/config.ts): the templated data
  * source, the label variables every query filters on, PromQL selector helpers, the runbook and trace links.

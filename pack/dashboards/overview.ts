@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * "Forkwatch / Overview": the on-call dashboard for silently forked MCP sessions — resumes answered 2xx from an
  * event log that does not continue the session's, so events are lost while HTTP dashboards show success.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Panel factories: each sets what every forkwatch panel must have (title, description, unit, the templated data
  * source, runbook links, stable refIds) so overview.ts only says what differs.

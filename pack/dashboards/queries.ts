@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The PromQL of the overview dashboard, built from the metric-name contract in src/names.ts and the pack's config
  * (selector, cluster and aggregation labels), so a renamed metric or label cannot leave a panel behind.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The importable dashboard JSON files, rendered from their TypeScript definitions (pack/generate.ts writes them). */
 import { type ForkwatchConfig, DEFAULT_CONFIG } from '../config/config';
 import { overviewDashboard } from './overview';

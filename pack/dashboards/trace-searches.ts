@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The trace searches panels link to: forkwatch's resume spans with the attribute value the panel counts. */
 import { ATTR, SPAN } from '../../src/names';
 import type { TraceSearchSpec } from './trace-links';

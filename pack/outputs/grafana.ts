@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Grafana's file provisioning for the dashboards (https://grafana.com/docs/grafana/latest/administration/provisioning/). */
 import type { ForkwatchConfig } from '../config/config';
 

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * kube-prometheus objects: one PrometheusRule with every forkwatch rule group, and a PodMonitor for the MCP pods.
  * test/alerts/outputs.test.ts validates them against the prometheus-operator CRD schemas.

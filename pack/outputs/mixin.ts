@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A jsonnet mixin (monitoring-mixins layout: mixin.libsonnet with `_config`, `prometheusAlerts`, `prometheusRules`,
  * `grafanaDashboards`), for jsonnet-bundler and mixtool users. Compiled with `jsonnet`, it gives exactly the rule

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * An OpenTelemetry Collector (contrib) config for apps that send forkwatch's metrics over OTLP: OTLP in, the
  * `prometheus` exporter out, with the config's aggregation labels copied from resource attributes onto every point.

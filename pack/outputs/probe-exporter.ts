@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The Prometheus scrape job for `forkwatch exporter`, relabeled as blackbox_exporter's multi-target pattern: the
  * MCP endpoints are the job's targets, each scrape goes to the exporter's /probe with `target` and `module`, and

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The two SLOs for the SLO tools Prometheus users run, from the same config as the rules:
  *  - Sloth (`prometheus/v1` spec, https://sloth.dev): `{{.window}}` queries, page and ticket severities;

@@ -1,4 +1,8 @@
 #!/usr/bin/env node
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The `forkwatch` command: `forkwatch probe <url>`, `forkwatch exporter`, `forkwatch pack`, `--version`, `--help`. */
 import { runExporterCli } from './exporter/cli';
 import { runProbeCli } from './probe/cli';

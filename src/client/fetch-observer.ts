@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Wire-level client observer: a wrapper of `globalThis.fetch` that judges the streamable HTTP resumes of MCP clients
  * forkwatch has no class patch for. @ai-sdk/mcp is the reason: its HttpMCPTransport is bundled into an ESM-only

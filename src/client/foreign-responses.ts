@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Responses a client receives that answer no request of its own: a request it never sent, or one it already got an
  * answer to. They come from another stream's log (a replay after event ids collided across replicas) or another

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Wraps an SSE response body so forkwatch sees every byte before the SDK does, without changing any of them.
  *

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Marks the requests that a patched SDK transport sends, so the wire-level fetch observer leaves them to the patch
  * and no resume is judged twice. An AsyncLocalStorage (not the OpenTelemetry context) so the mark holds without a

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * One resume attempt of a client stream, from the GET that carries the cursor to its verdict: owns the span,
  * its two span events and the metrics, and makes sure each attempt is concluded exactly once.

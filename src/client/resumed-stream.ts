@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The resumed-stream observer, one per SSE stream a client opens, shared by the streamable HTTP class patch
  * (streamable-http-client.ts), the wire-level fetch observer (fetch-observer.ts) and the legacy SSE patch

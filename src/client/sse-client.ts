@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Patch of the legacy HTTP+SSE client transport (`SSEClientTransport`, protocol 2024-11-05; deprecated but
  * still common). Its EventSource reconnects by itself, and the SDK's fetch wrapper replaces the headers the

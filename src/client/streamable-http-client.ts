@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Patch of the streamable HTTP client transport (`StreamableHTTPClientTransport` of @modelcontextprotocol/sdk 1.x
  * and of @modelcontextprotocol/client 2.x: same method names and the same cursor handling).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Event-id codecs: what an opaque MCP event id tells about the stream it belongs to and its position.
  *

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The server's delivery ledger: for each session stream on this process, whether the events it stored (or had no
  * store for) reached a client from this process, live or by a replay.

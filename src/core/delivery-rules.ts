@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * When the delivery ledger's pending events count as undelivered, and with which reason: one pure function of the
  * pending stream, its session's account, the time and what happened (the trigger), read from a table of rules.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Event ids are opaque strings chosen by the server. The detector compares them, hashes them and sometimes
  * shows them on spans, so every id first goes through `eventIdKey`, which bounds what is kept of it.

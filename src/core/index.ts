@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The continuity core: pure TypeScript, no OpenTelemetry and no MCP SDK imports. */
 export * from './codecs';
 export * from './delivery-ledger';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The per-session ledger: what a session has consumed, across all its streams and connections.
  *

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The one number guard of forkwatch's settings and options: a finite number, and the ranges built on it. */
 
 export function isFiniteNumber(value: unknown): value is number {

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Pure decisions for the client side of protocol 2026-07-28: how a per-request response stream ended, whether a
  * frame is the terminal response, and the listen-stream gap. The SSE data scanner here keeps at most `maxFrameChars`

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Pure decisions for protocol 2026-07-28 (per-request MCP, no sessions, no resumption): how a per-request exchange
  * ended, what a handler that finished after its exchange closed produced, which new request is a probable re-issue

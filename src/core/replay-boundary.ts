@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Replays that cross a boundary, judged on the server that serves the resume (pure: no I/O, no clocks).
  *

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Client side of protocol 2026-07-28, on the wire: every MCP POST sent through `globalThis.fetch` with an
  * `MCP-Protocol-Version` of 2026-07-28 or later (the 2.x client with its default fetch, @ai-sdk/mcp, raw fetch).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The `perRequest` config, checked by the one number guard: a bad value gets a warning and the default. */
 import { atLeast, positiveWhole } from '../core/numbers';
 import { DEFAULT_MAX_TRACKED, DEFAULT_REISSUE_WINDOW_MS, type PerRequestLimits } from './server-observer';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The one observer of the 2.x per-request server path (protocol 2026-07-28): the patches in server-patches.ts hand
  * it facts (an exchange started, closed, a handler settled, a message came late, an event was published) and it

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Patches of the @modelcontextprotocol/server 2.x per-request path (protocol 2026-07-28). They only hand facts to
  * the observer (server-observer.ts); arguments, return values and promises pass through unchanged, and nothing here

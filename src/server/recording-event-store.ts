@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A recording wrapper around a server transport's EventStore, installed lazily per transport instance.
  *

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * What this process knows about replays that cross a boundary (the judgement is src/core/replay-boundary.ts):
  *

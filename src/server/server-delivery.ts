@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The delivery ledger of this process's server transports (src/core/delivery-ledger.ts), with its clock: one
  * unref'd timer that exists only while some session holds pending events, and the counter it reports to. The timer

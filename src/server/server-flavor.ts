@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * How each server transport flavour reads its request and its answer: the web-standard class (a Request in, a
  * Response out) and the Node class of SDK 1.24 and earlier (an IncomingMessage in, written to a ServerResponse).

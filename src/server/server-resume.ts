@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * One resume request seen by a server transport (a GET carrying Last-Event-ID), from the request to the answer:
  * owns the span, its two span events and the metrics, and concludes exactly once.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The server session observer: one per transport instance (one MCP session), the one place that knows the protocol
  * version the session speaks, whether forkwatch records it (protocol versions with resumability; from 2026-07-28

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Reads, from a server transport's own fields, what its `send` will do with an event, for the delivery ledger.
  *

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * alerts/alertmanager.example.yml with Debian's amtool: the config is valid, critical forkwatch alerts page,
  * warnings open tickets, and every severity the rules use is routed.

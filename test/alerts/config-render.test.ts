@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The rule files are generated from one config (pack/config/config.ts): the committed ones are the defaults' output,
  * and a user's config (another cluster label, a selector, other links and SLO) reaches every expression. A rendering

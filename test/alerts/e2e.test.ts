@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * End to end on 127.0.0.1: the fork lab exports forkwatch's metrics; Debian's Prometheus scrapes it every second with
  * the real rule files loaded (`for` shortened in a temporary copy); Debian's Alertmanager, routed like

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The pack's outputs for each stack (pack/compose.ts): kube-prometheus objects validated against the
  * prometheus-operator CRD schemas (the validators @kubernetes-models/prometheus-operator compiles from them with Ajv)

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * `forkwatch pack` as a user runs it: the built command (build/src/cli/main.js, which loads the bundled pack in
  * build/pack), in a folder of the user's, with relative paths. Config problems come out one line each (exit 1,

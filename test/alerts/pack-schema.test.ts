@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The published JSON Schema of the pack config (schema/pack-config.schema.json): committed as pack/config/schema.ts
  * generates it, a valid draft 2020-12 schema, and in agreement with resolveConfig on what a config may say.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The pack's root (pack/): every threshold, window and `for` is a config field whose value reaches the expression
  * and the description; links to a host appear only when the config names one; the folders import in one direction.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * promtool on the real rule files: `check rules`, `test rules` on every unit test in alerts/tests, a coverage check
  * (every alert has a firing case with exact labels and annotations, and a silent one), and mutations proving the unit

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Lints alerts/*.rules.yml and alerts/runbooks/ against what forkwatch really exports: the metric families come from
  * a scrape of the instrumented fork lab (test/support/lab-target.ts), not from a list.

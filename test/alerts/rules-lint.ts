@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Lint for forkwatch's Prometheus rules and runbooks. Pure: takes the parsed rule files, the metric families of a
  * real scrape and the runbook texts, returns problems. test/alerts/rules-lint.test.ts feeds it the real inputs and

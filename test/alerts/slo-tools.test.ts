@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The SLO-tool outputs of the pack (pack/outputs/slo-tools.ts, pack/outputs/mixin.ts), each checked by what consumes
  * it where it runs here, otherwise by its project's published spec:

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The wire-level observer (client/fetch-observer.ts), in process against a scripted SSE server on 127.0.0.1: it
  * judges session GETs that carry Last-Event-ID, hands the caller the same bytes, leaves everything else alone and

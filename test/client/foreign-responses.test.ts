@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The client's view of a replay after colliding ids: a replayed JSON-RPC response to a request the client already
  * got an answer to is counted in forkwatch_client_foreign_responses_total. ForkwatchInstrumentation in-process on the

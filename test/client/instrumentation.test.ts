@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * ForkwatchInstrumentation in-process, with the real SDK client, the real OpenTelemetry SDK (in-memory spans,
  * the Prometheus exporter's own serialisation) and a scripted SSE server on 127.0.0.1.

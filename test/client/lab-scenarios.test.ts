@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The client instrumentation against the real MCP SDK client and servers on 127.0.0.1, through a proxy that
  * really cuts the SSE connection mid-frame. Every scenario runs in a CommonJS and in an ESM client process.

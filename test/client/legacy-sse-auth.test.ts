@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The legacy SSE client after an auth retry: SSEClientTransport calls `_startOrAuth` again once its auth provider
  * has refreshed the token (a real SDK SSEServerTransport that answers 401 to the first GET, and a token endpoint).

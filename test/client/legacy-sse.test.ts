@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The legacy HTTP+SSE transport (2024-11-05): the real SDK SSEServerTransport and SSEClientTransport on
  * 127.0.0.1, through the fork lab's proxy, which really drops the GET stream.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The stream wrapper hands the SDK exactly the bytes and chunks it got, and holds only in fail-loud mode. */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';

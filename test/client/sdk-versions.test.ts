@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The supported SDK range, tested across it: @modelcontextprotocol/sdk 1.17 (oldest supported), 1.24 and the
  * latest 1.x (the root devDependency), and @modelcontextprotocol/client 2.x. Each older version lives in its

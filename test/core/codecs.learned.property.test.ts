@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * `auto`'s learned `<prefix><separator><decimal>` reading (the MCP conformance suite's `event-1`, `event-2`, …):
  * a continuous resume there is `resumed` with continuity verified, and no suffix that is not a counter (a clock,

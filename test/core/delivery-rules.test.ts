@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The delivery ledger's rules table (src/core/delivery-rules.ts): every row names tests that exist, and the pure
  * judgement answers each trigger the way the rows say.

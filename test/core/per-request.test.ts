@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The pure per-request decisions (src/core/per-request*.ts): exchange ends, re-issue matching, digests, frames. */
 import { describe, expect, test } from 'vitest';
 import {

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 import { describe, expect, test } from 'vitest';
 import {
   CompletedStreams,

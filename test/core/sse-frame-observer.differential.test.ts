@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Differential test: the observer must see the same frames and ids as eventsource-parser (the parser the MCP SDK
  * client uses) for the same bytes, whatever the lines, line endings, encodings and chunk boundaries.

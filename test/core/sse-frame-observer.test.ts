@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 import { describe, expect, test } from 'vitest';
 import { MAX_EVENT_ID_BYTES, SseFrameObserver, eventIdKey, isOversizedKey } from '../../src/core';
 import { byteByByte, bytesOf, observeChunks, observeText, splitAt } from './sse-helpers';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Shared helpers for the SSE frame observer tests (not a test file itself). */
 import { SseFrameObserver, type SseFrameObserverOptions } from '../../src/core';
 

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { decideFirstFrame } from '../../src/core';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** What the issue asks of the overview, panel by panel. */
 import { describe, expect, test } from 'vitest';
 import { type Panel, loadDashboard, panelsOf, queriesOf } from './dashboard-model';

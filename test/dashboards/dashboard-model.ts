@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The parts of Grafana's classic dashboard JSON that the checks read, and ways to walk it. */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

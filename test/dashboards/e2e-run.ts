@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The end-to-end fixture: the fork lab in its forked and its healthy scenario, each as its own scrape job, scraped
  * every second by a real Prometheus that loads the alerting pack's rules, with the scenarios run repeatedly so

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Runs every query of the overview dashboard, variables substituted as Grafana would, against a real Prometheus
  * that scraped the fork lab, and draws the README picture from what came back. Needs Debian's `prometheus`: a

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * What Grafana's Prometheus data source does to a query before sending it: resolve the label variables with
  * label_values() against the data source, then interpolate them and the interval macros.

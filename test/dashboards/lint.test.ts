@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 import { describe, expect, test } from 'vitest';
 import { type Dashboard, type Panel, loadDashboard, panelsOf } from './dashboard-model';
 import { RULES, formatProblem, lintDashboard, loadExclusions } from './linter';

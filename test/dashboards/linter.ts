@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * grafana/dashboard-linter's rules (lint/rules.go, NewRuleSet), re-implemented because its Go binary cannot be
  * installed here, plus forkwatch's own rules. Exclusions are read from dashboards/.lint, in dashboard-linter's

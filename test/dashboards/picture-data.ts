@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The data behind the README picture, taken from the overview's own panel queries: "2xx resumes vs lossless
  * resumes", the fork rate (all reasons summed) and the client gap-time histogram over the whole run.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The Prometheus HTTP API calls Grafana makes for a dashboard — instant and range queries, label values — on top of
  * test/support/prometheus.ts. Results keep every sample, so "no data" can be told apart from "0".

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * PromQL analysis for the dashboard lint, with @prometheus-io/lezer-promql (the grammar Prometheus' own UI uses;
  * node names are those of the pinned 0.315.0). Beyond test/support/promql.ts it expands Grafana variables first and

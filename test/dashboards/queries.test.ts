@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { METRICS, METRIC_SPECS, type MetricSpec } from '../../src/names';
 import { type LabTarget, startLabTarget } from '../support/lab-target';

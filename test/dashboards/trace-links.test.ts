@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Panel links to the traces behind a panel, for each trace backend the config offers. */
 import { describe, expect, test } from 'vitest';
 import { resolveConfig } from '../../pack/config/resolve';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The unit ids dashboard-linter's panel-units-rule accepts (grafana/dashboard-linter lint/rule_panel_units.go),
  * which are Grafana's built-in units.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A real Prometheus scrapes the built `forkwatch exporter` with the pack's generated scrape job (blackbox-style
  * relabeling) against two real SDK servers: a healthy one instrumented by forkwatch (Prometheus scrapes its own

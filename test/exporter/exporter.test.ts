@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch exporter in process, against real SDK servers on 127.0.0.1: the /probe contract (blackbox_exporter
  * style), its refusals, its concurrency limit and deadline, the session always ended, and its config file.

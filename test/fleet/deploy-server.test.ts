@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The reference deployment's runnable replica (deploy/server.cjs) on Debian's Redis: two replicas, a session
  * initialized on one and served by the other (hydrated from the registry), its notification stored in Redis and

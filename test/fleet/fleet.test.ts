@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The CI-sized fleet run on the real parts (docs/fleet.md has the full-size numbers): three replicas of the
  * reference deployment (deploy/) behind Debian's HAProxy with deploy/haproxy/haproxy.cfg, sessions and events in

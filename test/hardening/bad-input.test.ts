@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Bad input on the client path, through the real SDK client and a real HTTP server on 127.0.0.1: 1 MB ids, binary,
  * unicode and control-character ids, malformed SSE. forkwatch never throws into the host, never alters what the

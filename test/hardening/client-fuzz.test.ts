@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Fuzzing through the whole client path: random SSE bytes, served in random chunks by a real HTTP server on
  * 127.0.0.1, read by the real SDK client with and without forkwatch's patch. The application must receive exactly

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Faults on the way of a healthy session: a server process killed mid-replay, connections cut in the middle of a
  * frame (at every kind of byte offset, and repeatedly through the lab proxy), retry storms, the wall clock jumping.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Load and soak through the real SDK client transport and forkwatch's real patch, with an in-process server behind
  * the transport's `fetch` option (no sockets: thousands of sessions in seconds). Every session's GET stream ends and

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Attempts to inject through Last-Event-ID, sent as raw bytes over TCP to a real @modelcontextprotocol/sdk server
  * (Node StreamableHTTPServerTransport over node:http, with the SDK's own InMemoryEventStore or a validating store)

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Shared support of the hardening tests: forkwatch on private OpenTelemetry providers, a real SDK client that records
  * everything the application sees, lab server processes that the tests may kill, and checks that recorded data is

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Unpatching, proven by behaviour for every patched class: with forkwatch enabled a real resume is recorded (the
  * control); after disable() a real resume records nothing and the SDK works as without forkwatch (its frames, its

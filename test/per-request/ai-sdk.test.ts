@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A client judged on the wire: @ai-sdk/mcp 2.0.99 (its HttpMCPTransport is not exported; it speaks 2026-07-28 by
  * default), against the real 2.x server through a real TCP cut. Its own tool-call retry does not cover a dropped

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A dual-era server on one process, the pattern the 2.x SDK documents: 2026-07-28 requests to a strict
  * `createMcpHandler` (legacy: 'reject'), 2025-era sessions to a sessionful streamable HTTP transport with an event

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The per-request patches are guests: a failing observer never reaches the SDK or the app, the patches come off
  * cleanly, and a disabled instrumentation passes everything through.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Healthy 2026-07-28 traffic under concurrency: clients calling tools, MRTR rounds, idempotent retries of completed
  * calls, cancellations honoured by the handler, listen streams receiving publishes. No loss or doubling signal may

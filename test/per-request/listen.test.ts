@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * subscriptions/listen at 2026-07-28 on the real 2.x packages: no replay, so a publish with no listen stream on the
  * publishing process is lost. Server: `forkwatch_server_listen_publishes_total{outcome="no_listener"}`; client: the

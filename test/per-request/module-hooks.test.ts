@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch finds the 2.x per-request classes by its module hooks alone, in a real process started with
  * `forkwatch/register` (CommonJS `--require` and ESM `--import`): a cut mid-call and its re-issue, then a publish

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Recall and false alarms per scenario, on the real 2.x packages at 2026-07-28: each scenario runs RUNS times, each
  * run's signals are the metric deltas it caused, checked against the run's ground truth (the tools' own counts,

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Protocol 2026-07-28 end to end in process: the real 2.x server (createMcpHandler over @modelcontextprotocol/node)
  * and the real 2.x client, a real TCP cut between them, and the tools' own ground truth. Each lossy or doubling

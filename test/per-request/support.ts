@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The per-request lab (protocol 2026-07-28) in process: real @modelcontextprotocol/server 2.x `createMcpHandler`
  * replicas served over real HTTP by @modelcontextprotocol/node on 127.0.0.1, a real TCP cutter in front of them

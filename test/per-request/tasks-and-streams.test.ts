@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Per-request exchanges on SSE response streams, late notifications and tasks (app-level SEP-2663 shapes: the 2.x
  * SDK has no task runtime), on the real 2.x packages at 2026-07-28.

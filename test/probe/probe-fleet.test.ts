@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The probe against the fleet lab's real parts (the reference deployment in deploy/): Debian's HAProxy in front of
  * three replicas of deploy/mcp-replica.cjs, sessions in Debian's Redis, event logs in Redis (shared) or per

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The published JSON Schema of `forkwatch probe --json` (schema/probe-report.schema.json) against real reports: the
  * built binary's output for deployments that reach every verdict, validated by Ajv.

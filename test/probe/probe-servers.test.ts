@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The probe against real MCP servers (the SDK's own transports) on 127.0.0.1, one deployment shape per test.
  * The probe runs in-process here; probe-cli.e2e.test.ts runs the built binary.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The probe's progress line: one rewritten line on a terminal, nothing on a pipe; the pipeline that feeds it. */
 import { describe, expect, test } from 'vitest';
 import { runPipelined } from '../../src/cli/probe/pipeline';

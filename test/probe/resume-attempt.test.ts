@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * One resume attempt against scripted answers: the outcomes a real server can produce but the SDK fixtures
  * cannot all be made to (409 races, a wrong first frame, an id-less replay, EOF, an old id replayed).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The probe's SSE reader: ids from the core observer, data from its own collector, paired frame by frame. The
  * pairing must hold for any bytes and chunking, so it is checked against eventsource-parser (the SDK's parser).

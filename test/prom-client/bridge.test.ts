@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch/prom-client: forkwatch's metrics in a prom-client Registry, exactly as the OpenTelemetry Prometheus
  * exporter writes them.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch's Prometheus names must come out the same through an OpenTelemetry Collector's Prometheus exporters (which
  * append unit suffixes) as through the direct OpenTelemetry Prometheus exporter (which does not), so one set of

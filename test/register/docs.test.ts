@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The production-install documentation (docs/production.md, merged into the README as "## Production install")
  * agrees with env-config.ts: every FORKWATCH_* variable, and nothing else, with the defaults the code uses.

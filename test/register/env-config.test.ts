@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** readRegisterEnv: FORKWATCH_* and the OTEL_* variables forkwatch/register interprets, one diagnostic per bad value. */
 import { describe, expect, test } from 'vitest';
 import { BUILTIN_CODEC_NAMES } from '../../src/core/codecs';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * `npm pack` on a fresh copy of the tree (the files git tracks or would track: no build/, no node_modules of its own
  * but a link to this clone's, as `npm ci` would give): prepack builds, so the tarball carries the code. Then the

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The packed tarball in apps that run their own OpenTelemetry SDK, one per release line on Node 20: 1.x (sdk-node
  * 0.57, api 1.9.0, the lowest API forkwatch's peer range allows) and 2.x (sdk-node 0.223). `npm ls` proves one

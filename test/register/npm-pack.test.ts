@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The package as users get it: `npm pack`, then `npm install <tarball> @modelcontextprotocol/sdk@1.32.2` into a fresh
  * app folder that has nothing else, and that app run with `--require forkwatch/register` and with

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * How OTLP metric names become Prometheus names behind an OpenTelemetry Collector (`prometheus` and
  * `prometheusremotewrite` exporters) or Prometheus' own OTLP receiver: the naming of `github.com/prometheus/otlptranslator`

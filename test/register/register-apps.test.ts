@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * `node --require forkwatch/register` / `node --import forkwatch/register`, for real: child processes running the real
  * MCP SDK client against the fork lab (a real SDK server behind the lab proxy, which drops the SSE stream once), each

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * forkwatch/register on SIGTERM and SIGINT, in child processes: it flushes and shuts the SDK down, then lets the
  * signal take its default course, unless the app listens for it itself; and it waits at most 5 s for that. The flush

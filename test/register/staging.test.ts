@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The register tests' staged package (support.ts) across clones: two clones of one commit, tested one after the
  * other with the first deleted in between. The second clone's stage must resolve its dependencies (it once reused

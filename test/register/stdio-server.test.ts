@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * An stdio MCP server under forkwatch/register: stdout is the server's JSON-RPC stream, so register must never write
  * there. Driven once by the real SDK client (StdioClientTransport spawns it: the protocol works end to end), and once

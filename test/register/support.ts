@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Child-process harness for `forkwatch/register`: a private build of forkwatch laid out as the installed package,
  * app folders that resolve `forkwatch/...` through their own node_modules (the way users' apps do), the fork lab's

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * scripts/provision.mjs, which `npm test` runs first. apt-get and npm are the system's: here they are replaced by a
  * recorder that does what they would (creates the binaries, writes the install marker) or fails, so every branch runs

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The boundary lab (lab/boundary/) on the real SDK: each crossing scenario raises its signal from the servers alone
  * (the clients carry no forkwatch), and every healthy control stays silent on it. The ground truth is the apps':

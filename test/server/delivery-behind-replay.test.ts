@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The delivery ledger when a resume's replay misses an event (the SDK registers a resumed stream only after `await
  * replayEventsAfter(...)`, typescript-sdk #2558, so with an asynchronous store an event stored during that await is

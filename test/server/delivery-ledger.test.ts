@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The delivery ledger in process, against the real web-standard transports (SDK 1.32.2 and server 2.x) with a
  * real store: events stored while a stream has no connection here, then a replay, more requests, or a close.

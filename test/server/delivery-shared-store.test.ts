@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The delivery ledger with `sharedEventStore`: two replicas (two web-standard transports of the real SDK, 1.32.2 and
  * server 2.x, for one session) share one event store. Replica B stores notifications for a session whose GET stream

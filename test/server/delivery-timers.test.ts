@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The delivery ledger's sweep timer in a host that fakes timers (the SDK's own suite uses vitest's fake timers and
  * counts them with vi.getTimerCount()): forkwatch's timer is not the host's, it is gone once nothing is pending, and

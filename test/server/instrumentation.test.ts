@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * How the server instrumentation is installed and removed, and what it must never do: the target table and its
  * version ranges, the CommonJS hook, the 1.25+ Node wrapper left alone (no double count), a clean unpatch, no

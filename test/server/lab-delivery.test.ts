@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The delivery ledger in the fork lab, with forkwatch judged from the servers alone: real SDK 1.32.2 server
  * processes behind the cutting proxy, a real client, a short delivery window. Ground truth is the client's record of

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The server instrumentation in the fork lab: real MCP SDK 1.32.2 server processes (instrumented by forkwatch,
  * loaded as CommonJS or ESM like the client), a real client (also instrumented) and a proxy that really drops the

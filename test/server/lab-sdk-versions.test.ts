@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The server instrumentation across server SDK lines, in the fork lab (CommonJS and ESM server processes, patched by
  * the module hooks): @modelcontextprotocol/sdk 1.17 and 1.24 (the Node transport before 1.25, app folders under

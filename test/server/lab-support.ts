@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Typed access to the fork lab's server view (lab/harness.mjs `servers`, `serverView`). */
 // @ts-expect-error: plain ESM module without types
 import * as harness from '../../lab/harness.mjs';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The server instrumentation on the old server path: `StreamableHTTPServerTransport` of @modelcontextprotocol/sdk
  * 1.24.3 (test/sdk-versions/v1.24), the full Node implementation, which writes 200 on the ServerResponse before it

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The replay-boundary watch: owners are sessions, learned only for shared stores (src/server/replay-boundary-watch.ts). */
 import { describe, expect, test } from 'vitest';
 import { ReplayBoundaryWatch } from '../../src/server/replay-boundary-watch';

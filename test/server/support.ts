@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * In-process test support for the server instrumentation: a ForkwatchInstrumentation with an in-memory span
  * exporter and the real Prometheus serializer, SDK modules loaded from any app folder, and small helpers to drive a

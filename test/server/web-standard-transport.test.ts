@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The server instrumentation in process, against the real web-standard transport of @modelcontextprotocol/sdk
  * 1.32.2 (the class that holds the logic from 1.25 on) and of @modelcontextprotocol/server 2.x, with real stores:

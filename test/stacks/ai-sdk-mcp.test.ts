@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The Vercel AI SDK's MCP client (@ai-sdk/mcp, pinned in test/sdk-versions/ai-sdk-mcp): its own HTTP transport, not
  * exported and not built on the MCP SDK, judged on the wire (client/fetch-observer.ts) against the lab's real SDK

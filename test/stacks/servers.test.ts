@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Real fastmcp and mcp-proxy servers (pinned in test/sdk-versions/fastmcp and test/sdk-versions/mcp-proxy), each in a
  * child process preloaded with `forkwatch/register`, report their resumes on their own /metrics as the SDK's server

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The fork lab as a Prometheus scrape target, for the rule and dashboard end-to-end tests: a child process
  * (lab/target.mjs) with real SDK servers, the cutting proxy and a real SDK client, instrumented by forkwatch and

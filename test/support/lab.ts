@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Typed access to the fork lab (lab/harness.mjs) and to what its reports carry. */
 // @ts-expect-error: plain ESM module without types
 import * as harness from '../../lab/harness.mjs';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A real scrape of forkwatch exporter: the probe's families (`/probe` against a real SDK server with a correct
  * store) and the exporter's own (`/metrics`), for the tests that check the pack only names series that exist.

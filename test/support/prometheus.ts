@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Real Prometheus, Alertmanager and a webhook receiver on 127.0.0.1, for end-to-end tests.
  *

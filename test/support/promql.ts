@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * PromQL structure from @prometheus-io/lezer-promql (pinned: node names change between releases), for lints that
  * check rules and dashboard queries: syntax errors, the selectors with their matchers, function calls, and the

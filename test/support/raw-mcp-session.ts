@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A streamable HTTP MCP client session in raw fetch calls, for server tests against real servers in child processes:
  * initialize, call a tool, open the standalone GET stream (optionally with Last-Event-ID) and read its frames.

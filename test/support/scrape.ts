@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Reads a Prometheus text exposition (what a real scrape returns) into its metric families.
  *

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A real HTTP server on 127.0.0.1 that answers the MCP handshake and then plays a script on each SSE GET, for
  * frame-level cases the SDK server never produces (id-less frames, huge ids, regressed sequences, abrupt cuts).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * fast-check arbitraries for SSE bytes, shared by the frame observer's differential test
  * (test/core/sse-frame-observer.differential.test.ts) and the client fuzz test (test/hardening/client-fuzz.test.ts):

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Client-side rows of the overview: forks, and the loss that HTTP dashboards do not show. */
 import * as common from '@grafana/grafana-foundation-sdk/common';
 import { errorBudget } from '../../config/links';

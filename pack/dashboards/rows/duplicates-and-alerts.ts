@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Last row of the overview: duplicate deliveries, the firing forkwatch alerts, and what forkwatch instruments. */
 import { ALERT } from '../../alerts/names';
 import { runbookUrl } from '../../config/links';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** How long clients were away and how much was skipped or replayed. */
 import { ALERT } from '../../alerts/names';
 import { type Ctx, heatmap, timeseries } from '../panels';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Per-request row (protocol 2026-07-28, no sessions): how server exchanges end, results produced after the client
  * left against the delivered-results SLO, probable re-issues and notifications published with no listen stream.

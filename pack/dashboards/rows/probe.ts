@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The probe row: what `forkwatch exporter` (or a cron with --prom-file) finds, per endpoint and stream kind. */
 import { probeMetrics } from '../../../src/cli/probe/prometheus';
 import { ALERT } from '../../alerts/names';

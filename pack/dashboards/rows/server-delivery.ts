@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Server delivery row: events servers stored or wrote that never reached a live client, by reason. */
 import * as common from '@grafana/grafana-foundation-sdk/common';
 import { SERVER_UNDELIVERED_REASONS } from '../../../src/names';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Server-side row of the overview: which process forks sessions. */
 import * as common from '@grafana/grafana-foundation-sdk/common';
 import { ALERT } from '../../alerts/names';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Top row of the overview: the four numbers on-call reads first. */
 import { errorBudget } from '../../config/links';
 import { ALERT } from '../../alerts/names';

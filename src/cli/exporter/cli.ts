@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** `forkwatch exporter --config <file> [--listen host:port]`: runs until SIGTERM or SIGINT. */
 import { parseArgs } from 'node:util';
 import { USAGE_ERROR } from '../probe/report';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The exporter's config file: named modules, as blackbox_exporter's. JSON (which YAML parsers also read), so the
  * exporter needs no YAML dependency. Secrets never sit in the file or in a URL: header values and tokens name an

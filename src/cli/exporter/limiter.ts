@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** At most `concurrency` probes at once and at most `queue` waiting; beyond that, callers are turned away. */
 export class Limiter {
   private running = 0;

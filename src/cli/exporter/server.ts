@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * `forkwatch exporter`: the probe behind an HTTP endpoint in the blackbox_exporter multi-target pattern.
  * Prometheus scrapes `/probe?target=<url>&module=<name>` (targets and intervals live in its scrape config), each

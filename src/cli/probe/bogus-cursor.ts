@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * A cursor that never existed but looks like a real one, so that a server which only checks the format is caught
  * accepting it: every character keeps its class (hex digits stay hex digits, other letters stay letters, case is

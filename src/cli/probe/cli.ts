@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** `forkwatch probe`: parse the arguments, run the probe, print the report, write the metrics, pick the exit code. */
 import { PROBE_USAGE, parseProbeArgs } from './options';
 import { pushToGateway, pushgatewayUrl, renderPrometheus, writePromFile } from './prometheus';

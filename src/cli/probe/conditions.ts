@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Turning what the probe saw into condition results. */
 import { displayEventId } from '../../core/event-id';
 import type { McpHttp } from './mcp-http';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Just enough of the streamable-HTTP client side of MCP to probe resumption: raw `fetch`, one new connection per
  * request (`Connection: close`) so that a load balancer can send each request to a different replica, and a

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** Command-line options of `forkwatch probe`. */
 import { parseArgs } from 'node:util';
 import { STREAM_KINDS, type StreamKind } from './report';

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Runs the probe's resumes as a pipeline: each attempt opens its connection once the previous one has its answer's
  * headers, and then all wait for their first frames together. Connections still open in the same order as one after

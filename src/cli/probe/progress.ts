@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The probe's progress line on stderr: on a terminal, one line rewritten in place as the probe moves on, with the
  * elapsed time, and erased before the report is printed; when stderr is a file or a pipe, nothing (logs stay clean).

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The probe's results in Prometheus text format, for a node-exporter textfile collector (`--prom-file`, written
  * atomically) or a Pushgateway (`--pushgateway`). Every sample is labelled with the probed target, so several

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** The human-readable report: one line per condition, then the verdict and what it means. */
 import { displayEventId } from '../../core/event-id';
 import {

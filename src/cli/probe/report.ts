@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /** What `forkwatch probe` found: the conditions it checks, the overall verdict and its exit code. */
 import { RESUME_OUTCOMES, type ForkReason, type ResumeOutcome } from '../../core/verdict';
 import type { StepRecord } from './mcp-http';

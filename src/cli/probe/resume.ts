@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Resume attempts: a GET with Last-Event-ID on a fresh connection, judged by its first frame.
  *

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The probe itself: opens a session like a client would; on the request stream, obtains a real cursor (the
  * priming id of a `ping` stream, followed on that stream by the ping's response) and checks the four conditions;

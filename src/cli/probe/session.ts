@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Opening the probe's session as a client would: `initialize`, then `notifications/initialized`. Decides early
  * when there is nothing to probe: unreachable, not authorized, or a protocol version without resumption.

@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * An open standalone GET stream as the probe reads it: frames in order, ids remembered, and the server's own
  * requests on it (roots/list, ping) answered as a client would, so a server waiting for an answer is not left

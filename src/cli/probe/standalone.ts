@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * The standalone GET stream: open it, get its cursor (a priming event, or the id of an event the probe made the
  * server send), drop it, make the server send while it is away, resume it over a new connection and check that

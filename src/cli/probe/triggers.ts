@@ -1,3 +1,7 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
 /**
  * Ways a client can make a server send on its standalone GET stream without side effects the probe cannot
  * answer for. Servers differ: each trigger is tried in turn, and the first that makes a message arrive is used
