@@ -163,7 +163,9 @@ export class ServerResume {
       }),
       this.record,
       transport,
-      streamId => boundary.completedHere(transport, streamId),
+      // forkwatch probe resumes its pings' request streams after their responses on purpose (it judges the replay
+      // itself): never a colliding-ids fork. A cross-session replay to the probe is still a leak.
+      streamId => this.init.fromProbe !== true && boundary.completedHere(transport, streamId),
     );
     this.finish(outcome, status, this.record.storeFailed ? this.record.storeError : undefined);
   }

@@ -14,7 +14,7 @@
  */
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { METRIC_SPECS, type MetricKind } from '../../src/names';
+import { METRICS, METRIC_SPECS, type MetricKind } from '../../src/names';
 import { type OtlpMetricType, collectorName, collectorNameUtf8, jsExporterName } from './otlp-translator';
 import {
   type AppDir,
@@ -148,8 +148,15 @@ describe('what a register-instrumented app really exports', () => {
         const type: OtlpMetricType = m.histogram ? 'histogram' : m.sum?.isMonotonic ? 'monotonic_counter' : 'gauge';
         byName.set(m.name, { unit: m.unit ?? '', type });
       }
-      // Counters and the info gauge are all there; of the histograms, the two the client recorded.
-      const expected = METRIC_SPECS.filter(s => s.kind !== 'histogram' || s.otelName.startsWith('forkwatch.client.'));
+      // Counters and the info gauge are all there; of the histograms, the two the client recorded (the 2026-07-28
+      // client histograms record only per-request traffic, which this session app does not send).
+      const perRequest = new Set<string>([
+        METRICS.clientReissueDelaySeconds.otelName,
+        METRICS.clientListenGapSeconds.otelName,
+      ]);
+      const expected = METRIC_SPECS.filter(
+        s => s.kind !== 'histogram' || (s.otelName.startsWith('forkwatch.client.') && !perRequest.has(s.otelName)),
+      );
       expect([...byName.keys()].sort()).toEqual(expected.map(s => s.otelName).sort());
       for (const [name, { unit, type }] of byName) {
         const viaCollector = collectorName(name, unit, type);
