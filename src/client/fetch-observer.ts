@@ -18,6 +18,7 @@
  */
 import { context } from '@opentelemetry/api';
 import { StreamForkDetected } from '../errors';
+import { observeBodyOnRead } from '../response-body';
 import { observePerRequestPost, perRequestPostOf } from '../per-request/client-exchange';
 import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
@@ -153,23 +154,12 @@ function watchResponse(
     attempt?.concludeRejected(status);
     return;
   }
-  let observed: ReadableStream<Uint8Array> | undefined;
-  Object.defineProperty(response, 'body', {
-    configurable: true,
-    enumerable: true,
-    get() {
-      // Created on first read, so a caller that never reads the body leaves it untouched.
-      if (!observed) {
-        try {
-          observed = observeBody(body, get, attempt, runtime);
-        } catch (error) {
-          runtime.diag.error('observing an SSE stream failed; this stream is not checked', error);
-          observed = body;
-        }
-      }
-      return observed;
-    },
-  });
+  observeBodyOnRead(
+    response,
+    body,
+    () => observeBody(body, get, attempt, runtime),
+    error => runtime.diag.error('observing an SSE stream failed; this stream is not checked', error),
+  );
 }
 
 /** Fail-loud mode's report to a client seen only on the wire: its stream ends with the error. */

@@ -29,6 +29,7 @@ import type { FetchLike, RequestInitLike, WebResponseLike } from '../internal-ty
 import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../names';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
+import { observeBodyOnRead } from '../response-body';
 
 /** One per-request POST, read from its URL, headers and string body. */
 export interface PerRequestPost {
@@ -231,22 +232,12 @@ function watchResponse(
     if (!listen) observer.exchangeEnded(post, 'completed');
     return;
   }
-  let observed: ReadableStream<Uint8Array> | undefined;
-  Object.defineProperty(response, 'body', {
-    configurable: true,
-    enumerable: true,
-    get() {
-      if (!observed) {
-        try {
-          observed = observeSseBody(body, post, observer, runtime);
-        } catch (error) {
-          runtime.diag.error('observing a per-request stream failed; not observed', error);
-          observed = body;
-        }
-      }
-      return observed;
-    },
-  });
+  observeBodyOnRead(
+    response,
+    body,
+    () => observeSseBody(body, post, observer, runtime),
+    error => runtime.diag.error('observing a per-request stream failed; not observed', error),
+  );
 }
 
 function observeSseBody(
