@@ -25,6 +25,7 @@
 //   npm run bench:outside-in -- --quick      3 rounds, fewer bursts: a smoke test, about 2 minutes
 //   node bench/outside-in.mjs --workloads server --rounds 6 --out /tmp/x.json
 //   node bench/outside-in.mjs --cpu-prof DIR  one extra profiled process per workload (forkwatch), into DIR
+//     --cpu-prof-variants bare,forkwatch      and a bare one beside it, into DIR/<workload>/<variant>
 //
 // Writes bench/results/outside-in.json (or --out). Run `node scripts/build.mjs` first: forkwatch is loaded from a
 // private copy of build/ taken at the start, installed as node_modules/forkwatch of a scratch directory that the
@@ -53,6 +54,7 @@ const config = {
 };
 const out = value('--out', join(here, 'results', 'outside-in.json'));
 const cpuProfDir = value('--cpu-prof', undefined);
+const profVariants = value('--cpu-prof-variants', 'forkwatch').split(',');
 // Instruction counts under valgrind's callgrind: deterministic to a fraction of a percent whatever else loads the
 // machine. Each variant's measured process runs twice, with `cgTimed` timed burst pairs and with none (both after
 // `cgWarmup` warm-up pairs): the difference is the instructions of those bursts, start-up and warm-up cancelled.
@@ -254,11 +256,16 @@ try {
   }
   if (cpuProfDir) {
     mkdirSync(cpuProfDir, { recursive: true });
+    // One profiled process per variant: a whole-process comparison of bare and forkwatch finds what forkwatch
+    // costs outside its own functions (GC, the SDK's code around the wrapped methods).
     for (const workload of config.workloads) {
-      const dir = join(cpuProfDir, workload);
-      const prof = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-      await pair(workload, 'forkwatch', workload === 'server' ? { server: prof } : { client: prof });
-      profiles[workload] = relative(root, dir);
+      profiles[workload] = {};
+      for (const variant of profVariants) {
+        const dir = join(cpuProfDir, workload, variant);
+        const prof = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+        await pair(workload, variant, workload === 'server' ? { server: prof } : { client: prof });
+        profiles[workload][variant] = relative(root, dir);
+      }
     }
   }
   if (callgrind) {

@@ -12,18 +12,18 @@
  * transport's are (observed-stream.ts), through a lazy own `body` getter on the very Response the caller gets, so
  * no frame, header or status changes and a body the caller never reads is never read.
  *
- * Requests a patched SDK transport sends run in its scope (patched-transport-scope.ts) and are left to the patch.
+ * Session GETs a patched SDK transport sends are claimed by it (patched-transport-scope.ts) and left to the patch.
  * What the wire cannot show, and the class patch can: a reconnect that dropped the cursor (`cursor_dropped` needs
  * the client's intent) and the client's onerror (fail-loud mode errors the stream instead).
  */
-import { context } from '@opentelemetry/api';
+import { withEnteredContext } from '../entered-context';
 import { StreamForkDetected } from '../errors';
 import { observeBodyOnRead } from '../response-body';
 import { observePerRequestPost, perRequestPostOf } from '../per-request/client-exchange';
 import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../internal-types';
 import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
-import { isPatchedTransportRequest } from './patched-transport-scope';
+import { isPatchedTransportGet } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
 import { type ForkReport, ResumedStream } from './resumed-stream';
 
@@ -77,11 +77,13 @@ export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
   const original = globalThis.fetch as unknown as Fetch | undefined;
   if (typeof original !== 'function' || original[FETCH_MARK]) return () => {};
   const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
-    if (!runtime.enabled || isPatchedTransportRequest()) return original.call(this, input, init);
+    if (!runtime.enabled) return original.call(this, input, init);
     const post = perRequestPostOf(input, init);
     if (post) return observePerRequestPost(original, this, input, init, post, runtime);
     const get = sseGetOf(input, init);
-    if (!get || !protocolHasResumability(get.protocolVersion)) return original.call(this, input, init);
+    if (!get || !protocolHasResumability(get.protocolVersion) || isPatchedTransportGet(get.sessionId, get.cursor)) {
+      return original.call(this, input, init);
+    }
     return observeGet(original, this, input, init, get, runtime);
   };
   Object.defineProperty(observed, FETCH_MARK, { value: true });
@@ -117,9 +119,10 @@ function observeGet(
   } catch (error) {
     runtime.diag.error('starting a resume attempt failed; this stream is not checked', error);
   }
-  // In the attempt's context, an HTTP instrumentation's span (and the trace context it injects) joins the resume.
+  // In the attempt's context, an HTTP instrumentation's span (and the trace context it injects) joins the resume:
+  // when the process already runs in a context, as it does with one (entered-context.ts).
   const send = () => original.call(self, input, init);
-  const result = attempt ? context.with(attempt.context, send) : send();
+  const result = attempt ? withEnteredContext(attempt.context, send) : send();
   const started = attempt;
   return Promise.resolve(result).then(
     response => {

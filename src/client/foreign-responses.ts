@@ -47,7 +47,8 @@ export function noteSentMessage(transport: MessageReceiver, message: unknown, ru
 function observeMessages(transport: MessageReceiver, book: OutstandingRequests, runtime: ForkwatchRuntime): void {
   const handler = transport.onmessage;
   if (typeof handler !== 'function' || observers.has(handler)) return;
-  const observed = function onmessage(this: unknown, message: unknown, ...rest: unknown[]) {
+  // `arguments`, not a rest array: this runs for every message the client receives.
+  const observed = function onmessage(this: unknown, message: unknown) {
     if (runtime.enabled) {
       try {
         if (isJsonRpcResponse(message) && book.answered((message as { id: unknown }).id)) {
@@ -57,7 +58,8 @@ function observeMessages(transport: MessageReceiver, book: OutstandingRequests, 
         runtime.diag.error('checking a received response failed', error);
       }
     }
-    return handler.call(this, message, ...rest);
+    // biome-ignore lint/complexity/noArguments: forwards whatever the SDK passes, without allocating
+    return handler.apply(this, arguments);
   };
   observers.add(observed);
   transport.onmessage = observed;

@@ -6,7 +6,15 @@
  * One resume attempt of a client stream, from the GET that carries the cursor to its verdict: owns the span,
  * its two span events and the metrics, and makes sure each attempt is concluded exactly once.
  */
-import { type Span, SpanStatusCode, context, trace } from '@opentelemetry/api';
+import {
+  type Context,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanContext,
+  SpanStatusCode,
+  context,
+  trace,
+} from '@opentelemetry/api';
 import { displayEventId } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
 import type { FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdict';
@@ -27,6 +35,21 @@ export interface ResumeAttemptInit {
   heldCursor: string;
   /** When the stream being resumed was lost (monotonic ms), if known. */
   lostAt: number | undefined;
+  /**
+   * The span of the attempt whose stream this one reconnects, if any: outside every context, it is the parent. Its
+   * span context only, so a long run of reconnects holds no chain of attempts.
+   */
+  follows?: SpanContext | undefined;
+}
+
+/**
+ * The reconnects of one lost stream form one trace: the attempt runs in the app's context, or, when the app runs in
+ * none, under the attempt it follows (forkwatch does not enter contexts of its own: entered-context.ts).
+ */
+function parentOf(init: ResumeAttemptInit): Context {
+  const active = context.active();
+  if (active !== ROOT_CONTEXT || init.follows === undefined) return active;
+  return trace.setSpanContext(active, init.follows);
 }
 
 export class ResumeAttempt {
@@ -44,7 +67,7 @@ export class ResumeAttempt {
   ) {
     const settings = runtime.settings;
     this.attemptNumber = ++init.session.resumeAttempts;
-    this.span = runtime.tracer.startSpan(SPAN.clientResume, { attributes: this.baseAttributes() }, context.active());
+    this.span = runtime.tracer.startSpan(SPAN.clientResume, { attributes: this.baseAttributes() }, parentOf(init));
     const ids = settings.captureEventIds;
     this.span.addEvent(SPAN_EVENT.resumeCursor, {
       ...(ids && init.cursor !== undefined ? { [ATTR.cursor]: displayEventId(init.cursor) } : {}),
@@ -63,7 +86,7 @@ export class ResumeAttempt {
   }
 
   /** The context to run the resume GET in, so that HTTP spans and injected headers belong to this attempt. */
-  get context() {
+  get context(): Context {
     return trace.setSpan(context.active(), this.span);
   }
 

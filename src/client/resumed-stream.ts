@@ -76,6 +76,11 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
     return this.init.cursor;
   }
 
+  /** The resume attempt this stream answered, if it was one. */
+  get attempt(): ResumeAttempt | undefined {
+    return this.init.attempt;
+  }
+
   /** True until the verdict is taken: fail-loud mode holds frames back while it is. */
   get isPending(): boolean {
     return this.pending;

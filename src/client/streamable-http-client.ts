@@ -12,9 +12,11 @@
  *   is wrapped so every frame is seen before the SDK parses it.
  * - `_scheduleReconnection(options)` is where the SDK decides to reconnect after a stream ended: forkwatch notes
  *   which cursor the lost stream held, to catch a reconnect that drops it (SDK issue #2499).
- * - `_commonHeaders()` builds the GET's headers: the trace context is added there for resume GETs.
+ * - `_commonHeaders()` builds the GET's headers: the trace context is added there for resume GETs (it is called
+ *   synchronously at the start of `_startOrAuthSse`, while the attempt is marked on the transport's state).
  */
-import { context, createContextKey, propagation } from '@opentelemetry/api';
+import { type SpanContext, propagation } from '@opentelemetry/api';
+import { withEnteredContext } from '../entered-context';
 import { StreamForkDetected } from '../errors';
 import type {
   SdkMethod,
@@ -27,7 +29,7 @@ import { type ForkwatchRuntime, nowMs } from '../runtime';
 import { protocolHasResumability } from '../session-id';
 import type { ResumeVerdictInfo } from '../types';
 import { noteSentMessage } from './foreign-responses';
-import { runAsPatchedTransport } from './patched-transport-scope';
+import { claimPatchedGet } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
 import { type ForkReport, ResumedStream } from './resumed-stream';
 
@@ -45,14 +47,17 @@ interface TransportState {
   lastEnded: ResumedStream | undefined;
   /** Fail-loud mode cut a forked stream: the SDK must not quietly reconnect it. */
   suppressNextReconnect: boolean;
+  /** The resume attempt whose GET the SDK is building right now (set only during that synchronous call). */
+  sendingResume: ResumeAttempt | undefined;
 }
 
 interface ReconnectInfo {
   heldCursor: string | undefined;
   lostAt: number;
+  /** The span of the resume attempt the lost stream answered: the reconnect's span follows it. */
+  follows: SpanContext | undefined;
 }
 
-const RESUME_CONTEXT = createContextKey('forkwatch.client.resume');
 const transportStates = new WeakMap<object, TransportState>();
 /** Options objects the SDK passes to `_scheduleReconnection` and then, on the timer, to `_startOrAuthSse`. */
 const reconnects = new WeakMap<object, ReconnectInfo>();
@@ -63,7 +68,12 @@ let transportCounter = 0;
 function stateOf(transport: object): TransportState {
   let state = transportStates.get(transport);
   if (!state) {
-    state = { fallbackKey: `transport#${++transportCounter}`, lastEnded: undefined, suppressNextReconnect: false };
+    state = {
+      fallbackKey: `transport#${++transportCounter}`,
+      lastEnded: undefined,
+      suppressNextReconnect: false,
+      sendingResume: undefined,
+    };
     transportStates.set(transport, state);
   }
   return state;
@@ -76,6 +86,12 @@ function readString(read: () => unknown): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The Last-Event-ID the SDK will send for these `_startOrAuthSse` options (it sends none for an empty token). */
+function cursorOf(options: unknown): string | undefined {
+  const token = options && typeof options === 'object' ? (options as StartSseOptionsLike).resumptionToken : undefined;
+  return typeof token === 'string' && token !== '' ? token : undefined;
 }
 
 const sessionIdOf = (t: StreamableHttpClientTransportLike) => readString(() => t.sessionId ?? t._sessionId);
@@ -134,26 +150,50 @@ function guarded(runtime: ForkwatchRuntime, what: string, fn: () => void): void 
 /** Every resume GET: a resume attempt (span and verdict) starts here. */
 function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method {
   function startOrAuthSseObserved(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
-    if (!options || typeof options !== 'object' || attempts.has(options)) {
-      return original.call(this, options, ...rest);
-    }
+    if (!options || typeof options !== 'object') return original.call(this, options, ...rest);
+    // The SDK's own retry of a resume GET (after authenticating) carries the same options: the same attempt.
+    const retried = attempts.get(options);
+    if (retried) return sendResumeGet(this, retried, () => original.call(this, options, ...rest));
     let attempt: ResumeAttempt | undefined;
     guarded(runtime, 'starting a resume attempt', () => {
       attempt = beginAttempt(this, options, runtime);
     });
     if (!attempt) return original.call(this, options, ...rest);
     const started = attempt;
-    const result = context.with(started.context.setValue(RESUME_CONTEXT, true), () =>
-      original.call(this, options, ...rest),
-    );
+    const result = sendResumeGet(this, started, () => original.call(this, options, ...rest));
     watchGet(this, options, started, result);
     return result;
   }
   return function startOrAuthSse(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
-    // The GET goes through fetch: the wire-level fetch observer must leave it to this patch.
     if (!runtime.enabled) return original.call(this, options, ...rest);
-    return runAsPatchedTransport(() => startOrAuthSseObserved.call(this, options, ...rest));
+    // The GET goes through fetch: the wire-level fetch observer must leave it to this patch.
+    const release = claimPatchedGet(sessionIdOf(this), cursorOf(options));
+    let result: unknown;
+    try {
+      result = startOrAuthSseObserved.call(this, options, ...rest);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    Promise.resolve(result).then(release, release);
+    return result;
   };
+}
+
+/**
+ * Sends a resume GET: the SDK builds its headers (`_commonHeaders`) synchronously at the start of `_startOrAuthSse`,
+ * where the attempt is found to add the trace context to. The SDK's fetch runs in the attempt's context when the
+ * process already runs in one (entered-context.ts).
+ */
+function sendResumeGet(transport: object, attempt: ResumeAttempt, send: () => unknown): unknown {
+  const state = stateOf(transport);
+  const outer = state.sendingResume;
+  state.sendingResume = attempt;
+  try {
+    return withEnteredContext(attempt.context, send);
+  } finally {
+    state.sendingResume = outer;
+  }
 }
 
 /** Observes the outcome of a resume GET without touching the promise the SDK's caller gets. */
@@ -227,6 +267,7 @@ function noteReconnection(transport: StreamableHttpClientTransportLike, options:
     reconnects.set(options, {
       heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
       lostAt: ended?.endedAt ?? nowMs(),
+      follows: ended?.attempt?.span.spanContext(),
     });
   }
   return false;
@@ -236,10 +277,9 @@ function noteReconnection(transport: StreamableHttpClientTransportLike, options:
 function wrapCommonHeaders(original: Method, runtime: ForkwatchRuntime): Method {
   return function commonHeaders(this: StreamableHttpClientTransportLike, ...args: unknown[]) {
     const result = original.apply(this, args);
-    const ctx = context.active();
-    if (!runtime.enabled || !runtime.settings.propagateContext || ctx.getValue(RESUME_CONTEXT) !== true) {
-      return result;
-    }
+    const resuming = transportStates.get(this)?.sendingResume;
+    if (!resuming || !runtime.enabled || !runtime.settings.propagateContext) return result;
+    const ctx = resuming.context;
     // A Headers in every version (`_commonHeaders(): Promise<Headers>`); its methods are checked before use.
     return Promise.resolve(result as Promise<WritableHeadersLike | null | undefined>).then(headers => {
       guarded(runtime, 'propagating trace context', () => {
@@ -280,6 +320,7 @@ function beginAttempt(
     cursor,
     heldCursor,
     lostAt: reconnect?.lostAt ?? session.lostAt,
+    follows: reconnect?.follows,
   });
   if (cursor === undefined) {
     attempt.concludeCursorDropped();

@@ -12,10 +12,13 @@
  * the very value the store returned. The one argument it replaces is the `{ send }` option of `replayEventsAfter`,
  * by a copy whose `send` counts its calls before calling the SDK's: the count is the exact number of events replayed.
  *
- * What a call belongs to comes from an AsyncLocalStorage scope that the GET handler opens around the SDK's own
- * handling of one resume request, so concurrent resumes on one transport never mix their counts.
+ * What a call belongs to: the wrapper is one transport's, and the SDK hands the store the resume's Last-Event-ID
+ * (`getStreamIdForEventId(lastEventId)`, `replayEventsAfter(lastEventId, { send })`). The GET handler opens a scope
+ * per resume request with its cursor; a store call belongs to the oldest open scope of its transport with that cursor
+ * whose step it has not seen, so concurrent resumes on one transport never mix their counts. Not an
+ * AsyncLocalStorage: on Node 20 the first `run` of one turns on a promise hook for the whole process, for good
+ * (about a tenth more server CPU per notification in the outside-in bench, once a server had served one resume).
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EventStoreLike, StreamableHttpServerTransportLike } from '../internal-types';
 import type { EventOwner, ReplayBoundaryWatch, StoreShare } from './replay-boundary-watch';
 
@@ -61,16 +64,25 @@ export function newReplayRecord(transport: object): ReplayRecord {
   };
 }
 
-/** The scope a resume request runs in. `record` is cleared when the resume is concluded, so timers that outlive the
- * request (keep-alives started inside it inherit the scope) hold nothing. */
+/** One resume request's scope: its cursor, and its record until the resume is concluded (then undefined). */
 export interface ReplayScope {
+  readonly cursor: string;
   record: ReplayRecord | undefined;
 }
 
-const replayScope = new AsyncLocalStorage<ReplayScope>();
+/** The open scopes of each transport, oldest first; concluded ones are dropped as the list is next used. */
+const openScopes = new WeakMap<object, ReplayScope[]>();
 
-export function runInReplayScope<T>(scope: ReplayScope, fn: () => T): T {
-  return replayScope.run(scope, fn);
+/** A resume request of `transport` begins: the store calls it makes from now on, with its cursor, are its own. */
+export function openReplayScope(transport: object, scope: ReplayScope): void {
+  const open = (openScopes.get(transport) ?? []).filter(s => s.record !== undefined);
+  open.push(scope);
+  openScopes.set(transport, open);
+}
+
+/** Scopes still open on a transport (tests: none may outlive its resume). */
+export function openReplayScopes(transport: object): number {
+  return (openScopes.get(transport) ?? []).filter(s => s.record !== undefined).length;
 }
 
 export interface RecordingHooks {
@@ -142,10 +154,21 @@ class StoreWatch {
     return on;
   }
 
-  /** The resume request this call belongs to, when it runs in one of this transport's replay scopes. */
-  recordOf(): ReplayRecord | undefined {
-    const record = replayScope.getStore()?.record;
-    return record && record.transport === this.transport ? record : undefined;
+  /**
+   * The resume request a store call with this cursor belongs to: the oldest open one that has not made this step yet,
+   * else the newest with the cursor (a step made twice). Undefined for a call outside every resume.
+   */
+  recordOf(cursor: unknown, step: 'lookupCalled' | 'replayCalled'): ReplayRecord | undefined {
+    const open = openScopes.get(this.transport);
+    if (open === undefined) return undefined;
+    let newest: ReplayRecord | undefined;
+    for (const scope of open) {
+      const record = scope.record;
+      if (record === undefined || scope.cursor !== cursor) continue;
+      if (!record[step]) return record;
+      newest = record;
+    }
+    return newest;
   }
 }
 
@@ -201,7 +224,7 @@ function recordingStoreEvent(watch: StoreWatch): StoreMethod {
 function recordingStreamLookup(watch: StoreWatch): StoreMethod {
   const { original, hooks } = watch;
   return function getStreamIdForEventId(...args: unknown[]) {
-    const record = watch.live() ? watch.recordOf() : undefined;
+    const record = watch.live() ? watch.recordOf(args[0], 'lookupCalled') : undefined;
     if (record) record.lookupCalled = true;
     let result: unknown;
     try {
@@ -221,7 +244,7 @@ function recordingStreamLookup(watch: StoreWatch): StoreMethod {
 function recordingReplay(watch: StoreWatch): NonNullable<EventStoreLike['replayEventsAfter']> {
   const { original, hooks } = watch;
   return function replayEventsAfter(lastEventId: unknown, options, ...rest: unknown[]) {
-    const record = watch.live() ? watch.recordOf() : undefined;
+    const record = watch.live() ? watch.recordOf(lastEventId, 'replayCalled') : undefined;
     const forwarded = record ? countingReplayOptions(record, watch, options) : options;
     let result: unknown;
     try {

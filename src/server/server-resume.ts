@@ -128,7 +128,7 @@ export class ServerResume {
     readonly init: ServerResumeInit,
   ) {
     this.record = newReplayRecord(init.instance);
-    this.scope = { record: this.record };
+    this.scope = { cursor: init.cursor, record: this.record };
     this.span = runtime.tracer.startSpan(SPAN.serverResume, { attributes: this.baseAttributes() }, init.parent);
     this.span.addEvent(SPAN_EVENT.resumeCursor, {
       ...(runtime.settings.captureEventIds ? { [ATTR.cursor]: displayEventId(init.cursor) } : {}),

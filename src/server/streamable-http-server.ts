@@ -29,11 +29,11 @@
  * reaches a transport. It shows only on the client (`rejected`) and in HTTP server metrics. The transport's own
  * 400/404/409 (validateSession, getStreamIdForEventId, conflicts) are recorded as `rejected`.
  */
-import { context } from '@opentelemetry/api';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../internal-types';
+import { withEnteredContext } from '../entered-context';
 import type { ForkwatchRuntime } from '../runtime';
-import { type RecordingHooks, isRecordingStore, runInReplayScope } from './recording-event-store';
+import { type RecordingHooks, isRecordingStore, openReplayScope } from './recording-event-store';
 import { boundaryWatchOf } from './replay-boundary-watch';
 import { type Flavor, nodeFlavor, webFlavor } from './server-flavor';
 import type { ServerResume } from './server-resume';
@@ -185,9 +185,8 @@ function wrapHandleGetRequest(original: Method, { runtime, flavor, hooks }: Serv
     }
     let result: unknown;
     try {
-      result = runInReplayScope(resume.scope, () =>
-        context.with(resume.context, () => original.call(this, req, ...rest)),
-      );
+      openReplayScope(this, resume.scope);
+      result = withEnteredContext(resume.context, () => original.call(this, req, ...rest));
     } catch (error) {
       concludeFailed(resume, error, runtime);
       throw error;

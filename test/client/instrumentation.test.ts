@@ -24,6 +24,7 @@ import {
   type ResumeVerdictInfo,
   StreamForkDetected,
 } from '../../src';
+import { heldClaims } from '../../src/client/patched-transport-scope';
 import { METRICS, labelCombinations } from '../../src/names';
 import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
@@ -147,6 +148,27 @@ describe('verdicts in-process', () => {
     ).toBe(1);
     expect(sample(text, `${METRICS.clientResumeGapSeconds.prometheusName}_count`)).toBe(1);
     expect(app.received).toEqual([1, 2, 3]); // record mode: the SDK still gets every frame
+    await app.client.close();
+  });
+
+  test("with the fetch observer on, a patched transport's resume is judged once, and no claim outlives its GET", async () => {
+    instrument({ observeFetch: true });
+    expect((globalThis.fetch as any)[Symbol.for('forkwatch.fetch-observer')]).toBe(true);
+    dropThenResume(frame('7', 1), res => {
+      openSse(res);
+      res.write(frame('8', 2));
+    });
+    const app = await connect();
+    await waitFor('the resumed frame', () => app.received.includes(2));
+    await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+    await sleep(100);
+    expect(spans.getFinishedSpans()).toHaveLength(1);
+    const text = await scrape();
+    expect(
+      sample(text, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'resumed' }),
+    ).toBe(1);
+    // Both GETs (the first and the resume) have settled: their claims are released.
+    expect(heldClaims()).toBe(0);
     await app.client.close();
   });
 

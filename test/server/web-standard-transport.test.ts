@@ -9,6 +9,7 @@
  */
 import { SpanStatusCode } from '@opentelemetry/api';
 import { afterEach, describe, expect, test } from 'vitest';
+import { openReplayScopes } from '../../src/server/recording-event-store';
 import { hashSessionId } from '../../src/session-id';
 import { ATTR, METRICS, PROBE_USER_AGENT, SPAN, SPAN_EVENT } from '../../src/names';
 import { PACKAGE_VERSION } from '../../src/version';
@@ -298,21 +299,20 @@ describe('recording wrapper', () => {
       });
     const transport = hydrate(new Transport({ sessionIdGenerator: () => 'session-1', eventStore: store }));
     for (let n = 1; n <= 6; n++) await transport.send(notification(n));
-    const [a, b] = await Promise.all([
-      transport.handleRequest(getRequest({ 'last-event-id': '1' })),
-      transport.handleRequest(getRequest({ 'last-event-id': '4' })),
-    ]);
-    await a.body?.cancel();
-    await b.body?.cancel();
-    await fw.waitForSpans(SPAN.serverResume, 2);
-    const byCursor = Object.fromEntries(
-      fw
-        .spans(SPAN.serverResume)
-        .map(s => [
-          eventAttributes(s, SPAN_EVENT.resumeCursor)[ATTR.cursor],
-          eventAttributes(s, SPAN_EVENT.replayDone)[ATTR.replayedEvents],
-        ]),
+    // Two of them with the same cursor: the store calls carry only the cursor, and each resume gets its own.
+    const answers = await Promise.all(
+      ['1', '4', '1'].map(cursor => transport.handleRequest(getRequest({ 'last-event-id': cursor }))),
     );
-    expect(byCursor).toEqual({ '1': 5, '4': 2 });
+    for (const answer of answers) await answer.body?.cancel();
+    await fw.waitForSpans(SPAN.serverResume, 3);
+    const byCursor = fw
+      .spans(SPAN.serverResume)
+      .map(
+        s =>
+          `${eventAttributes(s, SPAN_EVENT.resumeCursor)[ATTR.cursor]}:${eventAttributes(s, SPAN_EVENT.replayDone)[ATTR.replayedEvents]}`,
+      )
+      .sort();
+    expect(byCursor).toEqual(['1:5', '1:5', '4:2']);
+    expect(openReplayScopes(transport)).toBe(0);
   });
 });
