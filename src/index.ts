@@ -7,13 +7,13 @@
  */
 
 // The instrumentation and its configuration.
-export { ForkwatchInstrumentation } from './instrumentation';
-export type { ForkwatchInstrumentationConfig, OnForkMode, ResumeVerdictInfo } from './types';
+export { ForkwatchInstrumentation } from './lifecycle/instrumentation';
+export type { ForkwatchInstrumentationConfig, OnForkMode, ResumeVerdictInfo } from './shared/types';
 export type { LedgerLimits } from './core/ledger';
 export { DEFAULT_LEDGER_LIMITS } from './core/ledger';
 
 // Fail-loud mode: the error the transport's onerror receives.
-export { StreamForkDetected } from './errors';
+export { StreamForkDetected } from './shared/errors';
 
 // What a verdict says (ResumeVerdictInfo.outcome and .reason).
 export type { ForkReason, ResumeOutcome } from './core/verdict';
@@ -32,11 +32,11 @@ export {
 } from './core/codecs';
 
 // The hash recorded on spans instead of the raw Mcp-Session-Id, to join spans with your own logs.
-export { hashSessionId } from './session-id';
+export { hashSessionId } from './shared/session-id';
 
 // Metric, span and attribute names: the contract dashboards and alerts are built on.
-export type { MetricSpec } from './names';
-export { ATTR, INSTRUMENTATION_SCOPE, METRICS, SPAN, SPAN_EVENT } from './names';
+export type { MetricSpec } from './shared/names';
+export { ATTR, INSTRUMENTATION_SCOPE, METRICS, SPAN, SPAN_EVENT } from './shared/names';
 
 // `forkwatch probe --json`: the report's shape (JSON Schema: forkwatch/probe-report.schema.json).
 export type {
@@ -52,4 +52,4 @@ export type {
 } from './cli/probe/report';
 export type { StepRecord } from './cli/probe/mcp-http';
 
-export { PACKAGE_NAME, PACKAGE_VERSION } from './version';
+export { PACKAGE_NAME, PACKAGE_VERSION } from './shared/version';

@@ -15,8 +15,8 @@ import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporte
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ForkwatchInstrumentation } from '../src';
-import { METRICS } from '../src/names';
-import { PACKAGE_VERSION } from '../src/version';
+import { METRICS } from '../src/shared/names';
+import { PACKAGE_VERSION } from '../src/shared/version';
 import { parseMetricFamilies } from './support/scrape';
 
 const NAME = METRICS.instrumentationInfo.prometheusName;

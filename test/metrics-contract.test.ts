@@ -5,10 +5,10 @@
 /**
  * "No session id, event id or URL is ever a label": every forkwatch family in real scrapes (the client app and both
  * servers of a fork-lab run that resumes, forks and replays) carries exactly the label names of its contract in
- * src/names.ts, and every label value is one the contract enumerates, so no id or URL can pass as a value either.
+ * src/shared/names.ts, and every label value is one the contract enumerates, so no id or URL can pass as a value either.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
-import { METRICS, METRIC_SPECS, type MetricSpec } from '../src/names';
+import { METRICS, METRIC_SPECS, type MetricSpec } from '../src/shared/names';
 import { type LabReport, runLabScenario } from './support/lab';
 import { parseMetricFamilies } from './support/scrape';
 
@@ -56,7 +56,7 @@ describe('the label contract', () => {
       for (const [name, family] of parseMetricFamilies(text)) {
         if (!name.startsWith('forkwatch_')) continue;
         const spec = specFor(name);
-        expect(spec, `${where}: ${name} is not in src/names.ts`).toBeDefined();
+        expect(spec, `${where}: ${name} is not in src/shared/names.ts`).toBeDefined();
         const own = [...family.labels.keys()].filter(l => !EXPORTER_LABELS.has(l)).sort();
         expect(own, `${where}: ${name}`).toEqual(Object.keys(spec!.labels).sort());
         for (const [label, values] of family.labels) {

@@ -6,8 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../src/names';
-import { PACKAGE_NAME, PACKAGE_VERSION } from '../src/version';
+import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../src/shared/names';
+import { PACKAGE_NAME, PACKAGE_VERSION } from '../src/shared/version';
 
 const root = join(__dirname, '..');
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
@@ -104,7 +104,7 @@ describe('README', () => {
     );
   });
 
-  test('src/version.ts follows package.json', () => {
+  test('src/shared/version.ts follows package.json', () => {
     expect(PACKAGE_NAME).toBe(pkg.name);
     expect(PACKAGE_VERSION).toBe(pkg.version);
   });

@@ -4,11 +4,11 @@
  */
 /**
  * TallyCounter through the real metrics SDK: what a synchronous Counter would export, at a fraction of the cost per
- * add() (see src/tally-counter.ts).
+ * add() (see src/shared/tally-counter.ts).
  */
 import { AggregationTemporality, DataPointType, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { describe, expect, test } from 'vitest';
-import { TallyCounter } from '../src/tally-counter';
+import { TallyCounter } from '../src/shared/tally-counter';
 
 class PullReader extends MetricReader {
   constructor(temporality: AggregationTemporality) {

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** Server view, per process: replays that crossed a boundary (src/core/replay-boundary.ts). */
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';
 import { windowWords } from '../config/units';

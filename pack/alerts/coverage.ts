@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** Is forkwatch there at all: a target without its series, or no series anywhere. */
-import { INFO_NONE, METRICS } from '../../src/names';
+import { INFO_NONE, METRICS } from '../../src/shared/names';
 import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';
 import { windowWords } from '../config/units';

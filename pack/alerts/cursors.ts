@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** Server view, per process: resume cursors the process cannot honour. */
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';
 import { windowWords } from '../config/units';

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** Server delivery outside the SLO: events written while no client listened on this process. */
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';
 import { percent, windowWords } from '../config/units';

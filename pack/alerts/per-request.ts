@@ -9,7 +9,7 @@
  * those produced (delivered exchanges plus the late ones). Exchanges closed before a handler produced anything (a
  * cancellation it honoured) are on neither side.
  */
-import { METRICS, SERVER_LATE_TERMINAL_KINDS } from '../../src/names';
+import { METRICS, SERVER_LATE_TERMINAL_KINDS } from '../../src/shared/names';
 import type { ForkwatchConfig } from '../config/config';
 import { sloWindows } from '../config/links';
 import { scope } from '../config/scope';

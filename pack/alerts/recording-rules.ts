@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** Recording rules (level:metric:operations): the series the alerts and the dashboard read. */
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import type { ForkwatchConfig } from '../config/config';
 import { scope } from '../config/scope';
 import { RECORDING_GROUP, SLO_GROUP } from './names';

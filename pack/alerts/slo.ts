@@ -8,10 +8,10 @@
  *    forked (`unverified`, `inconclusive`, `rejected` and `failed` are on neither side: an idle session's resume
  *    stays silent until the verdict timeout, which is no evidence of loss, and must never page);
  *  - server delivery: of the events servers stored or wrote, the share lost to a live client (a loss reason of
- *    src/names.ts; `abandoned`, the client gone for good, is not loss).
+ *    src/shared/names.ts; `abandoned`, the client gone for good, is not loss).
  */
 import { RESUME_OUTCOMES, type ResumeOutcome } from '../../src/core/verdict';
-import { METRICS, SERVER_UNDELIVERED_LOSS_REASONS } from '../../src/names';
+import { METRICS, SERVER_UNDELIVERED_LOSS_REASONS } from '../../src/shared/names';
 import type { BurnWindow, ForkwatchConfig } from '../config/config';
 import { alertLinks, errorBudget, sloWindows } from '../config/links';
 import { scope } from '../config/scope';

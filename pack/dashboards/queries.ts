@@ -3,12 +3,12 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * The PromQL of the overview dashboard, built from the metric-name contract in src/names.ts and the pack's config
+ * The PromQL of the overview dashboard, built from the metric-name contract in src/shared/names.ts and the pack's config
  * (selector, cluster and aggregation labels), so a renamed metric or label cannot leave a panel behind.
  */
 import type { ForkwatchConfig } from '../config/config';
 import { CLIENT_LOSS_RATIO, CLIENT_SLO_BAD, CLIENT_SLO_GOOD, SERVER_LOSS_RATIO } from '../alerts/slo';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { scopeMatchers } from './common';
 
 const resumes = METRICS.clientResumes.prometheusName;

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * Links from a panel to the traces behind it: forkwatch's resume spans, searched by their attributes (src/names.ts)
+ * Links from a panel to the traces behind it: forkwatch's resume spans, searched by their attributes (src/shared/names.ts)
  * in Tempo (Grafana Explore, TraceQL) or Jaeger (its search page). The time range is the dashboard's.
  */
 import type { TraceSearch } from '../config/config';

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** The trace searches panels link to: forkwatch's resume spans with the attribute value the panel counts. */
-import { ATTR, SPAN } from '../../src/names';
+import { ATTR, SPAN } from '../../src/shared/names';
 import type { TraceSearchSpec } from './trace-links';
 
 export const TRACES = {

@@ -5,7 +5,7 @@
 /**
  * An OpenTelemetry Collector (contrib) config for apps that send forkwatch's metrics over OTLP: OTLP in, the
  * `prometheus` exporter out, with the config's aggregation labels copied from resource attributes onto every point.
- * Its default naming (UnderscoreEscapingWithSuffixes, add_metric_suffixes) gives the names of src/names.ts
+ * Its default naming (UnderscoreEscapingWithSuffixes, add_metric_suffixes) gives the names of src/shared/names.ts
  * (test/register/collector-naming.test.ts); `job` and `instance` come from service.namespace/service.name and
  * service.instance.id, which Prometheus keeps only with honor_labels (see scrapeConfig).
  */

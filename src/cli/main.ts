@@ -8,7 +8,7 @@ import { runExporterCli } from './exporter/cli';
 import { runProbeCli } from './probe/cli';
 import { USAGE_ERROR } from './probe/report';
 import { join } from 'node:path';
-import { PACKAGE_VERSION } from '../version';
+import { PACKAGE_VERSION } from '../shared/version';
 
 const USAGE = `Usage: forkwatch <command> [options]
 

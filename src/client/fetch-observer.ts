@@ -16,13 +16,13 @@
  * What the wire cannot show, and the class patch can: a reconnect that dropped the cursor (`cursor_dropped` needs
  * the client's intent) and the client's onerror (fail-loud mode errors the stream instead).
  */
-import { withEnteredContext } from '../entered-context';
-import { StreamForkDetected } from '../errors';
-import { observeBodyOnRead } from '../response-body';
+import { withEnteredContext } from '../shared/entered-context';
+import { StreamForkDetected } from '../shared/errors';
+import { observeBodyOnRead } from '../shared/response-body';
 import { observePerRequestPost, perRequestPostOf } from '../per-request/client-exchange';
-import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../internal-types';
-import { type ForkwatchRuntime, nowMs } from '../runtime';
-import { protocolHasResumability } from '../session-id';
+import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
+import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
+import { protocolHasResumability } from '../shared/session-id';
 import { isPatchedTransportGet } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
 import { type ForkReport, ResumedStream } from './resumed-stream';

@@ -14,7 +14,7 @@
  * The message is only read.
  */
 import { OutstandingRequests, isJsonRpcResponse } from '../core/replay-boundary';
-import type { ForkwatchRuntime } from '../runtime';
+import type { ForkwatchRuntime } from '../shared/runtime';
 
 interface MessageReceiver {
   onmessage?: unknown;

@@ -18,11 +18,11 @@ import {
 import { displayEventId } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
 import type { FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdict';
-import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../names';
-import { type ForkwatchRuntime, nowMs } from '../runtime';
-import { sessionSpanAttributes } from '../session-id';
-import { errorTypeOf, recordBoundedException } from '../span-errors';
-import type { ResumeVerdictInfo } from '../types';
+import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../shared/names';
+import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
+import { sessionSpanAttributes } from '../shared/session-id';
+import { errorTypeOf, recordBoundedException } from '../shared/span-errors';
+import type { ResumeVerdictInfo } from '../shared/types';
 
 export interface ResumeAttemptInit {
   transport: ClientTransportLabel;

@@ -17,9 +17,9 @@
 import { eventIdKey } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
 import { decideFirstFrame } from '../core/verdict';
-import type { ClientTransportLabel } from '../names';
-import { type ForkwatchRuntime, nowMs } from '../runtime';
-import type { ResumeVerdictInfo } from '../types';
+import type { ClientTransportLabel } from '../shared/names';
+import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
+import type { ResumeVerdictInfo } from '../shared/types';
 import { type StreamGate, type StreamObserverHooks, observeStream } from './observed-stream';
 import type { ResumeAttempt } from './resume-attempt';
 

@@ -23,8 +23,8 @@ import type {
   SseClientTransportLike,
   WebResponseLike,
   Wrap,
-} from '../internal-types';
-import { type ForkwatchRuntime, nowMs } from '../runtime';
+} from '../shared/internal-types';
+import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 import { ResumeAttempt } from './resume-attempt';
 import { ResumedStream } from './resumed-stream';
 import { httpStatusOf } from './streamable-http-client';

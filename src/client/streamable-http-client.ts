@@ -16,18 +16,18 @@
  *   synchronously at the start of `_startOrAuthSse`, while the attempt is marked on the transport's state).
  */
 import { type SpanContext, propagation } from '@opentelemetry/api';
-import { withEnteredContext } from '../entered-context';
-import { StreamForkDetected } from '../errors';
+import { withEnteredContext } from '../shared/entered-context';
+import { StreamForkDetected } from '../shared/errors';
 import type {
   SdkMethod,
   StartSseOptionsLike,
   StreamableHttpClientTransportLike,
   WritableHeadersLike,
   Wrap,
-} from '../internal-types';
-import { type ForkwatchRuntime, nowMs } from '../runtime';
-import { protocolHasResumability } from '../session-id';
-import type { ResumeVerdictInfo } from '../types';
+} from '../shared/internal-types';
+import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
+import { protocolHasResumability } from '../shared/session-id';
+import type { ResumeVerdictInfo } from '../shared/types';
 import { noteSentMessage } from './foreign-responses';
 import { claimPatchedGet } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';

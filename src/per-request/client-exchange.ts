@@ -25,11 +25,11 @@ import {
   needsReissue,
 } from '../core/per-request-client';
 import { ReissueWindow, digestJson, isMrtrRetry, reissueKey, requestTarget } from '../core/per-request';
-import type { FetchLike, RequestInitLike, WebResponseLike } from '../internal-types';
-import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../names';
-import { type ForkwatchRuntime, nowMs } from '../runtime';
-import { protocolHasResumability } from '../session-id';
-import { observeBodyOnRead } from '../response-body';
+import type { FetchLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
+import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../shared/names';
+import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
+import { protocolHasResumability } from '../shared/session-id';
+import { observeBodyOnRead } from '../shared/response-body';
 
 /** One per-request POST, read from its URL, headers and string body. */
 export interface PerRequestPost {

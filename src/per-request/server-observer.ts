@@ -33,19 +33,16 @@ import {
   SERVER_EXCHANGE_OUTCOMES,
   SERVER_LATE_MESSAGE_KINDS,
   TASK_MISS_REASONS,
-} from '../names';
-import { type ForkwatchRuntime, nowMs } from '../runtime';
+} from '../shared/names';
+import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 
 /** Defaults of the `perRequest` config. */
 export const DEFAULT_REISSUE_WINDOW_MS = 60_000;
 export const DEFAULT_MAX_TRACKED = 10_000;
 
-export interface PerRequestLimits {
-  /** How long after a broken exchange a request with the same key counts as its re-issue. */
-  reissueWindowMs: number;
-  /** Broken exchanges, task ids and tool names remembered at most (each). */
-  maxTracked: number;
-}
+import type { PerRequestLimits } from '../shared/runtime';
+
+export type { PerRequestLimits };
 
 /** One exchange of a PerRequestHTTPServerTransport, from handleMessage to close. */
 export interface ServerExchange {

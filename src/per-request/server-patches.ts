@@ -18,8 +18,8 @@
  * - `McpServer.registerTool(name, config)`: the tool's `idempotentHint`, for the duplicate-execution risk.
  * - `InMemoryServerEventBus.publish(event)`: whether any listen stream on this process was subscribed.
  */
-import type { Wrap } from '../internal-types';
-import type { ForkwatchRuntime } from '../runtime';
+import type { Wrap } from '../shared/internal-types';
+import type { ForkwatchRuntime } from '../shared/runtime';
 import { type AbortSignalLike, type PerRequestTransportState, perRequestServerOf } from './server-observer';
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
@@ -39,8 +39,13 @@ function guarded(runtime: ForkwatchRuntime, what: string, fn: () => void): void 
   }
 }
 
+/** `wrap` for the untyped classes of the 2.x server package: a method by name, its wrapper from the original. */
+function untyped(wrap: Wrap): (target: Proto, name: string, wrapper: (original: Method) => Method) => void {
+  return wrap as unknown as (target: Proto, name: string, wrapper: (original: Method) => Method) => void;
+}
+
 export function patchPerRequestTransport(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void {
-  const w = wrap as unknown as (target: Proto, name: string, wrapper: (original: Method) => Method) => void;
+  const w = untyped(wrap);
   w(
     proto as Proto,
     'handleMessage',
@@ -89,7 +94,7 @@ export function describeNonHookServer(proto: { _wrapHandler?: unknown } | undefi
 }
 
 export function patchServerHandlers(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void {
-  const w = wrap as unknown as (target: Proto, name: string, wrapper: (original: Method) => Method) => void;
+  const w = untyped(wrap);
   w(
     proto as Proto,
     '_wrapHandler',
@@ -143,7 +148,7 @@ export function patchServerHandlers(proto: object, runtime: ForkwatchRuntime, wr
 }
 
 export function patchMcpServerTools(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void {
-  const w = wrap as unknown as (target: Proto, name: string, wrapper: (original: Method) => Method) => void;
+  const w = untyped(wrap);
   w(
     proto as Proto,
     'registerTool',
@@ -158,7 +163,7 @@ export function patchMcpServerTools(proto: object, runtime: ForkwatchRuntime, wr
 }
 
 export function patchEventBus(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void {
-  const w = wrap as unknown as (target: Proto, name: string, wrapper: (original: Method) => Method) => void;
+  const w = untyped(wrap);
   w(
     proto as Proto,
     'publish',

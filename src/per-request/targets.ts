@@ -3,8 +3,8 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** The 2.x classes of the per-request path (protocol 2026-07-28) and their patches, for the targets table. */
-import type { PrototypeLike, Wrap } from '../internal-types';
-import type { ForkwatchRuntime } from '../runtime';
+import type { PrototypeLike, Wrap } from '../shared/internal-types';
+import type { ForkwatchRuntime } from '../shared/runtime';
 import {
   EVENT_BUS_METHODS,
   MCP_SERVER_METHODS,

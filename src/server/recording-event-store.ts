@@ -19,7 +19,7 @@
  * AsyncLocalStorage: on Node 20 the first `run` of one turns on a promise hook for the whole process, for good
  * (about a tenth more server CPU per notification in the outside-in bench, once a server had served one resume).
  */
-import type { EventStoreLike, StreamableHttpServerTransportLike } from '../internal-types';
+import type { EventStoreLike, StreamableHttpServerTransportLike } from '../shared/internal-types';
 import type { EventOwner, ReplayBoundaryWatch, StoreShare } from './replay-boundary-watch';
 
 /** What the store did for one resume request. */

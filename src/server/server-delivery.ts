@@ -27,7 +27,7 @@ import {
   type ServerSharedUnreplayedReason,
   type ServerTransportLabel,
   type ServerUndeliveredReason,
-} from '../names';
+} from '../shared/names';
 
 export interface ServerDeliveryHost {
   /** Adds to forkwatch_server_undelivered_events_total. */

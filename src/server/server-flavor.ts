@@ -14,7 +14,7 @@ import type {
   NodeServerResponseLike,
   WebHeadersLike,
   WebRequestLike,
-} from '../internal-types';
+} from '../shared/internal-types';
 
 /** How each flavour reads its request and its answer. */
 export interface Flavor {

@@ -6,14 +6,14 @@
  * One resume request seen by a server transport (a GET carrying Last-Event-ID), from the request to the answer:
  * owns the span, its two span events and the metrics, and concludes exactly once.
  */
+import type { ServerRuntime } from './server-runtime';
 import { type Context, type Span, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { displayEventId } from '../core/event-id';
 import { judgeReplayBoundary } from '../core/replay-boundary';
-import type { StreamableHttpServerTransportLike } from '../internal-types';
-import { ATTR, SPAN, SPAN_EVENT, type ServerResumeOutcome, type ServerTransportLabel } from '../names';
-import type { ForkwatchRuntime } from '../runtime';
-import { hashSessionId, sessionSpanAttributes } from '../session-id';
-import { errorTypeOf, recordBoundedException } from '../span-errors';
+import type { StreamableHttpServerTransportLike } from '../shared/internal-types';
+import { ATTR, SPAN, SPAN_EVENT, type ServerResumeOutcome, type ServerTransportLabel } from '../shared/names';
+import { hashSessionId, sessionSpanAttributes } from '../shared/session-id';
+import { errorTypeOf, recordBoundedException } from '../shared/span-errors';
 import { type ReplayRecord, type ReplayScope, newReplayRecord } from './recording-event-store';
 import { boundaryWatchOf } from './replay-boundary-watch';
 import { standaloneStreamId, streamHasRequestInFlight } from './transport-delivery';
@@ -124,7 +124,7 @@ export class ServerResume {
   private concluded = false;
 
   constructor(
-    private readonly runtime: ForkwatchRuntime,
+    private readonly runtime: ServerRuntime,
     readonly init: ServerResumeInit,
   ) {
     this.record = newReplayRecord(init.instance);

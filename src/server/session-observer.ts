@@ -17,12 +17,16 @@
  * The patch's wrappers (streamable-http-server.ts) only hand facts on; each method here catches its own errors and
  * reports them through diag, so nothing here throws into the SDK.
  */
+import type { ServerRuntime } from './server-runtime';
 import { type Context, context, propagation, trace } from '@opentelemetry/api';
 import type { StoredEvent } from '../core/delivery-ledger';
-import type { HttpRequestLike, StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../internal-types';
-import { type ServerTransportLabel, isProbeUserAgent } from '../names';
-import type { ForkwatchRuntime } from '../runtime';
-import { protocolHasResumability } from '../session-id';
+import type {
+  HttpRequestLike,
+  StreamableHttpServerTransportLike,
+  TransportSendOptionsLike,
+} from '../shared/internal-types';
+import { type ServerTransportLabel, isProbeUserAgent } from '../shared/names';
+import { protocolHasResumability } from '../shared/session-id';
 import { isJsonRpcResponse } from '../core/replay-boundary';
 import { type RecordingHooks, ensureRecordingStore } from './recording-event-store';
 import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
@@ -63,7 +67,7 @@ export class ServerSessionObserver {
   constructor(
     readonly transport: StreamableHttpServerTransportLike,
     /** The patch that saw the transport last: a re-patch (setConfig, a new instrumentation) takes over. */
-    public runtime: ForkwatchRuntime,
+    public runtime: ServerRuntime,
     public flavor: Flavor,
   ) {}
 
@@ -276,7 +280,7 @@ const observers = new WeakMap<object, ServerSessionObserver>();
 /** The transport's observer, bound to the patch that calls. */
 export function sessionObserverOf(
   transport: StreamableHttpServerTransportLike,
-  runtime: ForkwatchRuntime,
+  runtime: ServerRuntime,
   flavor: Flavor,
 ): ServerSessionObserver {
   let observer = observers.get(transport);

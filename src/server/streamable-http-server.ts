@@ -29,10 +29,10 @@
  * reaches a transport. It shows only on the client (`rejected`) and in HTTP server metrics. The transport's own
  * 400/404/409 (validateSession, getStreamIdForEventId, conflicts) are recorded as `rejected`.
  */
+import type { ServerRuntime } from './server-runtime';
 import { isWrapped } from '@opentelemetry/instrumentation';
-import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../internal-types';
-import { withEnteredContext } from '../entered-context';
-import type { ForkwatchRuntime } from '../runtime';
+import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../shared/internal-types';
+import { withEnteredContext } from '../shared/entered-context';
 import { type RecordingHooks, isRecordingStore, openReplayScope } from './recording-event-store';
 import { boundaryWatchOf } from './replay-boundary-watch';
 import { type Flavor, nodeFlavor, webFlavor } from './server-flavor';
@@ -54,7 +54,7 @@ type Method = SdkMethod<StreamableHttpServerTransportLike>;
 
 /** What every wrapper of one patch shares. */
 interface ServerPatch {
-  runtime: ForkwatchRuntime;
+  runtime: ServerRuntime;
   flavor: Flavor;
   /** The store wrapper's hooks (recording-event-store.ts). */
   hooks: RecordingHooks;
@@ -62,7 +62,7 @@ interface ServerPatch {
 
 export function patchWebStandardStreamableHttpServer(
   proto: StreamableHttpServerTransportLike,
-  runtime: ForkwatchRuntime,
+  runtime: ServerRuntime,
   wrap: Wrap,
 ): void {
   patchServer(proto, runtime, wrap, webFlavor);
@@ -70,7 +70,7 @@ export function patchWebStandardStreamableHttpServer(
 
 export function patchNodeStreamableHttpServer(
   proto: StreamableHttpServerTransportLike,
-  runtime: ForkwatchRuntime,
+  runtime: ServerRuntime,
   wrap: Wrap,
 ): void {
   patchServer(proto, runtime, wrap, nodeFlavor);
@@ -86,7 +86,7 @@ export function describeNodeServerWrapper(proto: StreamableHttpServerTransportLi
 
 function patchServer(
   proto: StreamableHttpServerTransportLike,
-  runtime: ForkwatchRuntime,
+  runtime: ServerRuntime,
   wrap: Wrap,
   flavor: Flavor,
 ): void {
@@ -202,7 +202,7 @@ function whenSettled(
   answered: (value: unknown) => unknown,
   failed: (error: unknown) => unknown,
   what: string,
-  runtime: ForkwatchRuntime,
+  runtime: ServerRuntime,
 ): void {
   Promise.resolve(result)
     .then(answered, failed)
@@ -215,7 +215,7 @@ function watchAnswer(
   connection: StandaloneConnection,
   flavor: Flavor,
   args: unknown[],
-  runtime: ForkwatchRuntime,
+  runtime: ServerRuntime,
 ): void {
   whenSettled(
     result,
@@ -233,7 +233,7 @@ function concludeResume(
   connection: StandaloneConnection | undefined,
   flavor: Flavor,
   args: unknown[],
-  runtime: ForkwatchRuntime,
+  runtime: ServerRuntime,
 ): void {
   const answered = (value: unknown) => {
     const status = flavor.status(value, args);
@@ -243,7 +243,7 @@ function concludeResume(
   whenSettled(result, answered, error => resume.concludeFailed(error), 'recording a server resume failed', runtime);
 }
 
-function concludeFailed(resume: ServerResume, error: unknown, runtime: ForkwatchRuntime): void {
+function concludeFailed(resume: ServerResume, error: unknown, runtime: ServerRuntime): void {
   try {
     resume.concludeFailed(error);
   } catch (failure) {

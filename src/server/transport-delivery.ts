@@ -15,7 +15,7 @@
  * Only read, never written; any surprise in these private fields reads as "unknown" and records nothing.
  */
 import type { StoredEvent } from '../core/delivery-ledger';
-import type { StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../internal-types';
+import type { StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../shared/internal-types';
 
 /** The SDK's priming event (`storeEvent(streamId, {})`) carries no message: it is not an event to deliver. */
 export function isPrimingMessage(message: unknown): boolean {

@@ -17,7 +17,7 @@ import { describe, expect, test } from 'vitest';
 import { ruleFiles } from '../../pack/alerts/rule-files';
 import { DEFAULT_CONFIG } from '../../pack/config/config';
 import { FORK_REASONS } from '../../src/core/verdict';
-import { CLIENT_TRANSPORTS } from '../../src/names';
+import { CLIENT_TRANSPORTS } from '../../src/shared/names';
 import { type LabScenario, type LabTarget, startLabTarget } from '../support/lab-target';
 import {
   type AlertmanagerInstance,

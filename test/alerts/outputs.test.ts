@@ -18,7 +18,7 @@ import { describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG } from '../../pack/config/config';
 import { resolveConfig } from '../../pack/config/resolve';
 import { renderPack } from '../../pack/compose';
-import { METRIC_SPECS } from '../../src/names';
+import { METRIC_SPECS } from '../../src/shared/names';
 import { queriesOf } from '../dashboards/dashboard-model';
 import { analyse } from '../dashboards/promql';
 import { collectorName } from '../register/otlp-translator';

@@ -151,7 +151,7 @@ describe('the folders of pack/', () => {
           const from = relative(PACK, dir).split('/')[0] || '.';
           for (const m of readFileSync(path, 'utf8').matchAll(/from '(\.[^']+)'/g)) {
             const target = relative(PACK, resolve(dirname(path), m[1] as string));
-            if (target.startsWith('..')) continue; // src/names and the like
+            if (target.startsWith('..')) continue; // src/shared/names and the like
             const to = target.includes('/') ? (target.split('/')[0] as string) : '.';
             if (to !== from) edges.set(from, (edges.get(from) ?? new Set()).add(to));
           }

@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
-import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
+import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { startLabTarget } from '../support/lab-target';
 import { analyzePromQL } from '../support/promql';
 import { seconds } from '../../pack/config/units';

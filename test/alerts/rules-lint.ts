@@ -61,7 +61,7 @@ export interface LintInput {
   families: Map<string, MetricFamily>;
   /** Runbook file name (e.g. ForkwatchForksDetected.md) to its markdown. */
   runbooks: Map<string, string>;
-  /** Known forkwatch span, span-event and attribute names (src/names.ts), for trace queries in runbooks. */
+  /** Known forkwatch span, span-event and attribute names (src/shared/names.ts), for trace queries in runbooks. */
   traceNames: Set<string>;
 }
 

@@ -8,7 +8,7 @@
  * takes itself off `globalThis.fetch` on disable().
  */
 import { afterEach, expect, test } from 'vitest';
-import { METRICS, SPAN, SPAN_EVENT } from '../../src/names';
+import { METRICS, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
 import { sample } from '../support/scrape';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';

@@ -14,7 +14,7 @@ import { afterEach, beforeEach, expect, test } from 'vitest';
 // @ts-expect-error: plain ESM module without types
 import { runBoundaryScenario } from '../../lab/boundary/run.mjs';
 import { ForkwatchInstrumentation } from '../../src';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { sample } from '../support/lab';
 
 let exporter: PrometheusExporter;

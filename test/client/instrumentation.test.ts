@@ -25,7 +25,7 @@ import {
   StreamForkDetected,
 } from '../../src';
 import { heldClaims } from '../../src/client/patched-transport-scope';
-import { METRICS, labelCombinations } from '../../src/names';
+import { METRICS, labelCombinations } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
 

@@ -7,7 +7,7 @@
  * really cuts the SSE connection mid-frame. Every scenario runs in a CommonJS and in an ESM client process.
  */
 import { describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { firstFrameEvents, resumeSpans, runLabScenario, sample } from '../support/lab';
 
 const resumes = METRICS.clientResumes.prometheusName;

@@ -17,7 +17,7 @@ import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporte
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { ForkwatchInstrumentation } from '../../src';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { sample } from '../support/lab';
 
 /** A resume with no verdict is concluded `inconclusive` after this long: a nested wrapper's stray attempt would be. */

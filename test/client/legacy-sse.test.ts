@@ -17,7 +17,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-tr
 import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { ForkwatchInstrumentation } from '../../src';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 // @ts-expect-error: plain ESM module without types
 import { startProxy } from '../../lab/proxy.mjs';
 import { sample } from '../support/lab';

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { runLabScenario, sample } from '../support/lab';
 
 const versionsDir = join(__dirname, '../sdk-versions');

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { METRICS, METRIC_SPECS, type MetricSpec } from '../../src/names';
+import { METRICS, METRIC_SPECS, type MetricSpec } from '../../src/shared/names';
 import { type LabTarget, startLabTarget } from '../support/lab-target';
 import { scrapeExporter } from '../support/probe-scrape';
 import { parseMetricFamilies, scrapeMetricFamilies, seriesNamesByType } from '../support/scrape';
@@ -65,7 +65,7 @@ describe('every metric name is in a real scrape of the fork lab or recorded by t
   });
   afterAll(() => target?.stop());
 
-  test('the scrape holds every forkwatch metric family of src/names.ts', () => {
+  test('the scrape holds every forkwatch metric family of src/shared/names.ts', () => {
     for (const spec of METRIC_SPECS.filter(s => !PER_REQUEST_ONLY.has(s.prometheusName)))
       expect(exported, spec.prometheusName).toContain(seriesOf(spec)[0]);
   });
@@ -107,7 +107,7 @@ describe('every metric name is in a real scrape of the fork lab or recorded by t
   });
 });
 
-/** Matchers on forkwatch labels whose values src/names.ts says the instrumentation never emits. */
+/** Matchers on forkwatch labels whose values src/shared/names.ts says the instrumentation never emits. */
 function impossibleLabelValues(expr: string): string[] {
   const bad: string[] = [];
   for (const s of analyse(expr).selectors) {

@@ -8,7 +8,7 @@ import { resolveConfig } from '../../pack/config/resolve';
 import { renderDashboards } from '../../pack/dashboards/render';
 import { traceQL, traceSearchUrl } from '../../pack/dashboards/trace-links';
 import { TRACES } from '../../pack/dashboards/trace-searches';
-import { ATTR, SPAN } from '../../src/names';
+import { ATTR, SPAN } from '../../src/shared/names';
 import { panelsOf } from './dashboard-model';
 
 const traceLinksOf = (config: ReturnType<typeof resolveConfig>) => {
@@ -19,7 +19,7 @@ const traceLinksOf = (config: ReturnType<typeof resolveConfig>) => {
 };
 
 describe('trace links', () => {
-  test('the searches use forkwatch span and attribute names from src/names.ts', () => {
+  test('the searches use forkwatch span and attribute names from src/shared/names.ts', () => {
     expect(traceQL(TRACES.forkedResumes)).toBe(`{ name = "${SPAN.clientResume}" && span.${ATTR.verdict} = "forked" }`);
     expect(traceQL(TRACES.unknownCursors)).toBe(
       `{ name = "${SPAN.serverResume}" && span.${ATTR.serverOutcome} = "unknown_cursor" }`,

@@ -10,7 +10,7 @@
  */
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { METRICS, SPAN } from '../../src/names';
+import { METRICS, SPAN } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
 // @ts-expect-error: plain ESM module without types

@@ -10,7 +10,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterEach, describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import { type Forkwatch, clientOutcomes, diagnostics, inProcessMcp, runSessions, setupForkwatch } from './support';
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { ROOT_CONTEXT, context, createContextKey } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { withEnteredContext } from '../../src/entered-context';
+import { withEnteredContext } from '../../src/shared/entered-context';
 
 test('a resume on the client and the server of one process turns no promise hook on', () => {
   const out = execFileSync(process.execPath, [join(__dirname, 'fixtures/promise-hooks-app.cjs')], {

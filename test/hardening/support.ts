@@ -16,7 +16,7 @@ import * as streamableHttp from '@modelcontextprotocol/sdk/client/streamableHttp
 import { DiagLogLevel, diag } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { type Forkwatch, setupForkwatch as setupSharedForkwatch } from '../support/forkwatch';
-import type { ForkwatchInstrumentationConfig } from '../../src/types';
+import type { ForkwatchInstrumentationConfig } from '../../src/shared/types';
 
 export const root = join(__dirname, '../..');
 export const { StreamableHTTPClientTransport } = streamableHttp;

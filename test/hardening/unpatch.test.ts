@@ -16,7 +16,7 @@ import { context, propagation } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { ATTR, SPAN, SPAN_EVENT } from '../../src/names';
+import { ATTR, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
 // @ts-expect-error: plain ESM module without types

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch, versionsDir } from '../server/support';
 import { sampleOne } from '../support/lab';
 import { serverSdk, sleep, startCutter, startReplica, until } from './support';

@@ -11,7 +11,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, LabEventStore, requireFrom, setupForkwatch } from '../server/support';
 import { sample } from '../support/lab';
 import { MODERN, clientSdk, connectClient, createLabHandler, serverSdk, startCutter, until } from './support';

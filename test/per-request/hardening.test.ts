@@ -8,7 +8,7 @@
  */
 import { isWrapped } from '@opentelemetry/instrumentation';
 import { afterEach, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import { connectClient, serverSdk, startCutter, startReplica, until } from './support';

@@ -9,7 +9,7 @@
  * listener, no dropped listen stream.
  */
 import { afterEach, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import { connectClient, serverSdk, startReplica, until } from './support';

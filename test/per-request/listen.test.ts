@@ -8,7 +8,7 @@
  * dropped stream and the gap until the next acknowledgement. Ground truth: the notifications the client received.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import { connectClient, serverSdk, sleep, startCutter, startReplica, until } from './support';

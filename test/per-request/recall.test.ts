@@ -9,7 +9,7 @@
  * scenario must leave the other loss signals alone (false alarms). The table goes to stderr for the closing note.
  */
 import { afterAll, describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import { connectClient, rawRequest, serverSdk, sleep, startCutter, startReplica, until } from './support';

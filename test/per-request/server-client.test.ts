@@ -8,7 +8,7 @@
  * scenario raises its signal on the side that can see it; each healthy control raises none.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import {

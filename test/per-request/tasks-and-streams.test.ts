@@ -7,7 +7,7 @@
  * SDK has no task runtime), on the real 2.x packages at 2026-07-28.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import { connectClient, rawRequest, serverSdk, startCutter, startReplica, until } from './support';

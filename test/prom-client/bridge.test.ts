@@ -18,8 +18,8 @@ import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporte
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ForkwatchInstrumentation } from '../../src/instrumentation';
-import { METRICS, METRIC_SPECS } from '../../src/names';
+import { ForkwatchInstrumentation } from '../../src/lifecycle/instrumentation';
+import { METRICS, METRIC_SPECS } from '../../src/shared/names';
 import { ForkwatchMetricReader, registerForkwatchMetrics } from '../../src/prom-client';
 import {
   type AppDir,

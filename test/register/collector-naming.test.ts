@@ -14,7 +14,7 @@
  */
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { METRICS, METRIC_SPECS, type MetricKind } from '../../src/names';
+import { METRICS, METRIC_SPECS, type MetricKind } from '../../src/shared/names';
 import { type OtlpMetricType, collectorName, collectorNameUtf8, jsExporterName } from './otlp-translator';
 import {
   type AppDir,

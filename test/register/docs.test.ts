@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { DEFAULT_LEDGER_LIMITS } from '../../src/core/ledger';
 import { DEFAULT_DELIVERY_WINDOW_MS } from '../../src/core/delivery-ledger';
-import { DEFAULT_PROMETHEUS_PORT, DEFAULT_VERDICT_TIMEOUT_MS, FORKWATCH_ENV } from '../../src/env-config';
+import { DEFAULT_PROMETHEUS_PORT, DEFAULT_VERDICT_TIMEOUT_MS, FORKWATCH_ENV } from '../../src/lifecycle/env-config';
 import { ROOT } from './support';
 
 /** Every document that holds the section (the README once merged, and docs/production.md while it exists). */

@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import { BUILTIN_CODEC_NAMES } from '../../src/core/codecs';
 import { DEFAULT_LEDGER_LIMITS } from '../../src/core/ledger';
-import { DEFAULT_PROMETHEUS_PORT, FORKWATCH_ENV, readRegisterEnv } from '../../src/env-config';
+import { DEFAULT_PROMETHEUS_PORT, FORKWATCH_ENV, readRegisterEnv } from '../../src/lifecycle/env-config';
 
 describe('defaults (nothing set)', () => {
   const config = readRegisterEnv({});

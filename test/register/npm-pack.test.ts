@@ -103,7 +103,7 @@ describe('the tarball', () => {
       'build/src/index.d.ts',
       'build/src/register.js',
       'build/src/register.d.ts',
-      'build/src/env-config.js',
+      'build/src/lifecycle/env-config.js',
       'build/src/prom-client.js',
       'build/src/prom-client.d.ts',
       'build/src/cli/main.js',

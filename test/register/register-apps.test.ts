@@ -12,7 +12,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createServer as createHttpServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { GAP_SECONDS_BUCKETS, METRICS } from '../../src/names';
+import { GAP_SECONDS_BUCKETS, METRICS } from '../../src/shared/names';
 import {
   type AppDir,
   FIXTURES,

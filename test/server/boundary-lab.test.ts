@@ -13,8 +13,8 @@ import { describe, expect, test } from 'vitest';
 import * as boundary from '../../lab/boundary/run.mjs';
 // @ts-expect-error: plain ESM module without types
 import { REDIS_SERVER } from '../../lab/boundary/redis.mjs';
-import { ATTR, METRICS, SERVER_BOUNDARY_OUTCOMES } from '../../src/names';
-import { hashSessionId } from '../../src/session-id';
+import { ATTR, METRICS, SERVER_BOUNDARY_OUTCOMES } from '../../src/shared/names';
+import { hashSessionId } from '../../src/shared/session-id';
 
 interface BoundaryTruth {
   foreignReceived: number;

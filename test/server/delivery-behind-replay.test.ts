@@ -11,7 +11,7 @@
  * store, a short window.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { METRICS, SERVER_UNDELIVERED_REASONS } from '../../src/names';
+import { METRICS, SERVER_UNDELIVERED_REASONS } from '../../src/shared/names';
 import { probeServerDelivery } from '../../src/server/server-delivery';
 import { sample } from '../support/lab';
 import {

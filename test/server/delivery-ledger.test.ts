@@ -9,7 +9,7 @@
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import { probeServerDelivery } from '../../src/server/server-delivery';
-import { METRICS, SERVER_UNDELIVERED_REASONS } from '../../src/names';
+import { METRICS, SERVER_UNDELIVERED_REASONS } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import { waitUntil } from '../support/prometheus';
 import {

@@ -10,7 +10,7 @@
  * that was not pending on A (forkwatch_server_replayed_unpending_events_total). Without the flag B judges alone.
  */
 import { afterEach, describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import {
   type Forkwatch,

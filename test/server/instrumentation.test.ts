@@ -16,8 +16,8 @@ import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
-import { ForkwatchInstrumentation } from '../../src/instrumentation';
-import { ATTR, METRICS, SERVER_RESUME_OUTCOMES, SPAN, SPAN_EVENT } from '../../src/names';
+import { ForkwatchInstrumentation } from '../../src/lifecycle/instrumentation';
+import { ATTR, METRICS, SERVER_RESUME_OUTCOMES, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { newReplayRecord } from '../../src/server/recording-event-store';
 import { classifyServerResume } from '../../src/server/server-resume';
 import { WEB_STANDARD_SERVER_METHODS } from '../../src/server/streamable-http-server';
@@ -28,7 +28,7 @@ import {
   SDK_V2_PACKAGES,
   WEB_STANDARD_STREAMABLE_HTTP_SERVER,
   versionSatisfies,
-} from '../../src/targets';
+} from '../../src/lifecycle/targets';
 import { PER_REQUEST_SERVER_TARGETS } from '../../src/per-request/targets';
 import { sample } from '../support/lab';
 import {

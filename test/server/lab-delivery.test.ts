@@ -9,7 +9,7 @@
  * undelivered event with a loss reason. Healthy runs, and clients that go away without a DELETE, must stay silent.
  */
 import { describe, expect, test } from 'vitest';
-import { METRICS, SERVER_UNDELIVERED_LOSS_REASONS, SERVER_UNDELIVERED_REASONS } from '../../src/names';
+import { METRICS, SERVER_UNDELIVERED_LOSS_REASONS, SERVER_UNDELIVERED_REASONS } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import { type ServerLabReport, type ServerReport, runLab } from './lab-support';
 

@@ -10,7 +10,7 @@
  */
 import { SpanStatusCode } from '@opentelemetry/api';
 import { expect, test } from 'vitest';
-import { ATTR, METRICS, SERVER_RESUME_OUTCOMES, SPAN_EVENT } from '../../src/names';
+import { ATTR, METRICS, SERVER_RESUME_OUTCOMES, SPAN_EVENT } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import {
   type ServerLabReport,

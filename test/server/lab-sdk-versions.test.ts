@@ -14,7 +14,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import { runLab, serverResumeSpans, serverView } from './lab-support';
 import { versionsDir } from './support';

@@ -5,7 +5,7 @@
 /** Typed access to the fork lab's server view (lab/harness.mjs `servers`, `serverView`). */
 // @ts-expect-error: plain ESM module without types
 import * as harness from '../../lab/harness.mjs';
-import { ATTR, SPAN } from '../../src/names';
+import { ATTR, SPAN } from '../../src/shared/names';
 import type { LabOptions, LabReport, LabSpan } from '../support/lab';
 
 export interface LabSpanWithIds extends LabSpan {

@@ -12,7 +12,7 @@ import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
-import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/names';
+import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { probeServerDelivery } from '../../src/server/server-delivery';
 import { sample } from '../support/lab';
 import { waitUntil } from '../support/prometheus';

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { type Forkwatch, setupForkwatch as setupSharedForkwatch } from '../support/forkwatch';
-import type { ForkwatchInstrumentationConfig } from '../../src/types';
+import type { ForkwatchInstrumentationConfig } from '../../src/shared/types';
 // @ts-expect-error: plain ESM module without types
 import { LabEventStore } from '../../lab/event-store.mjs';
 

@@ -10,9 +10,9 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import { afterEach, describe, expect, test } from 'vitest';
 import { openReplayScopes } from '../../src/server/recording-event-store';
-import { hashSessionId } from '../../src/session-id';
-import { ATTR, METRICS, PROBE_USER_AGENT, SPAN, SPAN_EVENT } from '../../src/names';
-import { PACKAGE_VERSION } from '../../src/version';
+import { hashSessionId } from '../../src/shared/session-id';
+import { ATTR, METRICS, PROBE_USER_AGENT, SPAN, SPAN_EVENT } from '../../src/shared/names';
+import { PACKAGE_VERSION } from '../../src/shared/version';
 import { sample } from '../support/lab';
 import {
   type Forkwatch,

@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { detectCodec } from '../../src/core/codecs';
-import { METRICS } from '../../src/names';
+import { METRICS } from '../../src/shared/names';
 import { startApp } from '../register/support';
 import { freePort } from '../support/prometheus';
 import { type OpenStream, RawMcpSession } from '../support/raw-mcp-session';

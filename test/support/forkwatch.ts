@@ -11,8 +11,8 @@ import {
   type ReadableSpan,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { ForkwatchInstrumentation } from '../../src/instrumentation';
-import type { ForkwatchInstrumentationConfig } from '../../src/types';
+import { ForkwatchInstrumentation } from '../../src/lifecycle/instrumentation';
+import type { ForkwatchInstrumentationConfig } from '../../src/shared/types';
 
 export interface Forkwatch {
   instrumentation: ForkwatchInstrumentation;

@@ -7,7 +7,7 @@
  * left against the delivered-results SLO, probable re-issues and notifications published with no listen stream.
  */
 import * as common from '@grafana/grafana-foundation-sdk/common';
-import { METRICS } from '../../../src/names';
+import { METRICS } from '../../../src/shared/names';
 import { RESULT_LOSS_RATIO } from '../../alerts/per-request';
 import { ALERT } from '../../alerts/names';
 import { errorBudget } from '../../config/links';

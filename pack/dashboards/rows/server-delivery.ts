@@ -4,7 +4,7 @@
  */
 /** Server delivery row: events servers stored or wrote that never reached a live client, by reason. */
 import * as common from '@grafana/grafana-foundation-sdk/common';
-import { SERVER_UNDELIVERED_REASONS } from '../../../src/names';
+import { SERVER_UNDELIVERED_REASONS } from '../../../src/shared/names';
 import { errorBudget } from '../../config/links';
 import { ALERT } from '../../alerts/names';
 import { thresholds } from '../common';

@@ -7,8 +7,8 @@
  * request (`Connection: close`) so that a load balancer can send each request to a different replica, and a
  * bound on every exchange.
  */
-import { PROBE_USER_AGENT } from '../../names';
-import { PACKAGE_VERSION } from '../../version';
+import { PROBE_USER_AGENT } from '../../shared/names';
+import { PACKAGE_VERSION } from '../../shared/version';
 import { type SseFrame, SseReader } from './sse-reader';
 
 /** How the probe names itself on every request, so servers (and forkwatch's own server side) can count it apart. */

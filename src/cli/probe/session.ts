@@ -6,8 +6,8 @@
  * Opening the probe's session as a client would: `initialize`, then `notifications/initialized`. Decides early
  * when there is nothing to probe: unreachable, not authorized, or a protocol version without resumption.
  */
-import { PROBE_USER_AGENT } from '../../names';
-import { PACKAGE_VERSION } from '../../version';
+import { PROBE_USER_AGENT } from '../../shared/names';
+import { PACKAGE_VERSION } from '../../shared/version';
 import type { McpHttp } from './mcp-http';
 import { FIRST_UNRESUMABLE_VERSION, RESUMABLE_PROTOCOL_VERSIONS } from './options';
 import { type ConditionName, type ConditionResult, allConditions } from './report';

@@ -8,8 +8,8 @@
  * The Prometheus names here are a contract: dashboards, alerts and users' queries use them. Tests check the
  * OpenTelemetry exporter's scrape, the prom-client bridge, the dashboards and the rules against this module.
  */
-import type { BoundaryOutcome } from './core/replay-boundary';
-import { FORK_REASONS, RESUME_OUTCOMES } from './core/verdict';
+import type { BoundaryOutcome } from '../core/replay-boundary';
+import { FORK_REASONS, RESUME_OUTCOMES } from '../core/verdict';
 import { PACKAGE_VERSION } from './version';
 
 export const INSTRUMENTATION_SCOPE = 'forkwatch';

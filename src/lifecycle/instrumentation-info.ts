@@ -12,8 +12,8 @@
  * unpatched class, `none` once a class is patched) instead of disappearing.
  */
 import type { Meter, ObservableResult } from '@opentelemetry/api';
-import { INFO_NONE, METRICS, type PATCH_ROUTES } from './names';
-import { PACKAGE_VERSION } from './version';
+import { INFO_NONE, METRICS, type PATCH_ROUTES } from '../shared/names';
+import { PACKAGE_VERSION } from '../shared/version';
 
 export type PatchRoute = (typeof PATCH_ROUTES)[number];
 

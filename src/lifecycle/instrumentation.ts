@@ -11,19 +11,19 @@ import {
   type InstrumentationNodeModuleDefinition,
   safeExecuteInTheMiddle,
 } from '@opentelemetry/instrumentation';
-import { installFetchObserver } from './client/fetch-observer';
-import { SessionLedger } from './core/ledger';
-import type { Wrap } from './internal-types';
+import { installFetchObserver } from '../client/fetch-observer';
+import { SessionLedger } from '../core/ledger';
+import type { Wrap } from '../shared/internal-types';
 import { instrumentationInfo } from './instrumentation-info';
-import { type ForkwatchInstruments, createInstruments } from './metrics';
+import { type ForkwatchInstruments, createInstruments } from '../shared/metrics';
 import { type ModuleDiscovery, type ModuleMatch, sdkModuleDefinitions, startModuleDiscovery } from './module-discovery';
 import { ModulePatcher } from './module-patcher';
-import { type ForkwatchRuntime, type ResolvedSettings, nowMs } from './runtime';
-import { ServerDelivery } from './server/server-delivery';
+import { type ForkwatchRuntime, type ResolvedSettings, nowMs } from '../shared/runtime';
+import { ServerDelivery } from '../server/server-delivery';
 import { resolveSettings } from './settings';
 import { ALL_TARGETS } from './targets';
-import type { ForkwatchInstrumentationConfig, ResumeVerdictInfo } from './types';
-import { PACKAGE_NAME, PACKAGE_VERSION } from './version';
+import type { ForkwatchInstrumentationConfig, ResumeVerdictInfo } from '../shared/types';
+import { PACKAGE_NAME, PACKAGE_VERSION } from '../shared/version';
 
 export class ForkwatchInstrumentation
   extends InstrumentationBase<ForkwatchInstrumentationConfig>

@@ -14,9 +14,14 @@ import { context, diag, propagation, trace, type TextMapPropagator } from '@open
 import type { Resource } from '@opentelemetry/resources';
 import type { IMetricReader, MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import type { BasicTracerProvider, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { positive } from './core/numbers';
+import { positive } from '../core/numbers';
 import type { LogsExporterName, TracesExporterName } from './env-config';
-import type { LoggerProviderLike, LogRecordExporterLike, OptionalPeerModule, ResourcesLine1 } from './internal-types';
+import type {
+  LoggerProviderLike,
+  LogRecordExporterLike,
+  OptionalPeerModule,
+  ResourcesLine1,
+} from '../shared/internal-types';
 
 type SdkMetrics = typeof import('@opentelemetry/sdk-metrics');
 type SdkTraceBase = typeof import('@opentelemetry/sdk-trace-base');

@@ -7,13 +7,13 @@
  * number guard (core/numbers.ts), a fallback for each bad one, and a warning that says so. The instrumentation logs
  * the warnings; nothing here reads the environment (env-config.ts turns FORKWATCH_* variables into a config).
  */
-import { resolveCodec } from './core/codecs';
-import { DEFAULT_DELIVERY_WINDOW_MS } from './core/delivery-ledger';
-import { atLeast, positive } from './core/numbers';
+import { resolveCodec } from '../core/codecs';
+import { DEFAULT_DELIVERY_WINDOW_MS } from '../core/delivery-ledger';
+import { atLeast, positive } from '../core/numbers';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
-import { resolvePerRequestLimits } from './per-request/limits';
-import type { ResolvedSettings } from './runtime';
-import type { ForkwatchInstrumentationConfig } from './types';
+import { resolvePerRequestLimits } from '../per-request/limits';
+import type { ResolvedSettings } from '../shared/runtime';
+import type { ForkwatchInstrumentationConfig } from '../shared/types';
 
 export interface SettingsResolution {
   settings: ResolvedSettings;

@@ -10,9 +10,9 @@
 import type { DiagLogger } from '@opentelemetry/api';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import type { InstrumentationInfo, PatchRoute } from './instrumentation-info';
-import type { ClassLike, ModuleExportsLike, PrototypeLike, Wrap } from './internal-types';
+import type { ClassLike, ModuleExportsLike, PrototypeLike, Wrap } from '../shared/internal-types';
 import type { ModuleMatch } from './module-discovery';
-import type { ForkwatchRuntime } from './runtime';
+import type { ForkwatchRuntime } from '../shared/runtime';
 import { type PatchTarget, versionSatisfies } from './targets';
 
 export type Unwrap = (target: object, name: string) => void;

@@ -7,12 +7,18 @@
  * MeterProvider or a new TracerProvider take effect without re-patching.
  */
 import type { DiagLogger, Tracer } from '@opentelemetry/api';
-import type { EventIdCodec } from './core/codecs';
-import type { SessionLedger } from './core/ledger';
-import type { ServerDelivery } from './server/server-delivery';
+import type { EventIdCodec } from '../core/codecs';
+import type { SessionLedger } from '../core/ledger';
 import type { ForkwatchInstruments } from './metrics';
-import type { PerRequestLimits } from './per-request/server-observer';
 import type { OnForkMode, ResumeVerdictInfo } from './types';
+
+/** Protocol 2026-07-28: what the per-request observers remember, and for how long. */
+export interface PerRequestLimits {
+  /** How long after a broken exchange a request with the same key counts as its re-issue. */
+  reissueWindowMs: number;
+  /** Broken exchanges, task ids and tool names remembered at most (each). */
+  maxTracked: number;
+}
 
 export interface ResolvedSettings {
   onFork: OnForkMode;
@@ -36,8 +42,6 @@ export interface ForkwatchRuntime {
   readonly diag: DiagLogger;
   /** Sessions seen by client transports. */
   readonly clientLedger: SessionLedger;
-  /** What the server transports of this process delivered, per session stream. */
-  readonly serverDelivery: ServerDelivery;
   /** Runs the user's onForkDetected hook safely. */
   notifyFork(info: ResumeVerdictInfo): void;
   /** False once the instrumentation is disabled: patched code then passes everything straight through. */

@@ -4,9 +4,9 @@
  */
 /** Public configuration and hook types of ForkwatchInstrumentation. */
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
-import type { BuiltinCodecName, EventIdCodec } from './core/codecs';
-import type { LedgerLimits } from './core/ledger';
-import type { ForkReason, ResumeOutcome } from './core/verdict';
+import type { BuiltinCodecName, EventIdCodec } from '../core/codecs';
+import type { LedgerLimits } from '../core/ledger';
+import type { ForkReason, ResumeOutcome } from '../core/verdict';
 
 /** What forkwatch knows about a resume when it reaches a verdict. */
 export interface ResumeVerdictInfo {

@@ -27,7 +27,7 @@ import type { DiagLogger } from '@opentelemetry/api';
 import { InstrumentationNodeModuleDefinition, InstrumentationNodeModuleFile } from '@opentelemetry/instrumentation';
 import { Hook as RequireHook } from 'require-in-the-middle';
 import type { PatchRoute } from './instrumentation-info';
-import type { ImportInTheMiddleModule } from './internal-types';
+import type { ImportInTheMiddleModule } from '../shared/internal-types';
 import {
   type PatchTarget,
   SDK_V1_FILES,

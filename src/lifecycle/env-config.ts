@@ -9,10 +9,10 @@
  * Every value that cannot be used yields exactly one diagnostic line and its default: a typo in a deployment must
  * never take the application down, and must never pass silently either.
  */
-import { BUILTIN_CODEC_NAMES, type BuiltinCodecName } from './core/codecs';
-import { DEFAULT_DELIVERY_WINDOW_MS } from './core/delivery-ledger';
-import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from './core/ledger';
-import type { OnForkMode } from './types';
+import { BUILTIN_CODEC_NAMES, type BuiltinCodecName } from '../core/codecs';
+import { DEFAULT_DELIVERY_WINDOW_MS } from '../core/delivery-ledger';
+import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from '../core/ledger';
+import type { OnForkMode } from '../shared/types';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 

@@ -6,18 +6,18 @@
  * The classes forkwatch patches, where they live in each package, and which versions are supported.
  * The instrumentation hooks (module definitions, the CommonJS hook, the manual API) all work from this table.
  */
-import type { PrototypeLike, Wrap } from './internal-types';
-import type { ForkwatchRuntime } from './runtime';
-import { SSE_CLIENT_METHODS, patchSseClient } from './client/sse-client';
-import { STREAMABLE_HTTP_CLIENT_METHODS, patchStreamableHttpClient } from './client/streamable-http-client';
+import type { PrototypeLike, Wrap } from '../shared/internal-types';
+import type { ForkwatchRuntime } from '../shared/runtime';
+import { SSE_CLIENT_METHODS, patchSseClient } from '../client/sse-client';
+import { STREAMABLE_HTTP_CLIENT_METHODS, patchStreamableHttpClient } from '../client/streamable-http-client';
 import {
   NODE_SERVER_METHODS,
   WEB_STANDARD_SERVER_METHODS,
   describeNodeServerWrapper,
   patchNodeStreamableHttpServer,
   patchWebStandardStreamableHttpServer,
-} from './server/streamable-http-server';
-import { PER_REQUEST_SERVER_TARGETS } from './per-request/targets';
+} from '../server/streamable-http-server';
+import { PER_REQUEST_SERVER_TARGETS } from '../per-request/targets';
 
 export type { Wrap };
 

@@ -1,0 +1,287 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
+/**
+ * forkwatch/register: zero-code install.
+ *
+ *   node --require forkwatch/register app.js     (CommonJS apps)
+ *   node --import forkwatch/register app.mjs     (ESM apps; --require works for them too)
+ *
+ * One CommonJS file serves both flags. Loading it:
+ *  1. reads FORKWATCH_* and the OTEL_* variables it interprets (env-config.ts), one stderr line per unusable value;
+ *  2. registers the ESM loader hooks of the import-in-the-middle copy that forkwatch's own
+ *     @opentelemetry/instrumentation uses (a loader from another copy would patch nothing);
+ *  3. creates and enables ForkwatchInstrumentation synchronously, so its hooks exist before the app loads the MCP SDK
+ *     (an SDK loaded earlier under CommonJS is patched from require.cache);
+ *  4. one tick later, when a CommonJS main module has run its top level, decides how to report: through the
+ *     OpenTelemetry providers the app registered (its own SDK), or through a NodeSDK that it starts itself, by default
+ *     serving Prometheus metrics on :9464.
+ *
+ *  5. on SIGTERM/SIGINT (and once when the event loop runs dry) it flushes and shuts down what it started.
+ *
+ * Read as a script, main() at the bottom: environment (env-config.ts) → registration (this file: instrumentation,
+ * then the SDK decision) → SDK (register-sdk.ts, with its exporters in register-exporters.ts) → shutdown
+ * (register-shutdown.ts). What prom-client reads of it is the contract in registration.ts.
+ *
+ * It never writes to stdout (an stdio MCP server's stdout is its protocol stream) and never throws into the app: a bad
+ * setting or a busy port gives one diagnostic on stderr and the app keeps running, uninstrumented if need be.
+ */
+import type { MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
+import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import type { Server } from 'node:http';
+import { isMainThread } from 'node:worker_threads';
+import { type LogLevelName, type RegisterEnvConfig, readRegisterEnv } from './env-config';
+import type { ForkwatchInstrumentation } from './instrumentation';
+import type { ForkwatchMetricReader } from './prom-client';
+import { createMetricExporters, describeError, servePrometheus } from './register-exporters';
+import type { StartedSdk } from './register-sdk';
+import { installExitHandlers, withTimeout } from './register-shutdown';
+import { StderrDiagLogger, StderrSpanProcessor, writeStderr } from './register-stderr';
+import { type ForkwatchRegistration, REGISTRATION_KEY } from './registration';
+
+const ESM_HOOK_KEY = Symbol.for('forkwatch.esm-hook');
+const OTEL_API_KEY = Symbol.for('opentelemetry.js.api.1');
+/** The longest a scrape of the Prometheus endpoint waits for resource detection. */
+const RESOURCE_TIMEOUT_MS = 2_000;
+/** How often, when the app runs its own SDK, register looks whether the global MeterProvider changed. */
+const FOLLOW_INTERVAL_MS = 500;
+
+/** DiagLogLevel values of @opentelemetry/api. */
+const LEVEL: Record<LogLevelName, number> = {
+  none: 0,
+  error: 30,
+  warn: 50,
+  info: 60,
+  debug: 70,
+  verbose: 80,
+  all: 9999,
+};
+
+type Globals = Record<symbol, unknown>;
+
+// ---------------------------------------------------------------------------------------------------------------
+
+/** The global registry of @opentelemetry/api 1.x: which providers someone registered, whatever copy of the API. */
+function otelGlobals(): Record<string, unknown> {
+  return ((globalThis as Globals)[OTEL_API_KEY] as Record<string, unknown> | undefined) ?? {};
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+class Registration implements ForkwatchRegistration {
+  mode: ForkwatchRegistration['mode'] = 'pending';
+  instrumentation: ForkwatchInstrumentation | undefined;
+  promClientReader: ForkwatchMetricReader | undefined;
+  readonly ready: Promise<void>;
+  private markReady!: () => void;
+  private sdk: StartedSdk | undefined;
+  private prometheus: PrometheusExporter | undefined;
+  private prometheusServer: Server | undefined;
+  private readonly extraMeterProviders: ApiMeterProvider[] = [];
+  private shutdownPromise: Promise<void> | undefined;
+  private warnedAboutLateSdk = false;
+
+  constructor(
+    private readonly env: RegisterEnvConfig,
+    private readonly say: (line: string) => void,
+  ) {
+    this.ready = new Promise(resolve => (this.markReady = resolve));
+  }
+
+  /** Something threw while setting up: the app runs on, without forkwatch's exporters. */
+  fail(): void {
+    this.mode = 'failed';
+    this.markReady();
+  }
+
+  start(): void {
+    if (this.env.sdkDisabled) {
+      this.mode = 'disabled';
+      this.markReady();
+      return;
+    }
+    this.installEsmHook();
+    const { ForkwatchInstrumentation } = require('./instrumentation') as typeof import('./instrumentation');
+    // Enabled by its constructor: the require hooks and the require.cache scan are in place from here on.
+    this.instrumentation = new ForkwatchInstrumentation({ ...this.env.instrumentation });
+    // One tick later a CommonJS main module (`--require`) has run its top level, and every --require preload has
+    // run: an SDK the app starts there is seen. ESM main modules run later, after their imports load; an ESM app
+    // that starts its own SDK sets FORKWATCH_START_SDK=false (and is told so if it does not).
+    setImmediate(() => this.decide());
+  }
+
+  private installEsmHook(): void {
+    const globals = globalThis as Globals;
+    if (globals[ESM_HOOK_KEY]) return;
+    globals[ESM_HOOK_KEY] = true;
+    try {
+      const mod = require('node:module') as { register?: (specifier: string) => void };
+      if (typeof mod.register !== 'function') {
+        this.say(
+          'this Node.js cannot register ESM loader hooks (module.register, Node >= 20.6): ESM code is not instrumented',
+        );
+        return;
+      }
+      const { pathToFileURL } = require('node:url') as typeof import('node:url');
+      // Resolved from forkwatch's own dependency: the loader must come from the same import-in-the-middle copy as
+      // the Hook the instrumentation registers, or nothing is patched.
+      mod.register(pathToFileURL(require.resolve('@opentelemetry/instrumentation/hook.mjs')).href);
+    } catch (error) {
+      this.say(`could not register the ESM loader hooks (${describeError(error)}): ESM code is not instrumented`);
+    }
+  }
+
+  private decide(): void {
+    try {
+      const globals = otelGlobals();
+      if (!this.env.startSdk || globals.trace || globals.metrics) {
+        this.mode = 'app-sdk';
+        this.followGlobalMeterProvider();
+      } else {
+        this.startSdk(Boolean(globals.context), Boolean(globals.propagation));
+        this.mode = 'sdk';
+      }
+    } catch (error) {
+      this.mode = 'failed';
+      this.say(
+        `could not start the OpenTelemetry SDK (${describeError(error)}); the app runs without forkwatch's exporters`,
+      );
+    } finally {
+      this.markReady();
+    }
+  }
+
+  private startSdk(contextRegistered: boolean, propagatorRegistered: boolean): void {
+    const { diag } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+    diag.setLogger(new StderrDiagLogger(message => this.onOtelError(message)), {
+      logLevel: LEVEL[this.env.logLevel],
+      suppressOverrideMessage: true,
+    });
+    const { startSdk } = require('./register-sdk') as typeof import('./register-sdk');
+    const exporters = createMetricExporters(this.env, this.say);
+    this.prometheus = exporters.prometheus;
+    this.promClientReader = exporters.promClientReader;
+    const sdk = startSdk(
+      {
+        metricReaders: exporters.readers,
+        tracesExporters: this.env.tracesExporters,
+        logsExporters: this.env.logsExporters,
+        keepContextManager: contextRegistered,
+        keepPropagator: propagatorRegistered,
+        say: this.say,
+      },
+      () => new StderrSpanProcessor(),
+    );
+    this.sdk = sdk;
+    installExitHandlers(
+      () => this.shutdown(),
+      () => this.flush(),
+    );
+    this.applyMeterProvider();
+    if (this.prometheus) {
+      // The Prometheus exporter reads the resource without waiting for the detectors' async attributes (host.id),
+      // and logs an error on every scrape that comes before they settle: scrapes wait for them (bounded).
+      const settled = Promise.resolve(sdk.resource.waitForAsyncAttributes?.()).catch(() => undefined);
+      const resourceSettled = () => withTimeout(settled, RESOURCE_TIMEOUT_MS).catch(() => undefined);
+      this.prometheusServer = servePrometheus(this.prometheus, this.env.prometheus, resourceSettled, this.say);
+    }
+  }
+
+  /** The API reports an SDK registered after ours as a duplicate registration: say once what to do about it. */
+  private onOtelError(message: string): boolean {
+    if (!message.includes('Attempted duplicate registration of API')) return false;
+    if (!this.warnedAboutLateSdk) {
+      this.warnedAboutLateSdk = true;
+      this.say(
+        "the app registered its own OpenTelemetry SDK after forkwatch/register had started one, so the app's providers are not active. " +
+          'Set FORKWATCH_START_SDK=false when the app runs its own SDK (or add ForkwatchInstrumentation to it instead of forkwatch/register)',
+      );
+    }
+    return true;
+  }
+
+  /** When the app runs its own SDK: report to its global MeterProvider, including one it registers later. */
+  private followGlobalMeterProvider(): void {
+    const { metrics } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+    let current = metrics.getMeterProvider();
+    this.applyMeterProvider();
+    setInterval(() => {
+      try {
+        const provider = metrics.getMeterProvider();
+        if (provider === current) return;
+        current = provider;
+        this.applyMeterProvider();
+      } catch {
+        // never throw from a timer into the app
+      }
+    }, FOLLOW_INTERVAL_MS).unref();
+  }
+
+  addMeterProvider(provider: ApiMeterProvider): void {
+    this.extraMeterProviders.push(provider);
+    this.applyMeterProvider();
+  }
+
+  private applyMeterProvider(): void {
+    if (!this.instrumentation) return;
+    const { metrics } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+    const global = metrics.getMeterProvider();
+    if (this.extraMeterProviders.length === 0) {
+      this.instrumentation.setMeterProvider(global);
+      return;
+    }
+    const { teeMeterProvider } = require('./prom-client') as typeof import('./prom-client');
+    this.instrumentation.setMeterProvider(teeMeterProvider([global, ...this.extraMeterProviders]));
+  }
+
+  // --- shutdown ---
+
+  private async flush(): Promise<void> {
+    await withTimeout(this.sdk ? this.sdk.flush() : Promise.resolve()).catch(error =>
+      this.say(`flushing telemetry at exit failed: ${describeError(error)}`),
+    );
+  }
+
+  shutdown(): Promise<void> {
+    this.prometheusServer?.close();
+    this.shutdownPromise ??= withTimeout(this.sdk ? this.sdk.shutdown() : Promise.resolve()).catch(error =>
+      this.say(`shutting down the OpenTelemetry SDK failed: ${describeError(error)}`),
+    );
+    return this.shutdownPromise;
+  }
+}
+
+/**
+ * npm, npx, yarn, pnpm and corepack run on Node.js too, so NODE_OPTIONS puts register into `npm start` itself, which
+ * would take the metrics port before the app it starts.
+ */
+const PACKAGE_MANAGER =
+  /[\\/](?:npm|npx|yarn|yarnpkg|pnpm|pnpx|corepack)$|[\\/](?:npm|npx)-cli\.js$|[\\/]node_modules[\\/](?:npm|pnpm|yarn|corepack)[\\/]|[\\/]\.yarn[\\/]releases[\\/]|[\\/](?:yarn|pnpm)\.c?js$/;
+
+function main(): void {
+  // Node runs --require preloads in the ESM loader's thread too, and in every Worker: register the app's main thread
+  // only (a second registration there would only warn, or start a second SDK on the same port).
+  if (!isMainThread) return;
+  if (PACKAGE_MANAGER.test(process.argv[1] ?? '')) return;
+  const globals = globalThis as Globals;
+  if (globals[REGISTRATION_KEY]) return; // both --require and --import, or two copies of forkwatch
+  let say: (line: string) => void = writeStderr;
+  let registration: Registration | undefined;
+  try {
+    const env = readRegisterEnv(process.env);
+    const quiet = LEVEL[env.logLevel] < LEVEL.warn;
+    say = line => {
+      if (!quiet) writeStderr(`forkwatch: ${line}`);
+    };
+    for (const line of env.diagnostics) say(line);
+    registration = new Registration(env, say);
+    globals[REGISTRATION_KEY] = registration;
+    registration.start();
+  } catch (error) {
+    registration?.fail();
+    say(`forkwatch/register failed (${describeError(error)}); the app runs uninstrumented`);
+  }
+}
+
+main();
