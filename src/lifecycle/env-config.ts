@@ -12,6 +12,7 @@
 import { BUILTIN_CODEC_NAMES, type BuiltinCodecName } from '../core/codecs';
 import { DEFAULT_DELIVERY_WINDOW_MS } from '../core/delivery-ledger';
 import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from '../core/ledger';
+import { DEFAULT_MAX_TRACKED, DEFAULT_REISSUE_WINDOW_MS } from '../per-request/server-observer';
 import type { OnForkMode } from '../shared/types';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -44,6 +45,7 @@ export interface EnvInstrumentationConfig {
   propagateContext?: boolean;
   deliveryWindowMs?: number;
   sharedEventStore?: boolean;
+  perRequest?: { reissueWindowMs?: number; maxTracked?: number };
 }
 
 export interface RegisterEnvConfig {
@@ -78,6 +80,8 @@ export const FORKWATCH_ENV = {
   observeFetch: 'FORKWATCH_OBSERVE_FETCH',
   deliveryWindowMs: 'FORKWATCH_DELIVERY_WINDOW_MS',
   sharedEventStore: 'FORKWATCH_SHARED_EVENT_STORE',
+  perRequestReissueWindowMs: 'FORKWATCH_PER_REQUEST_REISSUE_WINDOW_MS',
+  perRequestMaxTracked: 'FORKWATCH_PER_REQUEST_MAX_TRACKED',
   startSdk: 'FORKWATCH_START_SDK',
 } as const;
 
@@ -118,6 +122,18 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
   if (deliveryWindowMs !== undefined) instrumentation.deliveryWindowMs = deliveryWindowMs;
   const sharedEventStore = r.bool(FORKWATCH_ENV.sharedEventStore, false);
   if (sharedEventStore !== undefined) instrumentation.sharedEventStore = sharedEventStore;
+  const perRequest: { reissueWindowMs?: number; maxTracked?: number } = {};
+  const reissueWindowMs = r.int(
+    FORKWATCH_ENV.perRequestReissueWindowMs,
+    0,
+    Number.MAX_SAFE_INTEGER,
+    DEFAULT_REISSUE_WINDOW_MS,
+  );
+  if (reissueWindowMs !== undefined) perRequest.reissueWindowMs = reissueWindowMs;
+  // Each of the three bounded tables holds up to this many entries: keep a typo from taking the heap.
+  const maxTracked = r.int(FORKWATCH_ENV.perRequestMaxTracked, 1, 10_000_000, DEFAULT_MAX_TRACKED);
+  if (maxTracked !== undefined) perRequest.maxTracked = maxTracked;
+  if (Object.keys(perRequest).length > 0) instrumentation.perRequest = perRequest;
 
   const otlpEndpoint = (signal: string) =>
     r.present('OTEL_EXPORTER_OTLP_ENDPOINT') || r.present(`OTEL_EXPORTER_OTLP_${signal}_ENDPOINT`);

@@ -53,6 +53,8 @@ describe('FORKWATCH_* settings', () => {
       FORKWATCH_LEDGER_RECENT_IDS: '16',
       FORKWATCH_PROPAGATE_CONTEXT: '0',
       FORKWATCH_SHARED_EVENT_STORE: 'true',
+      FORKWATCH_PER_REQUEST_REISSUE_WINDOW_MS: '120000',
+      FORKWATCH_PER_REQUEST_MAX_TRACKED: '500',
       FORKWATCH_START_SDK: 'false',
     });
     expect(config.diagnostics).toEqual([]);
@@ -66,7 +68,19 @@ describe('FORKWATCH_* settings', () => {
       ledger: { maxSessions: 500, maxIdleMs: 60000, recentIds: 16 },
       propagateContext: false,
       sharedEventStore: true,
+      perRequest: { reissueWindowMs: 120000, maxTracked: 500 },
     });
+  });
+
+  test('a bad per-request bound: one line naming it, and the default', () => {
+    const config = readRegisterEnv({
+      FORKWATCH_PER_REQUEST_REISSUE_WINDOW_MS: 'soon',
+      FORKWATCH_PER_REQUEST_MAX_TRACKED: '0',
+    });
+    expect(config.instrumentation.perRequest).toBeUndefined();
+    expect(config.diagnostics).toHaveLength(2);
+    expect(config.diagnostics[0]).toContain('FORKWATCH_PER_REQUEST_REISSUE_WINDOW_MS');
+    expect(config.diagnostics[1]).toContain('FORKWATCH_PER_REQUEST_MAX_TRACKED');
   });
 
   test.each(BUILTIN_CODEC_NAMES)('codec %s is accepted', codec => {
