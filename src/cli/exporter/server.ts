@@ -74,31 +74,7 @@ export function createExporter({ config, env = process.env, log = () => undefine
     send(res, 200, TEXT_FORMAT, renderPrometheus(report, { targetLabel: false }));
   };
 
-  const selfMetrics = () => {
-    const lines = [
-      '# HELP forkwatch_exporter_probes_total Probes run by this exporter, by module and verdict.',
-      '# TYPE forkwatch_exporter_probes_total counter',
-    ];
-    for (const [key, count] of probes) {
-      const [module, verdict] = key.split('\u0000');
-      lines.push(`forkwatch_exporter_probes_total{module=${quote(module!)},verdict="${verdict}"} ${count}`);
-    }
-    lines.push(
-      '# HELP forkwatch_exporter_requests_refused_total /probe requests answered without a probe, by reason.',
-      '# TYPE forkwatch_exporter_requests_refused_total counter',
-      ...Object.entries(refused).map(([r, n]) => `forkwatch_exporter_requests_refused_total{reason="${r}"} ${n}`),
-      '# HELP forkwatch_exporter_probes_in_flight Probes running now.',
-      '# TYPE forkwatch_exporter_probes_in_flight gauge',
-      `forkwatch_exporter_probes_in_flight ${limiter.inFlight}`,
-      '# HELP forkwatch_exporter_probes_queued Probes waiting for a free slot.',
-      '# TYPE forkwatch_exporter_probes_queued gauge',
-      `forkwatch_exporter_probes_queued ${limiter.queued}`,
-      '# HELP process_resident_memory_bytes Resident memory size in bytes.',
-      '# TYPE process_resident_memory_bytes gauge',
-      `process_resident_memory_bytes ${process.memoryUsage.rss()}`,
-    );
-    return `${lines.join('\n')}\n`;
-  };
+  const selfMetrics = () => renderSelfMetrics(probes, refused, limiter);
 
   return {
     selfMetrics,
@@ -128,6 +104,37 @@ export function createExporter({ config, env = process.env, log = () => undefine
       }
     },
   };
+}
+
+/** The exporter's own metrics, in the Prometheus text format. */
+function renderSelfMetrics(
+  probes: ReadonlyMap<string, number>,
+  refused: Readonly<Record<string, number>>,
+  limiter: Limiter,
+): string {
+  const lines = [
+    '# HELP forkwatch_exporter_probes_total Probes run by this exporter, by module and verdict.',
+    '# TYPE forkwatch_exporter_probes_total counter',
+  ];
+  for (const [key, count] of probes) {
+    const [module, verdict] = key.split('\u0000');
+    lines.push(`forkwatch_exporter_probes_total{module=${quote(module!)},verdict="${verdict}"} ${count}`);
+  }
+  lines.push(
+    '# HELP forkwatch_exporter_requests_refused_total /probe requests answered without a probe, by reason.',
+    '# TYPE forkwatch_exporter_requests_refused_total counter',
+    ...Object.entries(refused).map(([r, n]) => `forkwatch_exporter_requests_refused_total{reason="${r}"} ${n}`),
+    '# HELP forkwatch_exporter_probes_in_flight Probes running now.',
+    '# TYPE forkwatch_exporter_probes_in_flight gauge',
+    `forkwatch_exporter_probes_in_flight ${limiter.inFlight}`,
+    '# HELP forkwatch_exporter_probes_queued Probes waiting for a free slot.',
+    '# TYPE forkwatch_exporter_probes_queued gauge',
+    `forkwatch_exporter_probes_queued ${limiter.queued}`,
+    '# HELP process_resident_memory_bytes Resident memory size in bytes.',
+    '# TYPE process_resident_memory_bytes gauge',
+    `process_resident_memory_bytes ${process.memoryUsage.rss()}`,
+  );
+  return `${lines.join('\n')}\n`;
 }
 
 /** The probe, cut at `deadlineMs`: an unfinished probe is untestable (run-probe.ts), and its session still ends. */

@@ -91,24 +91,7 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
   const consumed = new Set(stream.frames.flatMap(f => (f.id ? [f.id] : [])));
   await stream.close();
 
-  if (cursor === undefined && got.silentTool !== undefined && stream.frames.length === 0) {
-    // The operator said this tool notifies: every call answered, and nothing reached the session's stream.
-    const conditions = allStandalone('not_tested', 'no cursor to resume from');
-    conditions.event_ids = {
-      status: 'fail',
-      detail: `${got.silentTool} answered ${NOTIFY_TOOL_CALLS} times (new connections) and nothing it sent arrived on the standalone stream within ${input.waitMs} ms each: its notifications go to a process that does not hold the stream (no affinity?), or on its request stream`,
-    };
-    return standaloneReport(conditions, { tried });
-  }
-  if (cursor === undefined) {
-    const noCursor =
-      stream.frames.length > 0
-        ? 'the stream carried events without ids: a lost GET stream cannot be resumed'
-        : `the probe could not make the server send on the standalone GET stream (tried: ${tried.join('; ')}); pass --notify-tool NAME for a tool that sends notifications`;
-    const conditions = allStandalone('not_tested', stream.frames.length > 0 ? 'no cursor to resume from' : noCursor);
-    if (stream.frames.length > 0) conditions.event_ids = { status: 'fail', detail: noCursor };
-    return standaloneReport(conditions, { tried });
-  }
+  if (cursor === undefined) return reportWithoutCursor(stream.frames.length, got, tried, input.waitMs);
   const source = got.priming ? 'priming' : 'event';
   const conditions = allStandalone('not_tested', 'not reached');
   conditions.event_ids = {
@@ -116,17 +99,7 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
     detail: `${source === 'priming' ? 'priming event' : 'events'} with ids (cursor ${displayEventId(cursor)}${got.trigger ? `, sent after ${got.trigger.describe}` : ''})`,
   };
 
-  // Away: events the server sends now must come back first on the resume. Each round is a new connection, so
-  // behind a balancer without affinity they reach different replicas.
-  let awayFired = false;
-  if (got.trigger !== undefined) {
-    progress('standalone stream: sending while away');
-    for (let round = 1; round <= ROUNDS; round++) {
-      const why = await got.trigger.fire();
-      if (why === undefined) awayFired = true;
-      else tried.push(`${got.trigger.describe} while away: ${why}`);
-    }
-  }
+  const awayFired = await sendWhileAway(got, tried, progress);
 
   progress('standalone stream: resuming');
   let holdMs = 0;
@@ -140,31 +113,11 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
   progress('standalone stream: unknown cursor');
   conditions.bogus_cursor_refused = await checkBogusCursor(http, bogus, undefined, 'standalone_bogus_cursor');
 
-  let attempts: ResumeAttempt[] = [];
-  if (awayFired && conditions.cursor_accepted.status === 'pass') {
-    const target = {
-      cursor,
-      consumedUpToCursor: consumed,
-      expected: 'the first event sent while the stream was away',
-      conflictWaitMs: CONFLICT_WAIT_MS,
-      ...(resumed.firstId !== undefined ? { standaloneFirstId: resumed.firstId } : {}),
-    };
-    if (holdMs > NOTABLE_HOLD_MS) {
-      // A 409 comes from the process that holds the stream (the SDK's check is in-process): every resume reached
-      // that process. Repeated resumes would test it again, each after waiting out another hold.
-      conditions.repeated_resumes = {
-        status: 'not_applicable',
-        detail: `not repeated: the ${(holdMs / 1000).toFixed(1)} s hold (409 from the process holding the stream) shows resumes of this stream reach that process; request streams were resumed over new connections`,
-      };
-    } else {
-      const count = Math.min(input.resumes, STANDALONE_RESUMES);
-      const tasks: PipelineTask<ResumeAttempt>[] = [];
-      for (let k = 1; k <= count; k++)
-        tasks.push(turn => resumeOnce(http, `standalone_resume_repeat_${k}`, k, target, turn));
-      attempts = await runPipelined(tasks, done => progress(`standalone stream: resumes ${done}/${count}`));
-      conditions.repeated_resumes = repeated(attempts);
-    }
-  } else {
+  const canRepeat = awayFired && conditions.cursor_accepted.status === 'pass';
+  const attempts = canRepeat
+    ? await repeatResumes(input, { cursor, consumed, firstId: resumed.firstId, holdMs }, conditions)
+    : [];
+  if (!canRepeat) {
     conditions.repeated_resumes = {
       status: 'not_tested',
       detail: awayFired
@@ -179,6 +132,73 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
     resumes: summarizeResumes(attempts),
     notes,
   });
+}
+
+/** No cursor came: the report says why (ids missing, or nothing could be made to arrive on the stream). */
+function reportWithoutCursor(frames: number, got: Got, tried: string[], waitMs: number): StandaloneReport {
+  if (got.silentTool !== undefined && frames === 0) {
+    // The operator said this tool notifies: every call answered, and nothing reached the session's stream.
+    const conditions = allStandalone('not_tested', 'no cursor to resume from');
+    conditions.event_ids = {
+      status: 'fail',
+      detail: `${got.silentTool} answered ${NOTIFY_TOOL_CALLS} times (new connections) and nothing it sent arrived on the standalone stream within ${waitMs} ms each: its notifications go to a process that does not hold the stream (no affinity?), or on its request stream`,
+    };
+    return standaloneReport(conditions, { tried });
+  }
+  const noCursor =
+    frames > 0
+      ? 'the stream carried events without ids: a lost GET stream cannot be resumed'
+      : `the probe could not make the server send on the standalone GET stream (tried: ${tried.join('; ')}); pass --notify-tool NAME for a tool that sends notifications`;
+  const conditions = allStandalone('not_tested', frames > 0 ? 'no cursor to resume from' : noCursor);
+  if (frames > 0) conditions.event_ids = { status: 'fail', detail: noCursor };
+  return standaloneReport(conditions, { tried });
+}
+
+/**
+ * Away: events the server sends now must come back first on the resume. Each round is a new connection, so behind
+ * a balancer without affinity they reach different replicas. True when at least one was sent.
+ */
+async function sendWhileAway(got: Got, tried: string[], progress: (text: string) => void): Promise<boolean> {
+  if (got.trigger === undefined) return false;
+  progress('standalone stream: sending while away');
+  let fired = false;
+  for (let round = 1; round <= ROUNDS; round++) {
+    const why = await got.trigger.fire();
+    if (why === undefined) fired = true;
+    else tried.push(`${got.trigger.describe} while away: ${why}`);
+  }
+  return fired;
+}
+
+/** Resumes of the same cursor, one after another over new connections: each must replay the same log. */
+async function repeatResumes(
+  input: StandaloneInput,
+  resume: { cursor: string; consumed: Set<string>; firstId: string | undefined; holdMs: number },
+  conditions: Conditions,
+): Promise<ResumeAttempt[]> {
+  const target = {
+    cursor: resume.cursor,
+    consumedUpToCursor: resume.consumed,
+    expected: 'the first event sent while the stream was away',
+    conflictWaitMs: CONFLICT_WAIT_MS,
+    ...(resume.firstId !== undefined ? { standaloneFirstId: resume.firstId } : {}),
+  };
+  if (resume.holdMs > NOTABLE_HOLD_MS) {
+    // A 409 comes from the process that holds the stream (the SDK's check is in-process): every resume reached
+    // that process. Repeated resumes would test it again, each after waiting out another hold.
+    conditions.repeated_resumes = {
+      status: 'not_applicable',
+      detail: `not repeated: the ${(resume.holdMs / 1000).toFixed(1)} s hold (409 from the process holding the stream) shows resumes of this stream reach that process; request streams were resumed over new connections`,
+    };
+    return [];
+  }
+  const count = Math.min(input.resumes, STANDALONE_RESUMES);
+  const tasks: PipelineTask<ResumeAttempt>[] = [];
+  for (let k = 1; k <= count; k++)
+    tasks.push(turn => resumeOnce(input.http, `standalone_resume_repeat_${k}`, k, target, turn));
+  const attempts = await runPipelined(tasks, done => input.progress(`standalone stream: resumes ${done}/${count}`));
+  conditions.repeated_resumes = repeated(attempts);
+  return attempts;
 }
 
 interface Got {
