@@ -100,9 +100,16 @@ export async function startRedis({ track } = {}) {
 
 /**
  * HAProxy with deploy/haproxy/haproxy.cfg. servers: { s1: 'host:port', s2, s3 }; policy 'sticky' | 'round-robin';
- * streamTimeout e.g. '4s' (the short-timeout variant) or undefined (the file's default).
+ * streamTimeout e.g. '4s' (the short-timeout variant) or undefined (the file's default). configFile: a variant of
+ * that file (the per-request fleet's `option abortonclose`), by default the file itself.
  */
-export async function startHaproxy({ servers, policy = 'sticky', streamTimeout, track }) {
+export async function startHaproxy({
+  servers,
+  policy = 'sticky',
+  streamTimeout,
+  track,
+  configFile = join(root, 'deploy/haproxy/haproxy.cfg'),
+}) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'fleet-haproxy-'));
   const socket = join(dir, 'admin.sock');
@@ -115,18 +122,13 @@ export async function startHaproxy({ servers, policy = 'sticky', streamTimeout, 
     MCP_S3: servers.s3,
     ...(streamTimeout ? { MCP_STREAM_TIMEOUT: streamTimeout } : {}),
   };
-  const proc = await startProcess(
-    'haproxy',
-    BINARIES.haproxy,
-    ['-db', '-f', join(root, 'deploy/haproxy/haproxy.cfg')],
-    {
-      env,
-      cwd: dir,
-      dir,
-      track,
-      ready: async () => existsSync(socket) && (await canConnect(port)),
-    },
-  );
+  const proc = await startProcess('haproxy', BINARIES.haproxy, ['-db', '-f', configFile], {
+    env,
+    cwd: dir,
+    dir,
+    track,
+    ready: async () => existsSync(socket) && (await canConnect(port)),
+  });
   /** One runtime API command on the admin socket; resolves with its answer. */
   const admin = command =>
     new Promise((resolve, reject) => {
