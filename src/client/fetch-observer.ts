@@ -23,7 +23,7 @@ import { observePerRequestPost, perRequestPostOf } from '../per-request/client-e
 import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 import { protocolHasResumability } from '../shared/session-id';
-import { isPatchedTransportGet } from './patched-transport-scope';
+import { claimOwnFetchPost, isOwnFetchPost, isPatchedTransportGet } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
 import { type ForkReport, ResumedStream } from './resumed-stream';
 
@@ -79,7 +79,11 @@ export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
   const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
     if (!runtime.enabled) return original.call(this, input, init);
     const post = perRequestPostOf(input, init);
-    if (post) return observePerRequestPost(original, this, input, init, post, runtime);
+    if (post) {
+      // Already observed through a transport's own fetch, which called this one.
+      if (isOwnFetchPost((init as { body: string }).body)) return original.call(this, input, init);
+      return observePerRequestPost(original, this, input, init, post, runtime);
+    }
     const get = sseGetOf(input, init);
     if (!get || !protocolHasResumability(get.protocolVersion) || isPatchedTransportGet(get.sessionId, get.cursor)) {
       return original.call(this, input, init);
@@ -92,6 +96,31 @@ export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
     // Someone wrapped fetch after forkwatch: leave their wrapper in place; ours passes through once disabled.
     if (globalThis.fetch === (observed as unknown)) globalThis.fetch = original as unknown as typeof globalThis.fetch;
   };
+}
+
+/**
+ * A transport's own fetch (its `fetch` option, which never reaches `globalThis.fetch` unless it calls it): its
+ * protocol 2026-07-28 POSTs are observed as the global observer observes them, everything else passes through.
+ */
+export function observeOwnFetch(own: Fetch, runtime: ForkwatchRuntime): Fetch {
+  if (own[FETCH_MARK]) return own;
+  const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
+    if (!runtime.enabled) return own.call(this, input, init);
+    const post = perRequestPostOf(input, init);
+    if (!post) return own.call(this, input, init);
+    const release = claimOwnFetchPost((init as { body: string }).body);
+    let result: unknown;
+    try {
+      result = observePerRequestPost(own, this, input, init, post, runtime);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    Promise.resolve(result).then(release, release);
+    return result;
+  };
+  Object.defineProperty(observed, FETCH_MARK, { value: true });
+  return observed as unknown as Fetch;
 }
 
 function observeGet(

@@ -3,23 +3,23 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * Marks the session GETs that a patched SDK transport sends, so the wire-level fetch observer leaves them to the
- * patch and no resume is judged twice.
+ * Marks the requests a patched SDK transport sends itself, so the wire-level fetch observer leaves them alone and
+ * nothing is judged twice:
+ * - a session GET, by session id and cursor, held from the patched `_startOrAuthSse` call until its promise settles
+ *   (the SDK's fetch runs in between, after an await);
+ * - a protocol 2026-07-28 POST sent through a transport's own fetch (its `fetch` option), by its body (its JSON-RPC
+ *   id makes it unique), while that fetch runs: an app's fetch that calls the global one is observed once.
  *
- * A claim is the GET's session id and cursor, held from the patched `_startOrAuthSse` call until its promise settles
- * (the SDK's fetch runs in between, after an await). Not an AsyncLocalStorage: on Node 20 the first `run` of one
- * turns on a promise hook for every promise of the process, forever, and SSE streams are made of promises (it was
- * most of the client's cost in the outside-in bench). Two clients of one process resuming the same session from the
- * same cursor at the same moment would both be left to the patch; only a patched transport can hold such a claim.
+ * Not an AsyncLocalStorage: on Node 20 the first `run` of one turns on a promise hook for every promise of the
+ * process, for good, and SSE streams are made of promises (it was most of the client's cost in the outside-in bench).
+ * Two clients of one process sending the same session GET (or the same request) at the same moment would both be
+ * left to the patch; only a patched transport can hold such a claim.
  */
 
 const claims = new Map<string, number>();
 
-const claimKey = (sessionId: string | undefined, cursor: string | undefined) => `${sessionId ?? ''}\n${cursor ?? ''}`;
-
-/** Claims the GET a patched transport is about to send; returns the release, to call once once it settled. */
-export function claimPatchedGet(sessionId: string | undefined, cursor: string | undefined): () => void {
-  const key = claimKey(sessionId, cursor);
+/** Holds `key` until the returned release is called (once; later calls do nothing). */
+function claim(key: string): () => void {
   claims.set(key, (claims.get(key) ?? 0) + 1);
   let released = false;
   return () => {
@@ -31,9 +31,29 @@ export function claimPatchedGet(sessionId: string | undefined, cursor: string | 
   };
 }
 
+const isClaimed = (key: string) => claims.size > 0 && claims.has(key);
+const getKey = (sessionId: string | undefined, cursor: string | undefined) =>
+  `get\n${sessionId ?? ''}\n${cursor ?? ''}`;
+const postKey = (body: string) => `post\n${body}`;
+
+/** Claims the GET a patched transport is about to send; returns the release, to call once it settled. */
+export function claimPatchedGet(sessionId: string | undefined, cursor: string | undefined): () => void {
+  return claim(getKey(sessionId, cursor));
+}
+
 /** True when a patched transport holds a claim on this session GET. */
 export function isPatchedTransportGet(sessionId: string, cursor: string | undefined): boolean {
-  return claims.size > 0 && claims.has(claimKey(sessionId, cursor));
+  return isClaimed(getKey(sessionId, cursor));
+}
+
+/** Claims a POST a transport's own fetch is observed for; returns the release, to call once it settled. */
+export function claimOwnFetchPost(body: string): () => void {
+  return claim(postKey(body));
+}
+
+/** True when this POST is already observed through a transport's own fetch. */
+export function isOwnFetchPost(body: string): boolean {
+  return isClaimed(postKey(body));
 }
 
 /** Claims held now (tests: none may leak). */

@@ -19,6 +19,7 @@ import { type SpanContext, propagation } from '@opentelemetry/api';
 import { withEnteredContext } from '../shared/entered-context';
 import { StreamForkDetected } from '../shared/errors';
 import type {
+  FetchLike,
   SdkMethod,
   StartSseOptionsLike,
   StreamableHttpClientTransportLike,
@@ -28,6 +29,7 @@ import type {
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 import { protocolHasResumability } from '../shared/session-id';
 import type { ResumeVerdictInfo } from '../shared/types';
+import { observeOwnFetch } from './fetch-observer';
 import { noteSentMessage } from './foreign-responses';
 import { claimPatchedGet } from './patched-transport-scope';
 import { ResumeAttempt } from './resume-attempt';
@@ -134,9 +136,27 @@ const CLIENT_WRAPPERS: Readonly<
 /** Every message sent: request ids, so a response to none of them is foreign (foreign-responses.ts). */
 function wrapSend(original: Method, runtime: ForkwatchRuntime): Method {
   return function send(this: StreamableHttpClientTransportLike, message: unknown, ...rest: unknown[]) {
-    if (runtime.enabled) noteSentMessage(this, message, runtime);
+    if (runtime.enabled) {
+      noteSentMessage(this, message, runtime);
+      if (runtime.settings.observeFetch) adoptOwnFetch(this, runtime);
+    }
     return original.call(this, message, ...rest);
   };
+}
+
+/**
+ * A transport given its own fetch sends its 2026-07-28 POSTs past the global fetch observer: the observer goes
+ * around that fetch instead, once per transport (it passes everything else, and everything once disabled).
+ */
+function adoptOwnFetch(transport: StreamableHttpClientTransportLike, runtime: ForkwatchRuntime): void {
+  try {
+    const own = (transport as { _fetch?: unknown })._fetch;
+    if (typeof own !== 'function') return;
+    const observed = observeOwnFetch(own as FetchLike, runtime);
+    if (observed !== own) (transport as { _fetch?: unknown })._fetch = observed;
+  } catch (error) {
+    runtime.diag.error("observing the transport's own fetch failed", error);
+  }
 }
 
 function guarded(runtime: ForkwatchRuntime, what: string, fn: () => void): void {

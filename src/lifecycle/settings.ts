@@ -44,6 +44,7 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
       captureEventIds: config.captureEventIds !== false,
       captureRawSessionId: config.captureRawSessionId === true,
       propagateContext: config.propagateContext !== false,
+      observeFetch: config.observeFetch !== false,
       deliveryWindowMs: window ?? DEFAULT_DELIVERY_WINDOW_MS,
       perRequest: resolvePerRequestLimits(config.perRequest, warnings),
       sharedEventStore: config.sharedEventStore === true,

@@ -27,6 +27,8 @@ export interface ResolvedSettings {
   captureEventIds: boolean;
   captureRawSessionId: boolean;
   propagateContext: boolean;
+  /** Observe `fetch` calls (observeFetch): the global one, and a transport's own. */
+  observeFetch: boolean;
   /** The delivery ledger's window (deliveryWindowMs). */
   deliveryWindowMs: number;
   /** Protocol 2026-07-28: the re-issue window and the bounds of what is remembered. */

@@ -65,8 +65,8 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
   /**
    * Observe session SSE GETs sent through `globalThis.fetch` by clients forkwatch has no class patch for
    * (@ai-sdk/mcp's HTTP transport), and every protocol 2026-07-28 POST (the 2.x client, @ai-sdk/mcp, raw fetch: how
-   * its response ended, re-issues, listen gaps). Default true. Session GETs of patched SDK transports are left to their
-   * patch.
+   * its response ended, re-issues, listen gaps), including those a patched SDK transport sends through its own `fetch`
+   * option. Default true. Session GETs of patched SDK transports are left to their patch.
    */
   observeFetch?: boolean;
   /**
