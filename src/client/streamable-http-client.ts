@@ -325,8 +325,7 @@ function beginAttempt(
 ): ResumeAttempt | undefined {
   const protocolVersion = protocolVersionOf(transport);
   if (!protocolHasResumability(protocolVersion)) return undefined;
-  const token = options.resumptionToken;
-  const cursor = typeof token === 'string' && token !== '' ? token : undefined;
+  const cursor = cursorOf(options);
   const reconnect = reconnects.get(options);
   const heldCursor = cursor ?? reconnect?.heldCursor;
   if (heldCursor === undefined) return undefined; // a fresh stream, not a resume
@@ -381,13 +380,12 @@ function observeClientStream(
   const state = stateOf(transport);
   const sessionId = sessionIdOf(transport);
   const session = runtime.clientLedger.touch(sessionId ?? state.fallbackKey, nowMs());
-  const token = options?.resumptionToken;
   const resumed = new ResumedStream(
     {
       attempt,
       session,
       transport: 'streamable_http',
-      cursor: typeof token === 'string' && token !== '' ? token : undefined,
+      cursor: cursorOf(options),
       reportFork: failLoudReport(transport, runtime),
       endedInto: state,
     },

@@ -10,35 +10,29 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { type Forkwatch, setupForkwatch, versionsDir } from '../server/support';
+import { setupForkwatch, versionsDir } from '../server/support';
 import { sampleOne } from '../support/lab';
-import { serverSdk, sleep, startCutter, startReplica, until } from './support';
+import { serverSdk, sleep, startCutter, startReplica, until, useTestResources } from './support';
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await fw?.teardown();
-  fw = undefined;
-});
+const t = useTestResources();
 
 async function aiSdkLab(reissueWindowMs: number) {
-  fw = setupForkwatch({ perRequest: { reissueWindowMs } }, serverSdk);
+  t.fw = setupForkwatch({ perRequest: { reissueWindowMs } }, serverSdk);
   const replica = await startReplica();
-  cleanups.push(() => replica.close());
+  t.cleanups.push(() => replica.close());
   const cutter = await startCutter(replica.url);
-  cleanups.push(() => cutter.close());
+  t.cleanups.push(() => cutter.close());
   const appRequire = createRequire(join(versionsDir, 'ai-sdk-mcp/resolve-from.js'));
   const { createMCPClient } = await import(pathToFileURL(appRequire.resolve('@ai-sdk/mcp')).href);
   const client = await createMCPClient({ transport: { type: 'http', url: cutter.url } });
-  cleanups.push(() => client.close().catch(() => {}));
+  t.cleanups.push(() => client.close().catch(() => {}));
   return { replica, cutter, client };
 }
 
 const metric = async (name: string, labels: Record<string, string> = {}) =>
-  sampleOne(await fw!.metrics(), name, labels);
+  sampleOne(await t.fw!.metrics(), name, labels);
 
 test('@ai-sdk/mcp, a call cut and not re-issued: broken and not_reissued on the client, the late result on the server', async () => {
   const { replica, cutter, client } = await aiSdkLab(300);
@@ -67,6 +61,6 @@ test('@ai-sdk/mcp, the app re-issues the cut call: reissued with its delay, and 
   await client.callTool({ name: 'write_record', arguments: { ms: 100, key: 'again' } });
   expect(replica.truth.executions.write_record).toBe(2);
   expect(await metric(METRICS.clientReissues.prometheusName, { outcome: 'reissued' })).toBe(1);
-  expect(sampleOne(await fw!.metrics(), `${METRICS.clientReissueDelaySeconds.prometheusName}_count`)).toBe(1);
+  expect(sampleOne(await t.fw!.metrics(), `${METRICS.clientReissueDelaySeconds.prometheusName}_count`)).toBe(1);
   expect(await metric(METRICS.serverProbableReissues.prometheusName, { idempotency: 'not_idempotent' })).toBe(1);
 });

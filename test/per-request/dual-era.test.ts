@@ -10,22 +10,25 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { type Forkwatch, LabEventStore, requireFrom, setupForkwatch } from '../server/support';
+import { LabEventStore, requireFrom, setupForkwatch } from '../server/support';
 import { sample } from '../support/lab';
-import { MODERN, clientSdk, connectClient, createLabHandler, serverSdk, startCutter, until } from './support';
+import {
+  clientSdk,
+  connectClient,
+  createLabHandler,
+  MODERN,
+  serverSdk,
+  startCutter,
+  until,
+  useTestResources,
+} from './support';
 
 const nodeSdk = requireFrom()('@modelcontextprotocol/node');
 const { z } = requireFrom()('zod');
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await fw?.teardown();
-  fw = undefined;
-});
+const t = useTestResources();
 
 const exchangesTotal = (m: string) =>
   ['delivered', 'closed_before_response', 'closed_mid_stream'].reduce(
@@ -35,10 +38,10 @@ const exchangesTotal = (m: string) =>
 const sessionEvents = (m: string) => sample(m, METRICS.serverEvents.prometheusName, { transport: 'streamable_http' });
 
 test('2025-era sessions and 2026-07-28 per-request traffic on one process: each reported once, by its own signals', async () => {
-  fw = setupForkwatch({}, serverSdk);
+  t.fw = setupForkwatch({}, serverSdk);
   // The modern half: the lab's createMcpHandler (legacy: 'reject'), on the same Node server.
   const modern = createLabHandler();
-  cleanups.push(() => modern.handler.close());
+  t.cleanups.push(() => modern.handler.close());
   let modernRequests = 0;
   let legacy: any;
   const router = createServer(async (req, res) => {
@@ -64,26 +67,26 @@ test('2025-era sessions and 2026-07-28 per-request traffic on one process: each 
     await legacy.handleRequest(req, res);
   });
   await new Promise<void>(resolve => router.listen(0, '127.0.0.1', resolve));
-  cleanups.push(() => new Promise<void>(resolve => router.close(() => resolve())));
-  cleanups.push(() => router.closeAllConnections());
+  t.cleanups.push(() => new Promise<void>(resolve => router.close(() => resolve())));
+  t.cleanups.push(() => router.closeAllConnections());
   const url = `http://127.0.0.1:${(router.address() as AddressInfo).port}/mcp`;
 
   // 2025-era session traffic.
   const old = new clientSdk.Client({ name: 'legacy-client', version: '1.0.0' });
   await old.connect(new clientSdk.StreamableHTTPClientTransport(new URL(url)));
-  cleanups.push(() => old.close().catch(() => {}));
+  t.cleanups.push(() => old.close().catch(() => {}));
   expect(old.getNegotiatedProtocolVersion()).not.toBe(MODERN);
   for (let i = 0; i < 3; i++) await old.callTool({ name: 'echo', arguments: { text: `old ${i}` } });
-  const afterLegacy = await fw.metrics();
+  const afterLegacy = await t.fw.metrics();
   const legacyEvents = sessionEvents(afterLegacy)!;
   expect(legacyEvents).toBeGreaterThanOrEqual(3);
   expect(exchangesTotal(afterLegacy)).toBe(0);
 
   // 2026-07-28 per-request traffic, with one broken exchange (a cut between router and client).
   const cutter = await startCutter(url);
-  cleanups.push(() => cutter.close());
+  t.cleanups.push(() => cutter.close());
   const client = await connectClient(cutter.url);
-  cleanups.push(() => client.close().catch(() => {}));
+  t.cleanups.push(() => client.close().catch(() => {}));
   for (let i = 0; i < 3; i++) await client.callTool({ name: 'write_record', arguments: { ms: 1, key: `new ${i}` } });
   const cut = client.callTool({ name: 'write_record', arguments: { ms: 150, key: 'cut' } }).catch(() => undefined);
   await until(() => modern.truth.executions.write_record === 4, 'the call to start');
@@ -91,10 +94,10 @@ test('2025-era sessions and 2026-07-28 per-request traffic on one process: each 
   await cut;
   await until(() => modern.truth.completedAfterAbort === 1, 'the late completion');
   await until(
-    async () => sample(await fw!.metrics(), METRICS.serverLateMessages.prometheusName, { kind: 'result' }) === 1,
+    async () => sample(await t.fw!.metrics(), METRICS.serverLateMessages.prometheusName, { kind: 'result' }) === 1,
     'the late result',
   );
-  const afterModern = await fw.metrics();
+  const afterModern = await t.fw.metrics();
   // Every modern request is exactly one exchange; none of them moved the session metrics.
   expect(exchangesTotal(afterModern)).toBe(modernRequests);
   expect(sample(afterModern, METRICS.serverExchanges.prometheusName, { outcome: 'delivered' })).toBe(
@@ -106,7 +109,7 @@ test('2025-era sessions and 2026-07-28 per-request traffic on one process: each 
 
   // More 2025-era traffic moves only the session metrics.
   await old.callTool({ name: 'echo', arguments: { text: 'old again' } });
-  const last = await fw.metrics();
+  const last = await t.fw.metrics();
   expect(sessionEvents(last)).toBeGreaterThan(legacyEvents);
   expect(exchangesTotal(last)).toBe(modernRequests);
 });

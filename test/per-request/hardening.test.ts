@@ -7,19 +7,13 @@
  * cleanly, and a disabled instrumentation passes everything through.
  */
 import { isWrapped } from '@opentelemetry/instrumentation';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { type Forkwatch, setupForkwatch } from '../server/support';
+import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
-import { connectClient, serverSdk, startCutter, startReplica, until } from './support';
+import { connectClient, serverSdk, startCutter, startReplica, until, useTestResources } from './support';
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await fw?.teardown();
-  fw = undefined;
-});
+const t = useTestResources();
 
 const patched = () => [
   serverSdk.PerRequestHTTPServerTransport.prototype.handleMessage,
@@ -31,9 +25,9 @@ const patched = () => [
 ];
 
 test('an observer that throws everywhere changes nothing for the app: calls, cuts, listens and publishes work', async () => {
-  fw = setupForkwatch({}, serverSdk);
+  t.fw = setupForkwatch({}, serverSdk);
   const errors: unknown[] = [];
-  const instrumentation = fw.instrumentation as any;
+  const instrumentation = t.fw.instrumentation as any;
   // Every instrument throws: each patch must catch it.
   instrumentation._instruments = new Proxy(
     {},
@@ -45,11 +39,11 @@ test('an observer that throws everywhere changes nothing for the app: calls, cut
   );
   instrumentation._diag = { error: (...args: unknown[]) => errors.push(args), warn() {}, debug() {}, info() {} };
   const replica = await startReplica();
-  cleanups.push(() => replica.close());
+  t.cleanups.push(() => replica.close());
   const cutter = await startCutter(replica.url);
-  cleanups.push(() => cutter.close());
+  t.cleanups.push(() => cutter.close());
   const client = await connectClient(cutter.url);
-  cleanups.push(() => client.close().catch(() => {}));
+  t.cleanups.push(() => client.close().catch(() => {}));
   const result = await client.callTool({ name: 'write_record', arguments: { ms: 1, key: 'k' } });
   expect(result.content[0].text).toBe('wrote k');
   const call = client.callTool({ name: 'write_record', arguments: { ms: 100, key: 'c' } }).catch(() => 'lost');
@@ -64,25 +58,27 @@ test('an observer that throws everywhere changes nothing for the app: calls, cut
 });
 
 test('patches come off cleanly on disable, and a disabled instrumentation records nothing', async () => {
-  fw = setupForkwatch({}, serverSdk);
+  t.fw = setupForkwatch({}, serverSdk);
   expect(patched().every(m => isWrapped(m))).toBe(true);
-  fw.instrumentation.disable();
+  t.fw.instrumentation.disable();
   expect(patched().some(m => isWrapped(m))).toBe(false);
-  fw.instrumentation.enable();
-  fw.instrumentation.manuallyInstrument(serverSdk);
+  t.fw.instrumentation.enable();
+  t.fw.instrumentation.manuallyInstrument(serverSdk);
   expect(patched().every(m => isWrapped(m))).toBe(true);
   const replica = await startReplica();
-  cleanups.push(() => replica.close());
+  t.cleanups.push(() => replica.close());
   const client = await connectClient(replica.url);
-  cleanups.push(() => client.close().catch(() => {}));
+  t.cleanups.push(() => client.close().catch(() => {}));
   await client.callTool({ name: 'write_record', arguments: { ms: 1, key: 'on' } });
   await until(
     async () =>
-      (sampleOne(await fw!.metrics(), METRICS.serverExchanges.prometheusName, { outcome: 'delivered' }) ?? 0) >= 2,
+      (sampleOne(await t.fw!.metrics(), METRICS.serverExchanges.prometheusName, { outcome: 'delivered' }) ?? 0) >= 2,
     'the delivered exchanges',
   );
-  const before = sampleOne(await fw.metrics(), METRICS.serverExchanges.prometheusName, { outcome: 'delivered' });
-  fw.instrumentation.disable();
+  const before = sampleOne(await t.fw.metrics(), METRICS.serverExchanges.prometheusName, { outcome: 'delivered' });
+  t.fw.instrumentation.disable();
   await client.callTool({ name: 'write_record', arguments: { ms: 1, key: 'off' } });
-  expect(sampleOne(await fw.metrics(), METRICS.serverExchanges.prometheusName, { outcome: 'delivered' })).toBe(before);
+  expect(sampleOne(await t.fw.metrics(), METRICS.serverExchanges.prometheusName, { outcome: 'delivered' })).toBe(
+    before,
+  );
 });

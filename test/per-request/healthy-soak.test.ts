@@ -8,26 +8,20 @@
  * move: no late result or error, no probable re-issue, no broken or early-ended exchange, no publish without a
  * listener, no dropped listen stream.
  */
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { type Forkwatch, setupForkwatch } from '../server/support';
+import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
-import { connectClient, serverSdk, startReplica, until } from './support';
+import { connectClient, serverSdk, startReplica, until, useTestResources } from './support';
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await fw?.teardown();
-  fw = undefined;
-});
+const t = useTestResources();
 
 test('healthy traffic from 6 concurrent clients raises no loss or doubling signal', async () => {
-  fw = setupForkwatch({}, serverSdk);
+  t.fw = setupForkwatch({}, serverSdk);
   const replica = await startReplica();
-  cleanups.push(() => replica.close());
+  t.cleanups.push(() => replica.close());
   const clients = await Promise.all(Array.from({ length: 6 }, () => connectClient(replica.url)));
-  for (const c of clients) cleanups.push(() => c.close().catch(() => {}));
+  for (const c of clients) t.cleanups.push(() => c.close().catch(() => {}));
   const received: number[] = clients.map(() => 0);
   clients.forEach((c, i) => {
     c.setNotificationHandler('notifications/tools/list_changed', () => {
@@ -64,7 +58,7 @@ test('healthy traffic from 6 concurrent clients raises no loss or doubling signa
     'the handlers to stop',
   );
   await Promise.all(subs.map(s => s.close()));
-  const m = await fw.metrics();
+  const m = await t.fw.metrics();
   const zero = (name: string, labels: Record<string, string>) => expect(sampleOne(m, name, labels), name).toBe(0);
   for (const kind of ['result', 'error', 'notification']) zero(METRICS.serverLateMessages.prometheusName, { kind });
   for (const idempotency of ['not_idempotent', 'idempotent', 'not_a_tool'])

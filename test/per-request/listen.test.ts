@@ -7,27 +7,21 @@
  * publishing process is lost. Server: `forkwatch_server_listen_publishes_total{outcome="no_listener"}`; client: the
  * dropped stream and the gap until the next acknowledgement. Ground truth: the notifications the client received.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { type Forkwatch, setupForkwatch } from '../server/support';
+import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
-import { connectClient, serverSdk, sleep, startCutter, startReplica, until } from './support';
+import { connectClient, serverSdk, sleep, startCutter, startReplica, until, useTestResources } from './support';
 
 const publishes = METRICS.serverListenPublishes.prometheusName;
 const streams = METRICS.clientListenStreams.prometheusName;
 const gap = METRICS.clientListenGapSeconds.prometheusName;
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await fw?.teardown();
-  fw = undefined;
-});
+const t = useTestResources();
 
 async function listeningClient(url: string) {
   const client = await connectClient(url);
-  cleanups.push(() => client.close().catch(() => {}));
+  t.cleanups.push(() => client.close().catch(() => {}));
   const received: string[] = [];
   client.setNotificationHandler('notifications/tools/list_changed', () => {
     received.push('tools');
@@ -36,13 +30,13 @@ async function listeningClient(url: string) {
 }
 
 const metric = async (name: string, labels: Record<string, string> = {}) =>
-  sampleOne(await fw!.metrics(), name, labels);
+  sampleOne(await t.fw!.metrics(), name, labels);
 
 describe('listen streams at 2026-07-28', () => {
   test('healthy: a publish reaches the listen stream on this process', async () => {
-    fw = setupForkwatch({}, serverSdk);
+    t.fw = setupForkwatch({}, serverSdk);
     const a = await startReplica();
-    cleanups.push(() => a.close());
+    t.cleanups.push(() => a.close());
     const { client, received } = await listeningClient(a.url);
     const sub = await client.listen({ toolsListChanged: true });
     expect(sub.honoredFilter).toEqual({ toolsListChanged: true });
@@ -53,14 +47,14 @@ describe('listen streams at 2026-07-28', () => {
     await sub.close();
     await until(async () => (await metric(streams, { outcome: 'cancelled' })) === 1, 'the cancelled stream');
     expect(await metric(streams, { outcome: 'dropped' })).toBe(0);
-    expect(sampleOne(await fw.metrics(), `${gap}_count`) ?? 0).toBe(0);
+    expect(sampleOne(await t.fw.metrics(), `${gap}_count`) ?? 0).toBe(0);
   });
 
   test('a second replica publishing to a listen stream held by the first: no_listener there, nothing received', async () => {
-    fw = setupForkwatch({}, serverSdk);
+    t.fw = setupForkwatch({}, serverSdk);
     const a = await startReplica();
     const b = await startReplica();
-    cleanups.push(
+    t.cleanups.push(
       () => a.close(),
       () => b.close(),
     );
@@ -79,11 +73,11 @@ describe('listen streams at 2026-07-28', () => {
   });
 
   test('a listen stream dropped while notifications are published: no_listener, dropped, and the gap to the next ack', async () => {
-    fw = setupForkwatch({}, serverSdk);
+    t.fw = setupForkwatch({}, serverSdk);
     const a = await startReplica();
-    cleanups.push(() => a.close());
+    t.cleanups.push(() => a.close());
     const cutter = await startCutter(a.url);
-    cleanups.push(() => cutter.close());
+    t.cleanups.push(() => cutter.close());
     const { client, received } = await listeningClient(cutter.url);
     const first = await client.listen({ toolsListChanged: true });
     cutter.cut();
@@ -97,7 +91,7 @@ describe('listen streams at 2026-07-28', () => {
     a.handler.notify.toolsChanged();
     await until(() => received.length === 1, 'the notification after the re-listen');
     expect(received).toHaveLength(1); // ground truth: the three published in the gap are lost
-    const m = await fw.metrics();
+    const m = await t.fw.metrics();
     expect(sampleOne(m, publishes, { outcome: 'no_listener' })).toBe(3);
     expect(sampleOne(m, publishes, { outcome: 'listened' })).toBe(1);
     expect(sampleOne(m, `${gap}_count`)).toBe(1);
@@ -106,7 +100,7 @@ describe('listen streams at 2026-07-28', () => {
   });
 
   test('healthy: a server closing the stream gracefully is `closed`, not dropped', async () => {
-    fw = setupForkwatch({}, serverSdk);
+    t.fw = setupForkwatch({}, serverSdk);
     const a = await startReplica();
     const { client } = await listeningClient(a.url);
     const sub = await client.listen({ toolsListChanged: true });

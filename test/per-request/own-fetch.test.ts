@@ -7,41 +7,31 @@
  * `globalThis.fetch`: the class patch observes that fetch instead, and a fetch of the app's that calls the global
  * one is still observed once. The real 2.x client and server, a real TCP cut (test/per-request/support.ts).
  */
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { heldClaims } from '../../src/client/patched-transport-scope';
 import { METRICS } from '../../src/shared/names';
-import { type Forkwatch, setupForkwatch } from '../server/support';
+import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
-import { MODERN, clientSdk, serverSdk, startCutter, startReplica, until } from './support';
+import { clientSdk, connectClient, serverSdk, startCutter, startReplica, until, useTestResources } from './support';
 
 /** The process's fetch before forkwatch wraps it: what an app's own fetch reaches without the global observer. */
 const unobservedFetch = globalThis.fetch;
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await fw?.teardown();
-  fw = undefined;
-});
+const t = useTestResources();
 
 async function lab(fetch: typeof globalThis.fetch) {
-  fw = setupForkwatch({ perRequest: { reissueWindowMs: 300 } }, serverSdk, clientSdk);
+  t.fw = setupForkwatch({ perRequest: { reissueWindowMs: 300 } }, serverSdk, clientSdk);
   const replica = await startReplica();
-  cleanups.push(() => replica.close());
+  t.cleanups.push(() => replica.close());
   const cutter = await startCutter(replica.url);
-  cleanups.push(() => cutter.close());
-  const client = new clientSdk.Client(
-    { name: 'own-fetch-client', version: '1.0.0' },
-    { versionNegotiation: { mode: { pin: MODERN } } },
-  );
-  await client.connect(new clientSdk.StreamableHTTPClientTransport(new URL(cutter.url), { fetch }));
-  cleanups.push(() => client.close().catch(() => {}));
+  t.cleanups.push(() => cutter.close());
+  const client = await connectClient(cutter.url, { fetch });
+  t.cleanups.push(() => client.close().catch(() => {}));
   return { replica, cutter, client };
 }
 
 const metric = async (name: string, labels: Record<string, string> = {}) =>
-  sampleOne(await fw!.metrics(), name, labels) ?? 0;
+  sampleOne(await t.fw!.metrics(), name, labels) ?? 0;
 
 async function cutOneCall(replica: any, cutter: any, client: any) {
   await client.callTool({ name: 'write_record', arguments: { ms: 1, key: 'ok' } });

@@ -7,20 +7,21 @@
  * and the real 2.x client, a real TCP cut between them, and the tools' own ground truth. Each lossy or doubling
  * scenario raises its signal on the side that can see it; each healthy control raises none.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { type Forkwatch, setupForkwatch } from '../server/support';
+import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import {
+  connectClient,
   type Cutter,
   MODERN,
   type Replica,
-  connectClient,
   serverSdk,
   sleep,
   startCutter,
   startReplica,
   until,
+  useTestResources,
 } from './support';
 
 const M = Object.fromEntries(Object.entries(METRICS).map(([k, v]) => [k, v.prometheusName])) as Record<
@@ -28,31 +29,25 @@ const M = Object.fromEntries(Object.entries(METRICS).map(([k, v]) => [k, v.prome
   string
 >;
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await fw?.teardown();
-  fw = undefined;
-});
+const t = useTestResources();
 
 async function lab(config = {}) {
-  fw = setupForkwatch({ perRequest: { reissueWindowMs: 5_000 }, ...config }, serverSdk);
+  t.fw = setupForkwatch({ perRequest: { reissueWindowMs: 5_000 }, ...config }, serverSdk);
   const replica = await startReplica();
-  cleanups.push(() => replica.close());
+  t.cleanups.push(() => replica.close());
   const cutter = await startCutter(replica.url);
-  cleanups.push(() => cutter.close());
+  t.cleanups.push(() => cutter.close());
   const client = await connectClient(cutter.url);
-  cleanups.push(() => client.close().catch(() => {}));
+  t.cleanups.push(() => client.close().catch(() => {}));
   return { replica, cutter, client };
 }
 
 const metric = async (name: string, labels: Record<string, string> = {}) =>
-  sampleOne(await fw!.metrics(), name, labels);
+  sampleOne(await t.fw!.metrics(), name, labels);
 
 /** Every series of the per-request signals, as a flat record, for "nothing else moved" checks. */
 async function signals(): Promise<Record<string, number>> {
-  const text = await fw!.metrics();
+  const text = await t.fw!.metrics();
   const out: Record<string, number> = {};
   for (const line of text.split('\n')) {
     const m =
@@ -120,7 +115,7 @@ describe('per-request server and client at 2026-07-28', () => {
     expect(replica.truth.executions.write_record).toBe(2); // ground truth: the duplicate execution
     expect(await metric(M.serverProbableReissues, { idempotency: 'not_idempotent' })).toBe(1);
     expect(await metric(M.clientReissues, { outcome: 'reissued' })).toBe(1);
-    const text = await fw!.metrics();
+    const text = await t.fw!.metrics();
     expect(sampleOne(text, `${M.clientReissueDelaySeconds}_count`)).toBe(1);
     expect(sampleOne(text, `${M.clientReissueDelaySeconds}_sum`)).toBeGreaterThan(0.04);
   });

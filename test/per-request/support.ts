@@ -16,7 +16,8 @@ import {
   connect,
   createServer as createNetServer,
 } from 'node:net';
-import { requireFrom } from '../server/support';
+import { type Forkwatch, requireFrom } from '../server/support';
+import { afterEach } from 'vitest';
 
 const req = requireFrom();
 export const serverSdk = req('@modelcontextprotocol/server');
@@ -238,13 +239,13 @@ export async function startCutter(upstreamUrl: string): Promise<Cutter> {
   };
 }
 
-/** The real 2.x client, pinned to 2026-07-28. */
-export async function connectClient(url: string): Promise<any> {
+/** The real 2.x client, pinned to 2026-07-28; `transport` goes to its StreamableHTTPClientTransport (e.g. `fetch`). */
+export async function connectClient(url: string, transport: object = {}): Promise<any> {
   const client = new clientSdk.Client(
     { name: 'per-request-lab-client', version: '1.0.0' },
     { versionNegotiation: { mode: { pin: MODERN } } },
   );
-  await client.connect(new clientSdk.StreamableHTTPClientTransport(new URL(url)));
+  await client.connect(new clientSdk.StreamableHTTPClientTransport(new URL(url), transport));
   return client;
 }
 
@@ -282,4 +283,18 @@ export async function rawRequest(
   const body = JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: meta } });
   const response = await fetch(url, { method: 'POST', headers, body });
   return { status: response.status, body: await response.json().catch(() => undefined) };
+}
+
+/**
+ * What a test of the file starts (`cleanups`, stopped after it in reverse order) and its forkwatch (`fw`, torn down
+ * last), for the per-request test files.
+ */
+export function useTestResources(): { fw: Forkwatch | undefined; cleanups: (() => Promise<unknown> | unknown)[] } {
+  const resources = { fw: undefined as Forkwatch | undefined, cleanups: [] as (() => Promise<unknown> | unknown)[] };
+  afterEach(async () => {
+    for (const cleanup of resources.cleanups.splice(0).reverse()) await cleanup();
+    await resources.fw?.teardown();
+    resources.fw = undefined;
+  });
+  return resources;
 }

@@ -6,35 +6,29 @@
  * Per-request exchanges on SSE response streams, late notifications and tasks (app-level SEP-2663 shapes: the 2.x
  * SDK has no task runtime), on the real 2.x packages at 2026-07-28.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { type Forkwatch, setupForkwatch } from '../server/support';
+import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
-import { connectClient, rawRequest, serverSdk, startCutter, startReplica, until } from './support';
+import { connectClient, rawRequest, serverSdk, startCutter, startReplica, until, useTestResources } from './support';
 
 const M = Object.fromEntries(Object.entries(METRICS).map(([k, v]) => [k, v.prometheusName])) as Record<
   keyof typeof METRICS,
   string
 >;
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await fw?.teardown();
-  fw = undefined;
-});
+const t = useTestResources();
 const metric = async (name: string, labels: Record<string, string> = {}) =>
-  sampleOne(await fw!.metrics(), name, labels);
+  sampleOne(await t.fw!.metrics(), name, labels);
 
 describe('SSE response streams and tasks at 2026-07-28', () => {
   test('a stream cut mid-call on an SSE response: closed_mid_stream on the server, broken on the client', async () => {
-    fw = setupForkwatch({}, serverSdk);
+    t.fw = setupForkwatch({}, serverSdk);
     const replica = await startReplica({ responseMode: 'sse' });
-    cleanups.push(() => replica.close());
+    t.cleanups.push(() => replica.close());
     const cutter = await startCutter(replica.url);
-    cleanups.push(() => cutter.close());
+    t.cleanups.push(() => cutter.close());
     const client = await connectClient(cutter.url);
-    cleanups.push(() => client.close().catch(() => {}));
+    t.cleanups.push(() => client.close().catch(() => {}));
     await client.callTool({ name: 'write_record', arguments: { ms: 1, key: 'ok' } });
     const call = client.callTool({ name: 'write_record', arguments: { ms: 150, key: 'sse' } }, { timeout: 2_000 });
     const settled = call.then(
@@ -53,13 +47,13 @@ describe('SSE response streams and tasks at 2026-07-28', () => {
   });
 
   test('a handler reporting back after the client left: a late notification, as the SDK threw it to the handler', async () => {
-    fw = setupForkwatch({}, serverSdk);
+    t.fw = setupForkwatch({}, serverSdk);
     const replica = await startReplica();
-    cleanups.push(() => replica.close());
+    t.cleanups.push(() => replica.close());
     const cutter = await startCutter(replica.url);
-    cleanups.push(() => cutter.close());
+    t.cleanups.push(() => cutter.close());
     const client = await connectClient(cutter.url);
-    cleanups.push(() => client.close().catch(() => {}));
+    t.cleanups.push(() => client.close().catch(() => {}));
     const call = client.callTool({ name: 'report_back', arguments: { ms: 100 } }).catch(() => undefined);
     await until(() => replica.truth.executions.report_back === 1, 'the call to start');
     cutter.cut();
@@ -70,11 +64,11 @@ describe('SSE response streams and tasks at 2026-07-28', () => {
   });
 
   test('healthy: a notification within the exchange is no late message', async () => {
-    fw = setupForkwatch({}, serverSdk);
+    t.fw = setupForkwatch({}, serverSdk);
     const replica = await startReplica();
-    cleanups.push(() => replica.close());
+    t.cleanups.push(() => replica.close());
     const client = await connectClient(replica.url);
-    cleanups.push(() => client.close().catch(() => {}));
+    t.cleanups.push(() => client.close().catch(() => {}));
     await client.callTool({ name: 'report_back', arguments: { ms: 1 } });
     expect(replica.truth.notifyFailed).toBe(0);
     expect(await metric(M.serverLateMessages, { kind: 'notification' })).toBe(0);
@@ -82,11 +76,11 @@ describe('SSE response streams and tasks at 2026-07-28', () => {
   });
 
   test('tasks/get misses: expired for a task created here, unknown for one this process never created', async () => {
-    fw = setupForkwatch({}, serverSdk);
+    t.fw = setupForkwatch({}, serverSdk);
     const a = await startReplica();
-    cleanups.push(() => a.close());
+    t.cleanups.push(() => a.close());
     const client = await connectClient(a.url);
-    cleanups.push(() => client.close().catch(() => {}));
+    t.cleanups.push(() => client.close().catch(() => {}));
     await client.callTool({ name: 'start_task', arguments: { ms: 1 } });
     const [taskId] = a.truth.tasksCreated;
     const found = await rawRequest(a.url, 1, 'tasks/get', { taskId }, taskId);
