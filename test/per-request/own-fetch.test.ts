@@ -9,7 +9,7 @@
  */
 import { expect, test } from 'vitest';
 import { heldClaims } from '../../src/client/patched-transport-scope';
-import { METRICS } from '../../src/shared/names';
+import { METRICS, type MetricKey, labelCombinations } from '../../src/shared/names';
 import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import { clientSdk, connectClient, serverSdk, startCutter, startReplica, until, useTestResources } from './support';
@@ -78,5 +78,32 @@ test("a fetch of the app's own that calls the global one after an await: every e
   // Counted twice, the cut call would be 2 broken and the call before it 2 completed.
   expect(await metric(METRICS.clientExchanges.prometheusName, { outcome: 'broken' })).toBe(1);
   expect((await metric(METRICS.clientExchanges.prometheusName, { outcome: 'completed' })) - completedBefore).toBe(1);
+  expect(heldClaims()).toBe(0);
+});
+
+test("healthy calls through a fetch of the app's own that calls the global one: completed, and no loss signal", async () => {
+  const own: typeof globalThis.fetch = async (input, init) => {
+    await new Promise(r => setImmediate(r));
+    return globalThis.fetch(input, { ...init });
+  };
+  const { client } = await lab(own);
+  for (let i = 0; i < 3; i++) await client.callTool({ name: 'write_record', arguments: { ms: 1, key: `k${i}` } });
+  const text = await t.fw!.metrics();
+  const healthy = new Set(['completed', 'delivered']);
+  const keys: MetricKey[] = [
+    'clientExchanges',
+    'clientReissues',
+    'serverExchanges',
+    'serverLateMessages',
+    'serverProbableReissues',
+  ];
+  for (const key of keys) {
+    for (const labels of labelCombinations(METRICS[key])) {
+      const value = sampleOne(text, METRICS[key].prometheusName, labels) ?? 0;
+      if (healthy.has(labels.outcome ?? ''))
+        expect(value, `${key} ${JSON.stringify(labels)}`).toBeGreaterThanOrEqual(3);
+      else expect(value, `${key} ${JSON.stringify(labels)}`).toBe(0);
+    }
+  }
   expect(heldClaims()).toBe(0);
 });
