@@ -166,9 +166,10 @@ export class DeliveryLedger<K extends object> {
 
   /**
    * The client's connection for the session's standalone stream dropped (the other end closed it; the server did
-   * not end it). Its writes of the last `inflightMs` become pending as in flight.
+   * not end it). Its writes of the last `inflightMs`, and the `unwritten` events stored for it whose write had not
+   * come yet, become pending as in flight.
    */
-  connectionDropped(key: K, streamId: string, now: number): void {
+  connectionDropped(key: K, streamId: string, now: number, unwritten = 0): void {
     const account = this.accounts.get(key);
     // Events a replay missed wait again from the session's next activity: it may resume here (and get them) or not.
     const behind = account?.pending?.get(streamId);
@@ -176,10 +177,11 @@ export class DeliveryLedger<K extends object> {
       behind.behindReplay = false;
       behind.dueAt = undefined;
     }
-    const writes = account?.recentWrites;
-    if (account === undefined || writes === undefined) return;
-    let inflight = 0;
-    for (const at of writes) if (now - at <= this.options.inflightMs) inflight++;
+    if (account === undefined) return;
+    const writes = account.recentWrites;
+    // Events stored for the connection whose write had not come yet are in flight as much as the last writes.
+    let inflight = Math.max(0, unwritten);
+    if (writes !== undefined) for (const at of writes) if (now - at <= this.options.inflightMs) inflight++;
     account.recentWrites = undefined;
     if (inflight === 0) return;
     this.pendingStream(key, account, streamId, STANDALONE_REPLAYABLE, now).inflight += inflight;

@@ -89,10 +89,10 @@ export interface RecordingHooks {
   /** False once the instrumentation is disabled or the transport class unpatched: the wrapper then steps aside. */
   active(transport: object): boolean;
   /**
-   * A storeEvent call is about to go to the store; what it returns is called once the store resolved, before the
-   * SDK continues (one more event in the session's log, and the SDK now decides where to write it). It must not
-   * throw: it runs as a promise reaction, where nobody would catch it. It receives the event id the store returned.
-   * `share` says whether other sessions use the same store object.
+   * A storeEvent call went to the store (it returned; in the same turn). What it returns, if anything, is called
+   * once the store resolved, before the SDK continues (one more event in the session's log, and the SDK now decides
+   * where to write it). It must not throw: it runs as a promise reaction, where nobody would catch it. It receives
+   * the event id the store returned. `share` says whether other sessions use the same store object.
    */
   onStore(
     transport: object,
@@ -203,20 +203,20 @@ function recordingStoreEvent(watch: StoreWatch): StoreMethod {
   const { original, transport, hooks, share } = watch;
   // Once per event. `arguments` passed straight to apply: no array per call.
   return function storeEvent(this: unknown, streamId: unknown, message: unknown) {
-    let onStored: ((eventId: unknown) => void) | undefined;
+    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
+    const result = (original.storeEvent as StoreMethod).apply(original, arguments as unknown as unknown[]);
+    // Told after the call returned (a call that throws stored nothing), in the same turn: what the stream's
+    // connection was at the call is still what it is. Most events need nothing more: their write records them.
+    // The others get one reaction on the store's own promise, attached before the SDK's await so it runs first.
     if (watch.live()) {
+      let onStored: ((eventId: unknown) => void) | undefined;
       try {
         onStored = hooks.onStore(transport, streamId, message, share);
       } catch (error) {
         hooks.onError('recording a stored event', error);
       }
+      if (onStored) Promise.resolve(result).then(onStored, ignoreRejection);
     }
-    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
-    const result = (original.storeEvent as StoreMethod).apply(original, arguments as unknown as unknown[]);
-    // One reaction on the store's own promise (attached before the SDK's await, so it runs first): the SDK decides
-    // where to write the event only once the store resolved, and so does the ledger. `onStored` is the stream's
-    // shared reaction, not a closure per event.
-    if (onStored) Promise.resolve(result).then(onStored, ignoreRejection);
     return result;
   };
 }

@@ -98,9 +98,10 @@ export class ServerDelivery {
   }
 
   /** The client dropped the connection of the session's standalone stream (see the ledger's in-flight rule). */
-  standaloneDropped(session: object, streamId: string): void {
+  /** `unwritten`: events stored for that connection whose write had not come yet (in flight too). */
+  standaloneDropped(session: object, streamId: string, unwritten = 0): void {
     try {
-      this.ledger.connectionDropped(session, streamId, this.host.now());
+      this.ledger.connectionDropped(session, streamId, this.host.now(), unwritten);
       if (this.ledger.hasPending) this.schedule();
     } catch (error) {
       this.host.onError('recording a dropped connection', error);

@@ -8,8 +8,10 @@
  * forkwatch stays silent), and every fact handed to the delivery ledger (server-delivery.ts):
  *
  * - every request of the session but a GET (`requestReceived`) and every GET (`getReceived`);
- * - every event stored, and whether its stream had an open connection here (`eventStored`, from the store wrapper),
- *   and for the replay-boundary watch, who stored it (shared stores only) and which request streams completed live;
+ * - every event stored, and whether it reached its stream's connection here: written live (`liveEventWritten`, from
+ *   writeSSEEvent; the store call only expected it), or stored with no connection (`eventStoring`, from the store
+ *   wrapper, whose reaction records it once the store resolved); for the replay-boundary watch, who stored it
+ *   (shared stores only) and which request streams completed live;
  * - every event `send` had to write without a store and had nowhere to write (`sentWithoutStore`);
  * - the client dropping the connection of the standalone stream (`StandaloneConnection`);
  * - what each resume replayed (`replaySent`, from server-resume.ts) and `close()` (`closed`).
@@ -31,6 +33,7 @@ import { isJsonRpcResponse } from '../core/replay-boundary';
 import { type RecordingHooks, ensureRecordingStore } from './recording-event-store';
 import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
 import type { Flavor } from './server-flavor';
+import { LiveWrites } from './live-writes';
 import { ServerResume } from './server-resume';
 import {
   isPrimingMessage,
@@ -59,10 +62,19 @@ export class ServerSessionObserver {
    * made once per run, not once per event.
    */
   private reactionStreamId: string | undefined = undefined;
-  private reactionOpenAtCall = false;
-  private reaction: (() => void) | undefined = undefined;
+  private reactionDecided = false;
+  private reaction: ((eventId: unknown) => void) | undefined = undefined;
+  /** Live events stored and not yet written (live-writes.ts); made at the first. */
+  private liveWritesMade: LiveWrites | undefined = undefined;
+  /** The store's share, as of its last storeEvent call. */
+  private share: StoreShare | undefined = undefined;
   /** Counts the priming events and events of non-string streams: nothing to record about their delivery. */
   private readonly countOnly = () => this.eventCounted();
+
+  private get liveWrites(): LiveWrites {
+    this.liveWritesMade ??= new LiveWrites();
+    return this.liveWritesMade;
+  }
 
   constructor(
     readonly transport: StreamableHttpServerTransportLike,
@@ -110,23 +122,94 @@ export class ServerSessionObserver {
   }
 
   /**
-   * A storeEvent call: returns what records it once the store resolved (see RecordingHooks.onStore). Per event of
-   * the common kind (a notification on a store of this session's own): no closure (the stream's reaction is shared
-   * by its run of events), no allocation. Rare events get a reaction of their own: responses (they complete their
-   * request stream) and every event of a store object other sessions use too (who stored what).
+   * A storeEvent call: returns what records it once the store resolved, if anything must (see
+   * RecordingHooks.onStore). Per event of the common kind (a notification on a store of this session's own, its
+   * stream connected here): a count and one expected write, no reaction; the write records it (`liveEventWritten`).
+   * An event stored while its stream has no connection gets the stream's shared reaction (made once per run of
+   * events, not per event). Rare events get a reaction of their own: responses (they complete their request stream)
+   * and every event of a store object other sessions use too (who stored what).
    */
   eventStoring(streamId: unknown, message: unknown, share: StoreShare): ((eventId: unknown) => void) | undefined {
     if (!this.resumable) return undefined;
-    if (share.shared || isJsonRpcResponse(message)) return this.eventStoringAlone(streamId, message, share);
-    if (typeof streamId !== 'string' || isPrimingMessage(message)) return this.countOnly;
-    // Only the Node transport up to 1.24 looks a request stream's connection up before the store call.
-    const openAtCall = this.flavor.lookupBeforeStore && streamIsOpen(this.transport, streamId);
-    if (this.reaction === undefined || this.reactionStreamId !== streamId || this.reactionOpenAtCall !== openAtCall) {
+    this.share = share;
+    if (isJsonRpcResponse(message)) return this.eventStoringAlone(streamId, message, share);
+    if (typeof streamId !== 'string' || isPrimingMessage(message)) {
+      return share.shared ? this.eventStoringAlone(streamId, message, share) : this.countOnly;
+    }
+    const open = streamIsOpen(this.transport, streamId);
+    // The Node transport up to 1.24 chose a request stream's connection before the store call: decided already.
+    const decided = this.flavor.lookupBeforeStore && streamId !== standaloneStreamId(this.transport);
+    if (open && decided) {
+      if (share.shared) return this.eventStoringAlone(streamId, message, share);
+      this.eventStored(streamId, true);
+      return undefined;
+    }
+    if (open) {
+      this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+      this.liveWrites.expect(streamId);
+      return undefined;
+    }
+    if (this.reaction === undefined || this.reactionStreamId !== streamId || this.reactionDecided !== decided) {
       this.reactionStreamId = streamId;
-      this.reactionOpenAtCall = openAtCall;
-      this.reaction = () => this.eventStored(streamId, openAtCall);
+      this.reactionDecided = decided;
+      this.reaction = eventId => this.storedWithoutConnection(streamId, decided, eventId);
     }
     return this.reaction;
+  }
+
+  /**
+   * An event stored while its stream had no connection here, now resolved. Its reaction runs after those of every
+   * earlier store of the stream, so events still expected were not written to the connection they were stored for:
+   * they wait with this one. Unless a resume reconnected the stream meanwhile (and `decided` is false): then the SDK
+   * writes this event to it now, which records it, and the resume's replay covered the others.
+   */
+  private storedWithoutConnection(streamId: string, decided: boolean, eventId: unknown): void {
+    try {
+      this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
+      // Who stored what, only in a store object other sessions use too (replay-boundary-watch.ts).
+      if (this.share?.shared) boundaryWatchOf(this.runtime).stored(this.transport, eventId);
+      const open = !decided && streamIsOpen(this.transport, streamId);
+      this.waitWithUnwritten(streamId, open ? 0 : 1, open);
+    } catch (error) {
+      this.runtime.diag.error('recording a stored event failed', error);
+    }
+  }
+
+  /**
+   * `events` stored without a connection wait in the store, with the stream's expected events that were never
+   * written; when the stream is `open` again, a resume reconnected it and its replay covered those.
+   */
+  private waitWithUnwritten(streamId: string, events: number, open: boolean): void {
+    const unwritten = this.liveWritesMade?.take(streamId) ?? 0;
+    const waiting = open ? events : events + unwritten;
+    if (waiting === 0) return;
+    const event = storedEventOf(false, true, streamId === standaloneStreamId(this.transport));
+    for (let i = 0; i < waiting; i++) this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+  }
+
+  /**
+   * writeSSEEvent(target, ...) returned `result` on a transport with forkwatch's store wrapper: a live event
+   * reached the stream's connection, unless the target is not a mapped connection (a replay writes before the SDK
+   * maps its stream) or the write failed (the stream was gone: the event waits in the store).
+   */
+  liveEventWritten(args: ArrayLike<unknown>, result: unknown): void {
+    try {
+      // Responses are recorded by their own reaction (see eventStoring).
+      if (!this.resumable || isJsonRpcResponse(this.flavor.writtenMessage(args))) return;
+      const { transport } = this;
+      const target = args[0];
+      const standaloneId = standaloneStreamId(transport);
+      // Up to 1.24 a request stream's event was recorded at its store call (see eventStoring).
+      if (this.flavor.lookupBeforeStore && transport._streamMapping?.get?.(standaloneId) !== target) return;
+      const streamId = this.liveWrites.streamOfWrite(transport._streamMapping, target);
+      if (streamId === undefined) return;
+      this.liveWrites.written(streamId);
+      if (this.share?.shared) boundaryWatchOf(this.runtime).stored(transport, this.flavor.writtenEventId(args));
+      const event = storedEventOf(this.flavor.wrote(result), true, streamId === standaloneId);
+      this.runtime.serverDelivery.eventStored(transport, streamId, event);
+    } catch (error) {
+      this.runtime.diag.error('recording a written event failed', error);
+    }
   }
 
   private eventStoringAlone(streamId: unknown, message: unknown, share: StoreShare): (eventId: unknown) => void {
@@ -138,8 +221,11 @@ export class ServerSessionObserver {
         if (share.shared) boundaryWatchOf(this.runtime).stored(this.transport, eventId);
         if (priming || typeof streamId !== 'string') return this.eventCounted();
         const event = this.eventStored(streamId, openAtCall);
+        if (event === undefined) return;
+        // A response written nowhere: the stream's events that were never written wait with it (see eventStoring).
+        this.waitWithUnwritten(streamId, 0, event.open);
         // A response written live completes its request stream: a later resume of it is another log's cursor.
-        if (event?.open && !event.standalone && isJsonRpcResponse(message)) {
+        if (event.open && !event.standalone && isJsonRpcResponse(message)) {
           boundaryWatchOf(this.runtime).responseWritten(this.transport, streamId);
         }
       } catch (error) {
@@ -204,11 +290,15 @@ export class ServerSessionObserver {
 
   /** A resume here replayed `events` events of `streamId`. */
   replaySent(streamId: string, events: number): void {
+    // Events still expected on the stream are in the store after the client's cursor: this replay or the reconnected
+    // stream delivers them.
+    this.liveWritesMade?.take(streamId);
     this.runtime.serverDelivery.replaySent(this.transport, streamId, events);
   }
 
   /** The SDK's close() tears its streams down synchronously; nothing can come back for pending events now. */
   closed(): void {
+    this.liveWritesMade?.clear();
     this.runtime.serverDelivery.sessionClosed(this.transport);
   }
 
@@ -249,7 +339,10 @@ export class ServerSessionObserver {
     const { transport, runtime } = this;
     let carries = false;
     this.flavor.onClientDrop(req, args, () => {
-      if (carries) runtime.serverDelivery.standaloneDropped(transport, standaloneStreamId(transport));
+      if (!carries) return;
+      const streamId = standaloneStreamId(transport);
+      // Stored for this connection and not written yet: in flight, as the writes just before the drop.
+      runtime.serverDelivery.standaloneDropped(transport, streamId, this.liveWritesMade?.take(streamId) ?? 0);
     });
     return {
       answered: (status, resumedStreamId) => {

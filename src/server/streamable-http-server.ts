@@ -16,8 +16,8 @@
  *   the ServerResponse) and what the store did decide the outcome.
  * - `handleRequest`, `send`, `replayEvents`: put the recording wrapper around `this._eventStore` before anything
  *   can use the store (see recording-event-store.ts), and note the protocol version the client sends.
- * - `writeSSEEvent`: counts events written on SSE streams by a transport without an event store (with one, every
- *   event goes through storeEvent first and is counted there).
+ * - `writeSSEEvent`: a live event reached its stream's connection (with the store wrapper, this is what records it
+ *   in the delivery ledger: see live-writes.ts); without an event store, it counts the event.
  * - The wrappers are short named functions in one table keyed by method (SERVER_WRAPPERS). They only hand facts
  *   on to the transport's session observer (session-observer.ts), which holds the protocol version, decides
  *   whether the session is recorded, and is the one place that feeds the delivery ledger.
@@ -158,12 +158,20 @@ function wrapReplayEvents(original: Method, { runtime, flavor, hooks }: ServerPa
   };
 }
 
-/** Counts the events of a transport without a store; with one, storeEvent counted them: nothing per event here. */
+/**
+ * Every event written on an SSE stream. With forkwatch's store wrapper, a live write is what records a live event
+ * in the delivery ledger (the store call only expected it); without a store, it counts the event.
+ */
 function wrapWriteSSEEvent(original: Method, { runtime, flavor }: ServerPatch): Method {
   return function writeSSEEvent(this: StreamableHttpServerTransportLike) {
     // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
     const result = original.apply(this, arguments as unknown as unknown[]);
-    if (runtime.enabled && !this._eventStore) sessionObserverOf(this, runtime, flavor).sseEventWritten(result);
+    if (runtime.enabled) {
+      const store = this._eventStore;
+      // biome-ignore lint/complexity/noArguments: read, never copied
+      if (isRecordingStore(store)) knownSessionObserver(this)?.liveEventWritten(arguments, result);
+      else if (!store) sessionObserverOf(this, runtime, flavor).sseEventWritten(result);
+    }
     return result;
   };
 }

@@ -239,6 +239,92 @@ describe.each([
     expect(await counts()).toEqual({ ...none, stream_moved: 3 });
   });
 
+  /** A store whose storeEvent answers only when released, as one across the network does (Redis in the fleet). */
+  function heldStore() {
+    const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });
+    let held: (() => void)[] | undefined;
+    return {
+      hold: () => (held = []),
+      release: () => {
+        for (const answer of held ?? []) answer();
+        held = undefined;
+      },
+      eventStore: {
+        getStreamIdForEventId: (id: string) => store.getStreamIdForEventId!(id),
+        replayEventsAfter: (cursor: string, sink: { send(id: string, message: unknown): Promise<void> }) =>
+          store.replayEventsAfter(cursor, sink),
+        storeEvent(streamId: string, message: unknown): Promise<string> {
+          const stored = store.storeEvent(streamId, message);
+          if (!held) return stored;
+          const queue = held;
+          return new Promise(resolve => queue.push(() => resolve(stored)));
+        },
+      },
+    };
+  }
+
+  /**
+   * Two events stored while the standalone stream was connected, whose store answers after the client dropped it:
+   * the SDK then writes them nowhere. Returns once the store answered.
+   */
+  async function dropWhileStoring(
+    held: ReturnType<typeof heldStore>,
+    transport: { send(m: unknown): Promise<void>; handleRequest(r: Request): Promise<Response> },
+  ) {
+    const get = droppableGet();
+    const stream = await transport.handleRequest(get.request);
+    await transport.send(notification(1));
+    held.hold();
+    const sending = [transport.send(notification(2)), transport.send(notification(3))];
+    expect((await readFrames(stream.body, { count: 1 })).map(f => f.id)).toEqual(['1']); // then it drops
+    get.drop();
+    held.release();
+    await Promise.all(sending);
+  }
+
+  test('an async store answering after the drop: its events are in flight, and a resume here settles them', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const held = heldStore();
+    const transport = transportWith(held.eventStore);
+    await dropWhileStoring(held, transport);
+    // 1 written just before the drop, 2 and 3 stored for the connection and never written.
+    expect(delivery().pendingEvents(transport)).toBe(3);
+    const resumed = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
+    expect((await readFrames(resumed.body, { count: 2 })).map(f => f.id)).toEqual(['2', '3']);
+    await fw.settle();
+    expect(delivery().pendingEvents(transport)).toBe(0);
+    await transport.handleRequest(ping());
+    await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
+    await transport.handleRequest(ping());
+    expect(await counts()).toEqual(none);
+  });
+
+  test('an async store answering after the drop, and the client resumes elsewhere: stream_moved', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const held = heldStore();
+    const transport = transportWith(held.eventStore);
+    await dropWhileStoring(held, transport);
+    await transport.handleRequest(ping());
+    await talkAfterWindow(transport);
+    expect(await counts()).toEqual({ ...none, stream_moved: 3 });
+  });
+
+  test('an async store answering while the stream is connected: every event written live, nothing pending', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const held = heldStore();
+    const transport = transportWith(held.eventStore);
+    const stream = await transport.handleRequest(getRequest({}));
+    held.hold();
+    const sending = [1, 2, 3, 4].map(n => transport.send(notification(n)));
+    held.release();
+    await Promise.all(sending);
+    expect((await readFrames(stream.body, { count: 4 })).map(f => f.id)).toEqual(['1', '2', '3', '4']);
+    expect(delivery().sessionsWithPending).toBe(0);
+    await transport.handleRequest(ping());
+    await transport.close();
+    expect(await counts()).toEqual(none);
+  });
+
   test('in flight: a resume here settles them, even when it replays nothing (the client had them all)', async () => {
     fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
     const transport = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
