@@ -26,6 +26,8 @@
 //   node bench/outside-in.mjs --workloads server --rounds 6 --out /tmp/x.json
 //   node bench/outside-in.mjs --cpu-prof DIR  one extra profiled process per workload (forkwatch), into DIR
 //     --cpu-prof-variants bare,forkwatch      and a bare one beside it, into DIR/<workload>/<variant>
+//   node bench/outside-in.mjs --before DIR    a fourth variant, `before`: another build of src (an earlier commit's
+//                                             build/src) in the same rounds, for a before/after under one noise
 //
 // Writes bench/results/outside-in.json (or --out). Run `node scripts/build.mjs` first: forkwatch is loaded from a
 // private copy of build/ taken at the start, installed as node_modules/forkwatch of a scratch directory that the
@@ -50,8 +52,10 @@ const config = {
   warmup: Number(value('--warmup', quick ? 2 : 4)),
   timed: Number(value('--timed', quick ? 3 : 6)),
   workloads: value('--workloads', 'server,client').split(','),
-  variants: ['bare', 'bare-again', 'forkwatch'],
+  variants: ['bare', 'bare-again', 'forkwatch', ...(args.includes('--before') ? ['before'] : [])],
 };
+/** The variants that run forkwatch, each from its own scratch install. */
+const instrumented = variant => variant === 'forkwatch' || variant === 'before';
 const out = value('--out', join(here, 'results', 'outside-in.json'));
 const cpuProfDir = value('--cpu-prof', undefined);
 const profVariants = value('--cpu-prof-variants', 'forkwatch').split(',');
@@ -70,19 +74,30 @@ if (callgrind) config.rounds = Number(value('--rounds', 0));
 
 const scratch = join(root, '.tmp', `outside-in-${process.pid}`);
 rmSync(scratch, { recursive: true, force: true });
-const installed = join(scratch, 'node_modules', 'forkwatch');
-mkdirSync(installed, { recursive: true });
-cpSync(join(root, 'package.json'), join(installed, 'package.json'));
-cpSync(join(root, 'build'), join(installed, 'build'), { recursive: true });
-// --build DIR: measure another build of src (an earlier commit's build/src, for a before/after).
-const otherBuild = value('--build', undefined);
-if (otherBuild) {
-  rmSync(join(installed, 'build', 'src'), { recursive: true, force: true });
-  cpSync(otherBuild, join(installed, 'build', 'src'), { recursive: true });
+
+/**
+ * A scratch directory whose node_modules/forkwatch holds a copy of build/ (with `src` from another build if given).
+ * Its dependencies resolve up the tree, from the repository's node_modules: one copy of each OpenTelemetry package.
+ * The directory is a package of its own, or `forkwatch/register` would self-resolve to the repository's build.
+ */
+function install(dir, srcBuild) {
+  const at = join(dir, 'node_modules', 'forkwatch');
+  mkdirSync(at, { recursive: true });
+  cpSync(join(root, 'package.json'), join(at, 'package.json'));
+  cpSync(join(root, 'build'), join(at, 'build'), { recursive: true });
+  if (srcBuild) {
+    rmSync(join(at, 'build', 'src'), { recursive: true, force: true });
+    cpSync(srcBuild, join(at, 'build', 'src'), { recursive: true });
+  }
+  writeFileSync(join(dir, 'package.json'), '{ "name": "forkwatch-outside-in", "private": true }\n');
+  return at;
 }
-// Its dependencies resolve up the tree, from the repository's node_modules: one copy of each OpenTelemetry package.
-// The scratch directory is a package of its own, or `forkwatch/register` would self-resolve to the repository's build.
-writeFileSync(join(scratch, 'package.json'), '{ "name": "forkwatch-outside-in", "private": true }\n');
+// --build DIR: measure another build of src (an earlier commit's build/src, for a before/after).
+const installed = install(scratch, value('--build', undefined));
+const beforeDir = join(scratch, 'before');
+const installedBefore = config.variants.includes('before') ? install(beforeDir, value('--before', undefined)) : '';
+const cwdOf = variant => (variant === 'before' ? beforeDir : scratch);
+const installOf = variant => (variant === 'before' ? installedBefore : installed);
 
 const env = {
   ...process.env,
@@ -94,7 +109,7 @@ const env = {
 const nodeArgs = variant => [
   '--require',
   join(here, 'outside-in', 'nodesdk.cjs'),
-  ...(variant === 'forkwatch' ? ['--import', 'forkwatch/register'] : []),
+  ...(instrumented(variant) ? ['--import', 'forkwatch/register'] : []),
 ];
 
 /** `node` with its arguments, or under a launcher (valgrind) given as its argv prefix. */
@@ -108,7 +123,7 @@ function startServer(variant, extraArgs = [], launcher = undefined) {
       ...nodeArgs(variant),
       join(here, 'outside-in', 'server.cjs'),
     ]);
-    const child = spawn(file, argv, { cwd: scratch, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, argv, { cwd: cwdOf(variant), env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stderr.on('data', c => (stderr += c));
@@ -137,7 +152,7 @@ function runClient(variant, url, extraArgs = [], launcher = undefined, bursts = 
     ]);
     const { warmup = config.warmup, timed = config.timed } = bursts;
     const child = spawn(file, argv, {
-      cwd: scratch,
+      cwd: cwdOf(variant),
       env: { ...env, BENCH: JSON.stringify({ url, count: config.count, warmup, timed }) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -178,11 +193,11 @@ async function pair(workload, variant, extra = {}) {
       extra.bursts,
     );
     const patched = workload === 'server' ? server.patched : run.patched;
-    if (patched !== (variant === 'forkwatch')) {
+    if (patched !== instrumented(variant)) {
       throw new Error(`${workload} ${variant}: forkwatch is ${patched ? '' : 'not '}patched in the measured process`);
     }
     const from = workload === 'server' ? server.loadedFrom : run.loadedFrom;
-    if (variant === 'forkwatch' && !from?.startsWith(installed)) {
+    if (instrumented(variant) && !from?.startsWith(installOf(variant))) {
       throw new Error(`${workload}: forkwatch was loaded from ${from}, not from the bench's snapshot`);
     }
     return run;
@@ -248,9 +263,10 @@ try {
       writeFileSync(join(root, '.tmp', 'outside-in.partial.json'), `${JSON.stringify({ config, rounds }, null, 2)}\n`);
       const ratio = results.forkwatch.both / results.bare.both;
       const aa = results['bare-again'].both / results.bare.both;
+      const before = results.before ? `, before/bare ${(results.before.both / results.bare.both).toFixed(3)}` : '';
       process.stderr.write(
         `round ${r + 1}/${config.rounds} ${workload}: bare ${(results.bare.both / 1000).toFixed(0)} ms CPU per burst pair, ` +
-          `forkwatch/bare ${ratio.toFixed(3)}, A/A ${aa.toFixed(3)}\n`,
+          `forkwatch/bare ${ratio.toFixed(3)}, A/A ${aa.toFixed(3)}${before}\n`,
       );
     }
   }
@@ -304,6 +320,9 @@ for (const workload of measured) {
     ),
     forkwatch: Object.fromEntries(KINDS.map(kind => [kind, ratio('forkwatch', kind)])),
     aa: Object.fromEntries(KINDS.map(kind => [kind, ratio('bare-again', kind)])),
+    before: config.variants.includes('before')
+      ? Object.fromEntries(KINDS.map(kind => [kind, ratio('before', kind)]))
+      : undefined,
     // forkwatch's extra CPU per notification: the per-round difference over the notifications of a burst pair.
     extraUsPerNotification: summarize(
       rs.map(x => (x.results.forkwatch.both - x.results.bare.both) / (2 * config.count)),
@@ -352,7 +371,7 @@ writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 const cell = s => `${f(s.median)} [${f(s.p25)}–${f(s.p75)}]`;
 console.log(
-  `\nforkwatch outside-in: ${config.rounds} rounds × 3 fresh process pairs; ${config.timed} timed bursts of ` +
+  `\nforkwatch outside-in: ${config.rounds} rounds × ${config.variants.length} fresh process pairs; ${config.timed} timed bursts of ` +
     `${config.count} notifications per stream kind per process after ${config.warmup} warm-up pairs. Node ` +
     `${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ` +
     `${loadBefore[0].toFixed(2)} before, ${os.loadavg()[0].toFixed(2)} after, ${result.durationSeconds} s.\n`,
@@ -368,6 +387,9 @@ for (const workload of measured) {
     console.log(
       `  ${kind.padEnd(11)} forkwatch / bare ${cell(s.forkwatch[kind])}   A/A (bare-again / bare) ${cell(s.aa[kind])}`,
     );
+  }
+  if (s.before) {
+    for (const kind of KINDS) console.log(`  ${kind.padEnd(11)} before / bare    ${cell(s.before[kind])}`);
   }
   console.log(
     `  forkwatch's extra CPU per notification: ${f(s.extraUsPerNotification.median, 2)} µs (IQR ${f(s.extraUsPerNotification.p25, 2)} to ${f(s.extraUsPerNotification.p75, 2)})`,

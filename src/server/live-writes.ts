@@ -22,47 +22,59 @@
  */
 import type { MapLookupLike } from '../shared/internal-types';
 
-class StreamWrites {
-  expected = 0;
-}
+/** Other streams with expected writes kept at once; beyond, the oldest are forgotten (memory stays bounded). */
+const OTHERS_KEPT = 16;
 
-/** Streams remembered per transport before those with nothing expected are forgotten (request streams come and go). */
-const STREAMS_KEPT = 16;
-
+/**
+ * A few fields per session, and a map only while two streams have stores in flight at once: most of the time a
+ * single stream has any, and none once its stores resolved.
+ */
 export class LiveWrites {
-  private readonly streams = new Map<string, StreamWrites>();
-  /** The stream written or stored to last: writes come in runs on one stream, so most lookups stop here. */
-  private lastStreamId: string | undefined = undefined;
-  private lastStream: StreamWrites | undefined = undefined;
-  /** Connection target (controller or response) -> its stream id; a connection carries one stream for good. */
-  private streamOfTarget: WeakMap<object, string> | undefined = undefined;
+  /** The stream of the latest expectation and its count. */
+  private streamId: string | undefined = undefined;
+  private expected = 0;
+  /** Other streams with expected writes (stores in flight on two streams at once, or leftovers). */
+  private others: Map<string, number> | undefined = undefined;
+  /** The last two connections written to and their streams: writes come in runs, or alternate between two. */
   private lastTarget: unknown = undefined;
   private lastTargetStreamId: string | undefined = undefined;
+  private prevTarget: unknown = undefined;
+  private prevTargetStreamId: string | undefined = undefined;
 
   /** An event of `streamId` was stored while the stream had a connection: a write of it should follow. */
   expect(streamId: string): void {
-    this.streamFor(streamId).expected++;
+    if (streamId === this.streamId) {
+      this.expected++;
+      return;
+    }
+    if (this.expected > 0 && this.streamId !== undefined) this.setOther(this.streamId, this.expected);
+    const prior = this.takeOther(streamId);
+    this.streamId = streamId;
+    this.expected = prior + 1;
   }
 
   /** A live write of `streamId` happened: one expected event less. */
   written(streamId: string): void {
-    const stream = this.streamFor(streamId);
-    if (stream.expected > 0) stream.expected--;
+    if (streamId === this.streamId) {
+      if (this.expected > 0) this.expected--;
+      return;
+    }
+    const other = this.takeOther(streamId);
+    if (other > 1) this.setOther(streamId, other - 1);
   }
 
   /** The events of `streamId` still expected, which are no longer: see the header for when. */
   take(streamId: string): number {
-    const stream = streamId === this.lastStreamId ? this.lastStream : this.streams.get(streamId);
-    if (stream === undefined) return 0;
-    const expected = stream.expected;
-    stream.expected = 0;
+    if (streamId !== this.streamId) return this.takeOther(streamId);
+    const expected = this.expected;
+    this.expected = 0;
     return expected;
   }
 
   clear(): void {
-    this.streams.clear();
-    this.lastStreamId = undefined;
-    this.lastStream = undefined;
+    this.streamId = undefined;
+    this.expected = 0;
+    this.others = undefined;
   }
 
   /**
@@ -71,40 +83,39 @@ export class LiveWrites {
    */
   streamOfWrite(mapping: MapLookupLike | undefined, target: unknown): string | undefined {
     if (typeof mapping?.get !== 'function' || target === null || typeof target !== 'object') return undefined;
-    let streamId = target === this.lastTarget ? this.lastTargetStreamId : this.streamOfTarget?.get(target as object);
+    let streamId: string | undefined;
+    if (target === this.lastTarget) streamId = this.lastTargetStreamId;
+    else if (target === this.prevTarget) streamId = this.prevTargetStreamId;
     if (streamId === undefined || !carries(mapping.get(streamId), target)) {
       streamId = scan(mapping, target);
       if (streamId === undefined) return undefined;
-      this.streamOfTarget ??= new WeakMap();
-      this.streamOfTarget.set(target as object, streamId);
     }
-    this.lastTarget = target;
+    if (target !== this.lastTarget) {
+      this.prevTarget = this.lastTarget;
+      this.prevTargetStreamId = this.lastTargetStreamId;
+      this.lastTarget = target;
+    }
     this.lastTargetStreamId = streamId;
     return streamId;
   }
 
-  private streamFor(streamId: string): StreamWrites {
-    if (streamId === this.lastStreamId) return this.lastStream!;
-    let stream = this.streams.get(streamId);
-    if (stream === undefined) {
-      if (this.streams.size >= STREAMS_KEPT) this.forgetSettled();
-      stream = new StreamWrites();
-      this.streams.set(streamId, stream);
-    }
-    this.lastStreamId = streamId;
-    this.lastStream = stream;
-    return stream;
+  private takeOther(streamId: string): number {
+    const others = this.others;
+    const count = others?.get(streamId);
+    if (count === undefined) return 0;
+    others!.delete(streamId);
+    if (others!.size === 0) this.others = undefined;
+    return count;
   }
 
-  /** Forgets the streams with nothing expected, and the oldest others beyond the bound (memory stays bounded). */
-  private forgetSettled(): void {
-    for (const [id, stream] of this.streams) if (stream.expected === 0) this.streams.delete(id);
-    for (const id of this.streams.keys()) {
-      if (this.streams.size < STREAMS_KEPT) break;
-      this.streams.delete(id);
+  private setOther(streamId: string, count: number): void {
+    this.others ??= new Map();
+    this.others.delete(streamId);
+    this.others.set(streamId, count);
+    for (const id of this.others.keys()) {
+      if (this.others.size <= OTHERS_KEPT) break;
+      this.others.delete(id);
     }
-    this.lastStreamId = undefined;
-    this.lastStream = undefined;
   }
 }
 

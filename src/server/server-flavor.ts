@@ -25,9 +25,9 @@ export interface Flavor {
   status(result: unknown, args: unknown[]): number | undefined;
   /** Whether a writeSSEEvent call with this result put an event on the wire. */
   wrote(result: unknown): boolean;
-  /** The message and the event id of a writeSSEEvent call's arguments. */
-  writtenMessage(args: ArrayLike<unknown>): unknown;
-  writtenEventId(args: ArrayLike<unknown>): unknown;
+  /** The message of writeSSEEvent(target, b, c, d), given b and c, and its event id, given c and d. */
+  writtenMessage(b: unknown, c: unknown): unknown;
+  writtenEventId(c: unknown, d: unknown): unknown;
   /** `send` looks up a request stream's connection before storing the event (up to 1.24), not after. */
   lookupBeforeStore: boolean;
   /** Calls `dropped` once if the client closes the GET's connection before the server ends the response. */
@@ -50,8 +50,8 @@ export const webFlavor: Flavor = {
   // The web-standard writeSSEEvent returns false when the stream is gone.
   wrote: result => result === true,
   // writeSSEEvent(controller, encoder, message, eventId)
-  writtenMessage: args => args[2],
-  writtenEventId: args => args[3],
+  writtenMessage: (_encoder, message) => message,
+  writtenEventId: (_message, eventId) => eventId,
   lookupBeforeStore: false,
   // The Node adapter (@hono/node-server) aborts the request's signal when the connection closes before the response
   // finished; Deno, Bun and workers abort it on a client disconnect as well.
@@ -81,8 +81,8 @@ export const nodeFlavor: Flavor = {
   // ServerResponse.write returns false for back-pressure, with the data queued: it was still sent.
   wrote: () => true,
   // writeSSEEvent(res, message, eventId)
-  writtenMessage: args => args[1],
-  writtenEventId: args => args[2],
+  writtenMessage: message => message,
+  writtenEventId: eventId => eventId,
   lookupBeforeStore: true,
   onClientDrop(_req, args, dropped) {
     const res = args[1] as NodeServerResponseLike | undefined;

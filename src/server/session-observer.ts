@@ -188,23 +188,22 @@ export class ServerSessionObserver {
   }
 
   /**
-   * writeSSEEvent(target, ...) returned `result` on a transport with forkwatch's store wrapper: a live event
+   * writeSSEEvent(target, b, c, d) returned `result` on a transport with forkwatch's store wrapper: a live event
    * reached the stream's connection, unless the target is not a mapped connection (a replay writes before the SDK
    * maps its stream) or the write failed (the stream was gone: the event waits in the store).
    */
-  liveEventWritten(args: ArrayLike<unknown>, result: unknown): void {
+  liveEventWritten(target: unknown, b: unknown, c: unknown, d: unknown, result: unknown): void {
     try {
       // Responses are recorded by their own reaction (see eventStoring).
-      if (!this.resumable || isJsonRpcResponse(this.flavor.writtenMessage(args))) return;
+      if (!this.resumable || isJsonRpcResponse(this.flavor.writtenMessage(b, c))) return;
       const { transport } = this;
-      const target = args[0];
       const standaloneId = standaloneStreamId(transport);
       // Up to 1.24 a request stream's event was recorded at its store call (see eventStoring).
       if (this.flavor.lookupBeforeStore && transport._streamMapping?.get?.(standaloneId) !== target) return;
       const streamId = this.liveWrites.streamOfWrite(transport._streamMapping, target);
       if (streamId === undefined) return;
       this.liveWrites.written(streamId);
-      if (this.share?.shared) boundaryWatchOf(this.runtime).stored(transport, this.flavor.writtenEventId(args));
+      if (this.share?.shared) boundaryWatchOf(this.runtime).stored(transport, this.flavor.writtenEventId(c, d));
       const event = storedEventOf(this.flavor.wrote(result), true, streamId === standaloneId);
       this.runtime.serverDelivery.eventStored(transport, streamId, event);
     } catch (error) {

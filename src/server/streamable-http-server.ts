@@ -90,9 +90,18 @@ function patchServer(
   wrap: Wrap,
   flavor: Flavor,
 ): void {
+  // The wrapped handleGetRequest last found on a transport: per stored event, one compare instead of isWrapped's
+  // four property reads (an unpatch puts the SDK's own method back, a re-patch a new wrapper: both differ).
+  let wrappedGet: unknown;
   const hooks: RecordingHooks = {
-    active: transport =>
-      runtime.enabled && isWrapped((transport as StreamableHttpServerTransportLike).handleGetRequest),
+    active: transport => {
+      if (!runtime.enabled) return false;
+      const get = (transport as StreamableHttpServerTransportLike).handleGetRequest;
+      if (get === wrappedGet) return true;
+      if (!isWrapped(get)) return false;
+      wrappedGet = get;
+      return true;
+    },
     boundary: boundaryWatchOf(runtime),
     onStore: (transport, streamId, message, share) =>
       knownSessionObserver(transport)?.eventStoring(streamId, message, share),
@@ -163,13 +172,20 @@ function wrapReplayEvents(original: Method, { runtime, flavor, hooks }: ServerPa
  * in the delivery ledger (the store call only expected it); without a store, it counts the event.
  */
 function wrapWriteSSEEvent(original: Method, { runtime, flavor }: ServerPatch): Method {
-  return function writeSSEEvent(this: StreamableHttpServerTransportLike) {
+  // Named parameters read, `arguments` only forwarded: an `arguments` object handed to another function would be
+  // allocated for every event.
+  return function writeSSEEvent(
+    this: StreamableHttpServerTransportLike,
+    a?: unknown,
+    b?: unknown,
+    c?: unknown,
+    d?: unknown,
+  ) {
     // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
     const result = original.apply(this, arguments as unknown as unknown[]);
     if (runtime.enabled) {
       const store = this._eventStore;
-      // biome-ignore lint/complexity/noArguments: read, never copied
-      if (isRecordingStore(store)) knownSessionObserver(this)?.liveEventWritten(arguments, result);
+      if (isRecordingStore(store)) knownSessionObserver(this)?.liveEventWritten(a, b, c, d, result);
       else if (!store) sessionObserverOf(this, runtime, flavor).sseEventWritten(result);
     }
     return result;

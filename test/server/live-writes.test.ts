@@ -63,7 +63,24 @@ describe('LiveWrites', () => {
       writes.expect(`request-${i}`);
       writes.written(`request-${i}`);
     }
-    expect(writes['streams'].size).toBeLessThanOrEqual(16);
+    expect(writes['others']?.size ?? 0).toBeLessThanOrEqual(1);
     expect(writes.take('kept')).toBe(1);
+    for (let i = 0; i < 10_000; i++) writes.expect(`leftover-${i}`); // stores that never resolved, on many streams
+    expect(writes['others']!.size).toBeLessThanOrEqual(16);
+  });
+
+  test('two streams with stores in flight at once keep their own counts', () => {
+    const writes = new LiveWrites();
+    writes.expect('a');
+    writes.expect('b');
+    writes.expect('a');
+    writes.expect('b');
+    writes.written('a');
+    writes.written('b');
+    writes.expect('c');
+    expect(writes.take('a')).toBe(1);
+    expect(writes.take('b')).toBe(1);
+    expect(writes.take('c')).toBe(1);
+    expect(writes['others']).toBeUndefined();
   });
 });
