@@ -13,7 +13,8 @@
  * SDK then skips the write). Those leftovers are taken at the next fact about the stream: a store call that finds it
  * without a connection (its reaction runs after every earlier store of the stream resolved, and so after the SDK's
  * decisions about them: stores resolve in call order), a dropped standalone connection (they count as in flight), a
- * replay of the stream (it covered them), or close().
+ * replay of the stream (it covered them), or close(). A rejected store is the one leftover that is not a lost
+ * delivery (the app saw `send` fail): if its connection then drops, it counts among the in-flight events.
  *
  * Which stream a write goes to is read from the transport's own `_streamMapping` (stream id -> connection; the
  * connection is the Node ServerResponse up to SDK 1.24, else `{ controller, encoder, ... }`, and `writeSSEEvent`
