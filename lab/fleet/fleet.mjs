@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { startRouter } from './router.mjs';
 import { startStoreService } from './store-service.mjs';
 import { startPrometheus } from './prometheus.mjs';
+import { trackChild } from './children.mjs';
 import { startHaproxy, startNginx, startRedis } from './real-parts.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -94,23 +95,6 @@ export const POLICIES = {
 /** The short idle timeout of the real-parts policies: below the SDK's 15 s keep-alive, so quiet streams are cut. */
 export const SHORT_STREAM_TIMEOUT = '4s';
 
-const children = new Set();
-export const trackChild = child => {
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-};
-function cleanup() {
-  for (const c of children) c.kill('SIGKILL');
-}
-process.once('exit', cleanup);
-// Interrupted (Ctrl-C, a test runner's kill): stop every child before going.
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    cleanup();
-    process.exit(130);
-  });
-}
-
 /** Spawns a fleet process and resolves once it prints `<marker> <port>`. */
 function spawnProcess(file, envName, config, marker, onLine) {
   const child = spawn(process.execPath, ['--expose-gc', join(here, file)], {
@@ -118,15 +102,10 @@ function spawnProcess(file, envName, config, marker, onLine) {
     env: { ...process.env, [envName]: JSON.stringify(config) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  children.add(child);
+  trackChild(child);
   let stderr = '';
   child.stderr.on('data', c => (stderr = (stderr + c).slice(-4000)));
-  const exited = new Promise(resolve =>
-    child.once('exit', code => {
-      children.delete(child);
-      resolve(code);
-    }),
-  );
+  const exited = new Promise(resolve => child.once('exit', code => resolve(code)));
   const ready = new Promise((resolve, reject) => {
     let out = '';
     const timer = setTimeout(() => reject(new Error(`${file} did not start:\n${stderr}`)), 240_000);

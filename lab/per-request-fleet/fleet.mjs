@@ -17,8 +17,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { trackChild } from '../fleet/children.mjs';
 import { startHaproxy } from '../fleet/real-parts.mjs';
-import { root, spawnWithForkwatch, track, waitPatched } from './processes.mjs';
+import { root, spawnWithForkwatch, waitPatched } from './processes.mjs';
 import { isExchange } from './score.mjs';
 
 const sleep = ms => new Promise(r => setTimeout(r, ms));
@@ -64,7 +65,12 @@ export async function startFront(replicas, { abortOnClose = false } = {}) {
   const servers = Object.fromEntries(SLOTS.map((slot, i) => [slot, replicas[i % replicas.length].address]));
   const variant = abortOnClose ? abortOnCloseConfig() : undefined;
   try {
-    const haproxy = await startHaproxy({ servers, policy: 'round-robin', track, configFile: variant?.file });
+    const haproxy = await startHaproxy({
+      servers,
+      policy: 'round-robin',
+      track: trackChild,
+      configFile: variant?.file,
+    });
     const stop = async () => {
       await haproxy.stop();
       variant?.remove();

@@ -9,29 +9,12 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { trackChild } from '../fleet/children.mjs';
 import { freePort } from '../fleet/real-parts.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, '..', '..');
 export const REGISTER = join(root, 'build/src/register.js');
-
-const children = new Set();
-/** Children of other kinds (HAProxy) join the same clean-up. */
-export const track = child => {
-  children.add(child);
-  child.once('exit', () => children.delete(child));
-};
-/** SIGKILL to every child still running (ChildProcess.kill signals its PID, and never throws once it exited). */
-export function killAll() {
-  for (const child of children) child.kill('SIGKILL');
-}
-process.once('exit', killAll);
-for (const signal of ['SIGINT', 'SIGTERM']) {
-  process.once(signal, () => {
-    killAll();
-    process.exit(130);
-  });
-}
 
 export function assertBuilt() {
   if (!existsSync(REGISTER)) throw new Error(`${REGISTER} missing: run \`node scripts/build.mjs\` first`);
@@ -55,7 +38,7 @@ export async function spawnWithForkwatch(file, envName, config) {
     },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
-  track(child);
+  trackChild(child);
   let stderr = '';
   child.stderr.on('data', c => (stderr = (stderr + c).slice(-8000)));
   const exited = new Promise(resolve => child.once('exit', resolve));

@@ -168,23 +168,23 @@ export class ServerSessionObserver {
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       // Who stored what, only in a store object other sessions use too (replay-boundary-watch.ts).
       if (this.share?.shared) boundaryWatchOf(this.runtime).stored(this.transport, eventId);
-      const open = !decided && streamIsOpen(this.transport, streamId);
-      this.waitWithUnwritten(streamId, open ? 0 : 1, open);
+      this.waitWithUnwritten(streamId, !decided && streamIsOpen(this.transport, streamId), 1);
     } catch (error) {
       this.runtime.diag.error('recording a stored event failed', error);
     }
   }
 
   /**
-   * `events` stored without a connection wait in the store, with the stream's expected events that were never
-   * written; when the stream is `open` again, a resume reconnected it and its replay covered those.
+   * The stream's expected events that were never written wait in the store, with `events` more stored without a
+   * connection; unless the stream is `open` again: a resume reconnected it, and its replay covered them.
    */
-  private waitWithUnwritten(streamId: string, events: number, open: boolean): void {
+  private waitWithUnwritten(streamId: string, open: boolean, events = 0): void {
     const unwritten = this.liveWritesMade?.take(streamId) ?? 0;
-    const waiting = open ? events : events + unwritten;
-    if (waiting === 0) return;
+    if (open || events + unwritten === 0) return;
     const event = storedEventOf(false, true, streamId === standaloneStreamId(this.transport));
-    for (let i = 0; i < waiting; i++) this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+    for (let i = 0; i < events + unwritten; i++) {
+      this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+    }
   }
 
   /**
@@ -222,7 +222,7 @@ export class ServerSessionObserver {
         const event = this.eventStored(streamId, openAtCall);
         if (event === undefined) return;
         // A response written nowhere: the stream's events that were never written wait with it (see eventStoring).
-        this.waitWithUnwritten(streamId, 0, event.open);
+        this.waitWithUnwritten(streamId, event.open);
         // A response written live completes its request stream: a later resume of it is another log's cursor.
         if (event.open && !event.standalone && isJsonRpcResponse(message)) {
           boundaryWatchOf(this.runtime).responseWritten(this.transport, streamId);

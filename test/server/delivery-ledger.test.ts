@@ -83,6 +83,18 @@ describe.each([
     expect(delivery().sessionsWithPending).toBe(0);
   }
 
+  /**
+   * After a resume here: nothing is pending, and the session's requests before and after the window count nothing.
+   */
+  async function expectSettledAndSilent(transport: { handleRequest(req: Request): Promise<Response> }): Promise<void> {
+    await fw!.settle();
+    expect(delivery().pendingEvents(transport)).toBe(0);
+    await transport.handleRequest(ping());
+    await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
+    await transport.handleRequest(ping());
+    expect(await counts()).toEqual(none);
+  }
+
   test('a stream dropped and resumed here: the replay delivers the pending events, nothing is counted', async () => {
     fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
     const transport = transportWith(new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' }));
@@ -291,12 +303,7 @@ describe.each([
     expect(delivery().pendingEvents(transport)).toBe(3);
     const resumed = await transport.handleRequest(getRequest({ 'last-event-id': '1' }));
     expect((await readFrames(resumed.body, { count: 2 })).map(f => f.id)).toEqual(['2', '3']);
-    await fw.settle();
-    expect(delivery().pendingEvents(transport)).toBe(0);
-    await transport.handleRequest(ping());
-    await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
-    await transport.handleRequest(ping());
-    expect(await counts()).toEqual(none);
+    await expectSettledAndSilent(transport);
   });
 
   test('an async store answering after the drop, and the client resumes elsewhere: stream_moved', async () => {
@@ -336,12 +343,7 @@ describe.each([
     expect(delivery().pendingEvents(transport)).toBe(3);
     const resumed = await transport.handleRequest(getRequest({ 'last-event-id': '3' }));
     expect(resumed.status).toBe(200);
-    await fw.settle();
-    expect(delivery().pendingEvents(transport)).toBe(0);
-    await transport.handleRequest(ping());
-    await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
-    await transport.handleRequest(ping());
-    expect(await counts()).toEqual(none);
+    await expectSettledAndSilent(transport);
   });
 
   test('in flight: a drop after a quiet stretch, a 409 duplicate GET, and a crash count nothing', async () => {
