@@ -26,6 +26,7 @@
 //   node bench/outside-in.mjs --workloads server --rounds 6 --out /tmp/x.json
 //   node bench/outside-in.mjs --cpu-prof DIR  one extra profiled process per workload (forkwatch), into DIR
 //     --cpu-prof-variants bare,forkwatch      and a bare one beside it, into DIR/<workload>/<variant>
+//     --cpu-prof-interval 100                 V8's sampling interval in µs (read with bench/profile-top.mjs --skip-ms)
 //   node bench/outside-in.mjs --before DIR    a fourth variant, `before`: another build of src (an earlier commit's
 //                                             build/src) in the same rounds, for a before/after under one noise
 //
@@ -59,8 +60,10 @@ const instrumented = variant => variant === 'forkwatch' || variant === 'before';
 const out = value('--out', join(here, 'results', 'outside-in.json'));
 const cpuProfDir = value('--cpu-prof', undefined);
 const profVariants = value('--cpu-prof-variants', 'forkwatch').split(',');
-// Instruction counts under valgrind's callgrind: deterministic to a fraction of a percent whatever else loads the
-// machine. Each variant's measured process runs twice, with `cgTimed` timed burst pairs and with none (both after
+// V8 samples every 1 ms by default: too coarse for a few seconds of bursts.
+const cpuProfIntervalUs = Number(value('--cpu-prof-interval', 100));
+// Instruction counts under valgrind's callgrind. Meant to be immune to the machine's load; on this machine they moved
+// by a fifth between runs of one build (V8's background threads, GC, burst timing: docs/benchmark.md). Each variant's measured process runs twice, with `cgTimed` timed burst pairs and with none (both after
 // `cgWarmup` warm-up pairs): the difference is the instructions of those bursts, start-up and warm-up cancelled.
 const callgrind = flag('--callgrind');
 const cg = {
@@ -278,7 +281,7 @@ try {
       profiles[workload] = {};
       for (const variant of profVariants) {
         const dir = join(cpuProfDir, workload, variant);
-        const prof = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+        const prof = ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-interval=${cpuProfIntervalUs}`];
         await pair(workload, variant, workload === 'server' ? { server: prof } : { client: prof });
         profiles[workload][variant] = relative(root, dir);
       }
@@ -412,5 +415,6 @@ for (const [workload, c] of Object.entries(instructionCounts)) {
       `${f(extra, 0)} instructions more per notification`,
   );
 }
-if (Object.keys(profiles).length) console.log(`cpu profiles: ${Object.values(profiles).join(', ')}`);
+if (Object.keys(profiles).length)
+  console.log(`cpu profiles: ${Object.values(profiles).flatMap(Object.values).join(', ')}`);
 console.log(`wrote ${relative(root, out)}`);

@@ -5,7 +5,7 @@
  */
 // The functions with the most self time in a V8 CPU profile (`node --cpu-prof`): how the hot-path costs were found.
 //
-//   node bench/profile-top.mjs <file.cpuprofile | dir> [--top 30] [--match forkwatch]
+//   node bench/profile-top.mjs <file.cpuprofile | dir> [--top 30] [--match forkwatch] [--skip-ms 3000]
 //
 // Prints self time per function (ms and share of the busy time, idle and program excluded), and per file when
 // --by-file is given. --match keeps the functions whose URL contains the string.
@@ -18,6 +18,8 @@ const target = args[0];
 const top = Number(value('--top', 30));
 const match = value('--match', undefined);
 const byFile = args.includes('--by-file');
+// Samples in the first N ms of each profile are left out: start-up and module loading, not the workload.
+const skipMs = Number(value('--skip-ms', 0));
 const files = statSync(target).isDirectory()
   ? readdirSync(target)
       .filter(f => f.endsWith('.cpuprofile'))
@@ -29,9 +31,12 @@ let busy = 0;
 for (const file of files) {
   const prof = JSON.parse(readFileSync(file, 'utf8'));
   const nodes = new Map(prof.nodes.map(n => [n.id, n]));
+  let at = 0;
   prof.samples.forEach((id, i) => {
     const frame = nodes.get(id).callFrame;
     const us = prof.timeDeltas[i] ?? 0;
+    at += us;
+    if (at < skipMs * 1000) return;
     if (frame.functionName === '(idle)' || frame.functionName === '(program)') return;
     busy += us;
     const url = frame.url.replace(/^.*node_modules\//, '').replace(/^.*\/build\//, 'build/');
