@@ -63,8 +63,9 @@ const profVariants = value('--cpu-prof-variants', 'forkwatch').split(',');
 // V8 samples every 1 ms by default: too coarse for a few seconds of bursts.
 const cpuProfIntervalUs = Number(value('--cpu-prof-interval', 100));
 // Instruction counts under valgrind's callgrind. Meant to be immune to the machine's load; on this machine they moved
-// by a fifth between runs of one build (V8's background threads, GC, burst timing: docs/benchmark.md). Each variant's measured process runs twice, with `cgTimed` timed burst pairs and with none (both after
-// `cgWarmup` warm-up pairs): the difference is the instructions of those bursts, start-up and warm-up cancelled.
+// by a fifth between runs of one build (V8's background threads, GC, burst timing: docs/benchmark.md). Each
+// variant's measured process runs twice, with `cgTimed` timed burst pairs and with none (both after `cgWarmup`
+// warm-up pairs): the difference is the instructions of those bursts, start-up and warm-up cancelled.
 const callgrind = flag('--callgrind');
 const cg = {
   warmup: Number(value('--cg-warmup', 3)),

@@ -33,10 +33,10 @@ for (const file of files) {
   const nodes = new Map(prof.nodes.map(n => [n.id, n]));
   let at = 0;
   prof.samples.forEach((id, i) => {
-    const frame = nodes.get(id).callFrame;
     const us = prof.timeDeltas[i] ?? 0;
     at += us;
     if (at < skipMs * 1000) return;
+    const frame = nodes.get(id).callFrame;
     if (frame.functionName === '(idle)' || frame.functionName === '(program)') return;
     busy += us;
     const url = frame.url.replace(/^.*node_modules\//, '').replace(/^.*\/build\//, 'build/');
