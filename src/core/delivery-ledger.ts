@@ -76,38 +76,74 @@ export type UndeliveredReport<K> = (key: K, reason: UndeliveredReason, events: n
 /** Events a replay sent that were not pending here (stored by another replica of a shared store, or re-sent). */
 export type UnpendingReplayReport<K> = (key: K, events: number) => void;
 
+/*
+ * The ledger keeps one account per session and one PendingStream per stream with pending events, for up to
+ * `maxSessions` sessions: their yes/no facts share one small integer each (a field is 8 bytes per object).
+ */
+const REPLAYABLE = 1;
+const STANDALONE = 2;
+const BEHIND_REPLAY = 4;
+const GET_SEEN = 1;
+const LISTENER_SEEN = 2;
+
 class PendingStream {
   count = 0;
   /** Written live just before the client's connection dropped: settled by any replay of the stream here. */
   inflight = 0;
   /** End of the window, which starts at the session's first activity after these events became pending. */
   dueAt: number | undefined = undefined;
+  /** Of `count`, the events stored since the session's last GET here: what a resume's replay may have missed. */
+  sinceGet = 0;
+  private flags: number;
+  constructor(replayable: boolean, standalone: boolean) {
+    this.flags = (replayable ? REPLAYABLE : 0) | (standalone ? STANDALONE : 0);
+  }
+  get replayable(): boolean {
+    return (this.flags & REPLAYABLE) !== 0;
+  }
+  get standalone(): boolean {
+    return (this.flags & STANDALONE) !== 0;
+  }
   /**
    * A replay here reopened this stream without these events (they were stored while it ran): the client's cursor is
    * before them and the stream is open here, so the next replay of it re-sends them. Cleared by a live write on the
    * stream (the cursor moves past them) or a dropped connection.
    */
-  behindReplay = false;
-  /** Of `count`, the events stored since the session's last GET here: what a resume's replay may have missed. */
-  sinceGet = 0;
-  constructor(
-    readonly replayable: boolean,
-    readonly standalone: boolean,
-  ) {}
+  get behindReplay(): boolean {
+    return (this.flags & BEHIND_REPLAY) !== 0;
+  }
+  set behindReplay(on: boolean) {
+    this.flags = on ? this.flags | BEHIND_REPLAY : this.flags & ~BEHIND_REPLAY;
+  }
+}
+
+/** Times of the last live writes on the standalone stream, a ring of INFLIGHT_WRITES_KEPT, for the in-flight check. */
+class RecentWrites {
+  readonly times: number[] = [];
+  next = 0;
 }
 
 class SessionAccount {
   lastActiveAt: number;
-  /** A GET of the session arrived here (a resume's replay, if any, started then). */
-  getSeen = false;
-  /** A GET (standalone stream or resume) of this session reached this process. */
-  listenerSeen = false;
   pending: Map<string, PendingStream> | undefined = undefined;
-  /** Times of the last live writes on the standalone stream (a ring), for the in-flight check. */
-  recentWrites: number[] | undefined = undefined;
-  recentNext = 0;
+  recent: RecentWrites | undefined = undefined;
+  private flags = 0;
   constructor(now: number) {
     this.lastActiveAt = now;
+  }
+  /** A GET of the session arrived here (a resume's replay, if any, started then). */
+  get getSeen(): boolean {
+    return (this.flags & GET_SEEN) !== 0;
+  }
+  set getSeen(on: boolean) {
+    this.flags = on ? this.flags | GET_SEEN : this.flags & ~GET_SEEN;
+  }
+  /** A GET (standalone stream or resume) of this session reached this process. */
+  get listenerSeen(): boolean {
+    return (this.flags & LISTENER_SEEN) !== 0;
+  }
+  set listenerSeen(on: boolean) {
+    this.flags = on ? this.flags | LISTENER_SEEN : this.flags & ~LISTENER_SEEN;
   }
 }
 
@@ -178,11 +214,11 @@ export class DeliveryLedger<K extends object> {
       behind.dueAt = undefined;
     }
     if (account === undefined) return;
-    const writes = account.recentWrites;
+    const writes = account.recent?.times;
     // Events stored for the connection whose write had not come yet are in flight as much as the last writes.
     let inflight = Math.max(0, unwritten);
     if (writes !== undefined) for (const at of writes) if (now - at <= this.options.inflightMs) inflight++;
-    account.recentWrites = undefined;
+    account.recent = undefined;
     if (inflight === 0) return;
     this.pendingStream(key, account, streamId, STANDALONE_REPLAYABLE, now).inflight += inflight;
   }
@@ -223,7 +259,7 @@ export class DeliveryLedger<K extends object> {
     const account = this.account(key, now);
     account.listenerSeen = true;
     // Writes of an earlier connection are not in flight on the new one.
-    account.recentWrites = undefined;
+    account.recent = undefined;
     account.getSeen = true;
     for (const stream of account.pending?.values() ?? []) stream.sinceGet = 0;
     this.touch(key, now, 'get');
@@ -394,11 +430,9 @@ export function probeDeliveryLedger<K extends object>(ledger: DeliveryLedger<K>)
 
 /** The time of a live write on the standalone stream, in the session's ring of the last INFLIGHT_WRITES_KEPT. */
 function rememberWrite(account: SessionAccount, now: number): void {
-  if (account.recentWrites === undefined) {
-    account.recentWrites = [];
-    account.recentNext = 0;
-  }
-  account.recentWrites[account.recentNext] = now;
-  const next = account.recentNext + 1;
-  account.recentNext = next === INFLIGHT_WRITES_KEPT ? 0 : next;
+  account.recent ??= new RecentWrites();
+  const recent = account.recent;
+  recent.times[recent.next] = now;
+  const next = recent.next + 1;
+  recent.next = next === INFLIGHT_WRITES_KEPT ? 0 : next;
 }

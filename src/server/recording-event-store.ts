@@ -5,12 +5,17 @@
 /**
  * A recording wrapper around a server transport's EventStore, installed lazily per transport instance.
  *
- * The wrapper is `Object.create(store)` with own versions of the interface methods the store really has
- * (`storeEvent`, `replayEventsAfter`, and `getStreamIdForEventId` only when the store implements it), so the SDK's
- * `if (this._eventStore.getStreamIdForEventId)` takes the same branch, every other property still reads through to
- * the store, and each call goes to the store's own method with the store as `this` and the same arguments, returning
- * the very value the store returned. The one argument it replaces is the `{ send }` option of `replayEventsAfter`,
- * by a copy whose `send` counts its calls before calling the SDK's: the count is the exact number of events replayed.
+ * The wrapper is an instance of one of two classes: with `storeEvent` and `replayEventsAfter`, and with
+ * `getStreamIdForEventId` too when the store implements it, so the SDK's `if (this._eventStore.getStreamIdForEventId)`
+ * takes the same branch. Each call goes to the store's own method with the store as `this` and the same arguments,
+ * returning the very value the store returned. The one argument it replaces is the `{ send }` option of
+ * `replayEventsAfter`, by a copy whose `send` counts its calls before calling the SDK's: the count is the exact
+ * number of events replayed. The SDK uses nothing else of the store (every 1.x and 2.x version), and nothing else is
+ * reachable through the wrapper.
+ *
+ * Why classes, and not `Object.create(store)` with own methods (as up to stop 31): every wrapper then had the store as
+ * its prototype, so each session's wrapper had a hidden class of its own, and the SDK's `this._eventStore.storeEvent`
+ * went megamorphic in a process with more than four sessions (issue 27). All wrappers of one class share one.
  *
  * What a call belongs to: the wrapper is one transport's, and the SDK hands the store the resume's Last-Event-ID
  * (`getStreamIdForEventId(lastEventId)`, `replayEventsAfter(lastEventId, { send })`). The GET handler opens a scope
@@ -88,66 +93,87 @@ export function openReplayScopes(transport: object): number {
 export interface RecordingHooks {
   /** False once the instrumentation is disabled or the transport class unpatched: the wrapper then steps aside. */
   active(transport: object): boolean;
+  /** Who stored which events in shared stores (replays that cross a session boundary). */
+  readonly boundary: ReplayBoundaryWatch;
+  onError(what: string, error: unknown): void;
+}
+
+/**
+ * What records the events of one transport (its session observer). The wrapper holds it, so neither the store call
+ * nor the write that follows looks it up per event.
+ */
+export interface StoreRecorder {
   /**
    * A storeEvent call went to the store (it returned; in the same turn). What it returns, if anything, is called
    * once the store resolved, before the SDK continues (one more event in the session's log, and the SDK now decides
    * where to write it). It must not throw: it runs as a promise reaction, where nobody would catch it. It receives
    * the event id the store returned. `share` says whether other sessions use the same store object.
    */
-  onStore(
-    transport: object,
-    streamId: unknown,
-    message: unknown,
-    share: StoreShare,
-  ): ((eventId: unknown) => void) | undefined;
-  /** Who stored which events in shared stores (replays that cross a session boundary). */
-  readonly boundary: ReplayBoundaryWatch;
-  onError(what: string, error: unknown): void;
+  eventStoring(streamId: unknown, message: unknown, share: StoreShare): ((eventId: unknown) => void) | undefined;
+  /** writeSSEEvent(target, b, c, d) returned `result` on the transport (called by the patch, not by the wrapper). */
+  liveEventWritten(target: unknown, b: unknown, c: unknown, d: unknown, result: unknown): void;
 }
 
 /** A store method called with the SDK's own arguments, whatever they are. */
 type StoreMethod = (this: unknown, ...args: unknown[]) => unknown;
 
-/** Wrapper -> the store it wraps. */
-const originals = new WeakMap<object, object>();
-/** An own, hidden property of every wrapper (never of a store): `send` checks it per event. */
+/** A hidden property of every wrapper (never of a store), holding its watch: read once per event. */
 const RECORDING = Symbol('forkwatch.recordingEventStore');
+
+function watchOf(store: unknown): StoreWatch | undefined {
+  return typeof store === 'object' && store !== null
+    ? ((store as { [RECORDING]?: StoreWatch })[RECORDING] ?? undefined)
+    : undefined;
+}
 
 /** Whether a transport's store is already forkwatch's wrapper: the per-event check of `send`, without a lookup. */
 export function isRecordingStore(store: unknown): boolean {
-  return typeof store === 'object' && store !== null && (store as Record<symbol, unknown>)[RECORDING] === true;
+  return watchOf(store) !== undefined;
+}
+
+/** The recorder of `transport` if `store` is the recording wrapper made for it: one property read, no lookup. */
+export function recorderOf(store: unknown, transport: object): StoreRecorder | undefined {
+  const watch = watchOf(store);
+  return watch !== undefined && watch.transport === transport ? watch.recorder : undefined;
 }
 
 /** Puts a recording wrapper in place of `transport._eventStore`, once; does nothing if there is no usable store. */
-export function ensureRecordingStore(transport: StreamableHttpServerTransportLike, hooks: RecordingHooks): void {
+export function ensureRecordingStore(
+  transport: StreamableHttpServerTransportLike,
+  hooks: RecordingHooks,
+  recorder: StoreRecorder,
+): void {
   const store = transport._eventStore;
-  if (!store || (typeof store !== 'object' && typeof store !== 'function') || originals.has(store)) return;
+  if (!store || (typeof store !== 'object' && typeof store !== 'function') || watchOf(store) !== undefined) return;
   if (typeof store.storeEvent !== 'function' || typeof store.replayEventsAfter !== 'function') return;
-  const wrapper = createRecordingStore(store, transport, hooks);
-  transport._eventStore = wrapper;
+  const watch = new StoreWatch(store, transport, hooks, hooks.boundary.shareOf(store, transport), recorder);
+  transport._eventStore =
+    typeof store.getStreamIdForEventId === 'function'
+      ? new RecordingEventStoreWithLookup(watch)
+      : new RecordingEventStore(watch);
 }
 
 /** The store behind a wrapper (or the value itself): for tests and diagnostics. */
 export function unwrapEventStore<T>(store: T): T {
-  return (store && typeof store === 'object' && (originals.get(store) as T)) || store;
+  return (watchOf(store)?.original as T | undefined) ?? store;
 }
 
 /** One wrapped store: what its methods share. */
 class StoreWatch {
   constructor(
     readonly original: EventStoreLike,
-    readonly wrapper: EventStoreLike,
     readonly transport: StreamableHttpServerTransportLike,
     readonly hooks: RecordingHooks,
     readonly share: StoreShare,
+    readonly recorder: StoreRecorder,
   ) {}
 
   /** Steps aside for good once forkwatch no longer instruments this transport: the field gets its store back. */
-  live(): boolean {
+  live(wrapper: object): boolean {
     let on = false;
     try {
       on = this.hooks.active(this.transport);
-      if (!on && this.transport._eventStore === this.wrapper) this.transport._eventStore = this.original;
+      if (!on && this.transport._eventStore === wrapper) this.transport._eventStore = this.original;
     } catch {
       // a frozen transport keeps the wrapper, which then only delegates
     }
@@ -172,79 +198,40 @@ class StoreWatch {
   }
 }
 
-function failed(record: ReplayRecord | undefined): (error: unknown) => void {
-  return error => {
-    if (!record) return;
-    record.storeFailed = true;
-    record.storeError = error;
-  };
-}
+/** The wrapper of a store without `getStreamIdForEventId`. */
+class RecordingEventStore implements EventStoreLike {
+  readonly [RECORDING]: StoreWatch;
 
-function createRecordingStore(
-  original: EventStoreLike,
-  transport: StreamableHttpServerTransportLike,
-  hooks: RecordingHooks,
-): EventStoreLike {
-  const wrapper: EventStoreLike = Object.create(original);
-  originals.set(wrapper, original);
-  Object.defineProperty(wrapper, RECORDING, { value: true, enumerable: false });
-  const watch = new StoreWatch(original, wrapper, transport, hooks, hooks.boundary.shareOf(original, transport));
-  const define = <Name extends keyof EventStoreLike>(name: Name, fn: NonNullable<EventStoreLike[Name]>) =>
-    Object.defineProperty(wrapper, name, { value: fn, writable: true, configurable: true, enumerable: false });
-  define('storeEvent', recordingStoreEvent(watch));
-  if (typeof original.getStreamIdForEventId === 'function') {
-    define('getStreamIdForEventId', recordingStreamLookup(watch));
+  constructor(watch: StoreWatch) {
+    this[RECORDING] = watch;
   }
-  define('replayEventsAfter', recordingReplay(watch));
-  return wrapper;
-}
 
-function recordingStoreEvent(watch: StoreWatch): StoreMethod {
-  const { original, transport, hooks, share } = watch;
-  // Once per event. `arguments` passed straight to apply: no array per call.
-  return function storeEvent(this: unknown, streamId: unknown, message: unknown) {
+  /** Once per event. `arguments` passed straight to apply: no array per call. */
+  storeEvent(streamId: unknown, message: unknown): unknown {
+    const watch = this[RECORDING];
+    const { original } = watch;
     // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
     const result = (original.storeEvent as StoreMethod).apply(original, arguments as unknown as unknown[]);
     // Told after the call returned (a call that throws stored nothing), in the same turn: what the stream's
     // connection was at the call is still what it is. Most events need nothing more: their write records them.
     // The others get one reaction on the store's own promise, attached before the SDK's await so it runs first.
-    if (watch.live()) {
+    if (watch.live(this)) {
       let onStored: ((eventId: unknown) => void) | undefined;
       try {
-        onStored = hooks.onStore(transport, streamId, message, share);
+        onStored = watch.recorder.eventStoring(streamId, message, watch.share);
       } catch (error) {
-        hooks.onError('recording a stored event', error);
+        watch.hooks.onError('recording a stored event', error);
       }
       if (onStored) Promise.resolve(result).then(onStored, ignoreRejection);
     }
     return result;
-  };
-}
+  }
 
-function recordingStreamLookup(watch: StoreWatch): StoreMethod {
-  const { original, hooks } = watch;
-  return function getStreamIdForEventId(...args: unknown[]) {
-    const record = watch.live() ? watch.recordOf(args[0], 'lookupCalled') : undefined;
-    if (record) record.lookupCalled = true;
-    let result: unknown;
-    try {
-      result = (original.getStreamIdForEventId as StoreMethod).apply(original, args);
-    } catch (error) {
-      failed(record)(error);
-      throw error;
-    }
-    if (record) {
-      record.pending.push(observe(result, value => (record.lookupStreamId = value), failed(record), hooks));
-    }
-    return result;
-  };
-}
-
-/** `options` is the SDK's `{ send }` (EventStoreLike.replayEventsAfter): a copy counts what `send` is called with. */
-function recordingReplay(watch: StoreWatch): NonNullable<EventStoreLike['replayEventsAfter']> {
-  const { original, hooks } = watch;
-  return function replayEventsAfter(lastEventId: unknown, options, ...rest: unknown[]) {
-    const record = watch.live() ? watch.recordOf(lastEventId, 'replayCalled') : undefined;
+  /** `options` is the SDK's `{ send }` (EventStoreLike.replayEventsAfter): a copy counts what `send` is called with. */
+  replayEventsAfter(lastEventId: unknown, options: ReplayOptions, ...rest: unknown[]): unknown {
+    const watch = this[RECORDING];
+    const { original, hooks } = watch;
+    const record = watch.live(this) ? watch.recordOf(lastEventId, 'replayCalled') : undefined;
     const forwarded = record ? countingReplayOptions(record, watch, options) : options;
     let result: unknown;
     try {
@@ -265,6 +252,35 @@ function recordingReplay(watch: StoreWatch): NonNullable<EventStoreLike['replayE
       record.pending.push(observe(result, settle, fail, hooks));
     }
     return result;
+  }
+}
+
+/** The wrapper of a store with `getStreamIdForEventId` (SDK 1.24+ stores). */
+class RecordingEventStoreWithLookup extends RecordingEventStore {
+  getStreamIdForEventId(...args: unknown[]): unknown {
+    const watch = this[RECORDING];
+    const { original, hooks } = watch;
+    const record = watch.live(this) ? watch.recordOf(args[0], 'lookupCalled') : undefined;
+    if (record) record.lookupCalled = true;
+    let result: unknown;
+    try {
+      result = (original.getStreamIdForEventId as StoreMethod).apply(original, args);
+    } catch (error) {
+      failed(record)(error);
+      throw error;
+    }
+    if (record) {
+      record.pending.push(observe(result, value => (record.lookupStreamId = value), failed(record), hooks));
+    }
+    return result;
+  }
+}
+
+function failed(record: ReplayRecord | undefined): (error: unknown) => void {
+  return error => {
+    if (!record) return;
+    record.storeFailed = true;
+    record.storeError = error;
   };
 }
 

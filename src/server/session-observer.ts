@@ -30,7 +30,7 @@ import type {
 import { type ServerTransportLabel, isProbeUserAgent } from '../shared/names';
 import { protocolHasResumability } from '../shared/session-id';
 import { isJsonRpcResponse } from '../core/replay-boundary';
-import { type RecordingHooks, ensureRecordingStore } from './recording-event-store';
+import { type RecordingHooks, type StoreRecorder, ensureRecordingStore } from './recording-event-store';
 import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
 import type { Flavor } from './server-flavor';
 import { LiveWrites } from './live-writes';
@@ -54,9 +54,11 @@ export interface StandaloneConnection {
   answered(status: number | undefined, resumedStreamId?: unknown): void;
 }
 
-export class ServerSessionObserver {
+export class ServerSessionObserver implements StoreRecorder {
   /** Latest MCP-Protocol-Version the transport received. */
   private protocolVersion: string | undefined = undefined;
+  /** What `resumable` answers: worked out when the version changes, not for every event. */
+  private resumableNow = protocolHasResumability(undefined);
   /**
    * The reaction that records a stored event of the stream stored to last (events come in runs on one stream):
    * made once per run, not once per event.
@@ -85,7 +87,7 @@ export class ServerSessionObserver {
 
   /** The session speaks a protocol version with resumability, so forkwatch records it. */
   get resumable(): boolean {
-    return protocolHasResumability(this.protocolVersion);
+    return this.resumableNow;
   }
 
   /**
@@ -96,9 +98,12 @@ export class ServerSessionObserver {
     try {
       if (req !== undefined) {
         const version = this.flavor.header(req, 'mcp-protocol-version');
-        if (version !== undefined) this.protocolVersion = version;
+        if (version !== undefined && version !== this.protocolVersion) {
+          this.protocolVersion = version;
+          this.resumableNow = protocolHasResumability(version);
+        }
       }
-      ensureRecordingStore(this.transport, hooks);
+      ensureRecordingStore(this.transport, hooks, this);
     } catch (error) {
       this.runtime.diag.error('wrapping the event store failed; this request is not recorded', error);
     }

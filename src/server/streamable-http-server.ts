@@ -33,7 +33,7 @@ import type { ServerRuntime } from './server-runtime';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../shared/internal-types';
 import { withEnteredContext } from '../shared/entered-context';
-import { type RecordingHooks, isRecordingStore, openReplayScope } from './recording-event-store';
+import { type RecordingHooks, isRecordingStore, openReplayScope, recorderOf } from './recording-event-store';
 import { boundaryWatchOf } from './replay-boundary-watch';
 import { type Flavor, nodeFlavor, webFlavor } from './server-flavor';
 import type { ServerResume } from './server-resume';
@@ -103,8 +103,6 @@ function patchServer(
       return true;
     },
     boundary: boundaryWatchOf(runtime),
-    onStore: (transport, streamId, message, share) =>
-      knownSessionObserver(transport)?.eventStoring(streamId, message, share),
     onError: (what, error) => runtime.diag.error(`${what} failed`, error),
   };
   const patch: ServerPatch = { runtime, flavor, hooks };
@@ -185,7 +183,9 @@ function wrapWriteSSEEvent(original: Method, { runtime, flavor }: ServerPatch): 
     const result = original.apply(this, arguments as unknown as unknown[]);
     if (runtime.enabled) {
       const store = this._eventStore;
-      if (isRecordingStore(store)) knownSessionObserver(this)?.liveEventWritten(a, b, c, d, result);
+      const recorder = recorderOf(store, this);
+      if (recorder !== undefined) recorder.liveEventWritten(a, b, c, d, result);
+      else if (isRecordingStore(store)) knownSessionObserver(this)?.liveEventWritten(a, b, c, d, result);
       else if (!store) sessionObserverOf(this, runtime, flavor).sseEventWritten(result);
     }
     return result;
