@@ -228,10 +228,10 @@ function figures(run, workload) {
   const of = kind => run.bursts.filter(b => b.kind === kind).map(b => b[key]);
   const request = of('request');
   const standalone = of('standalone');
+  const means = { request: mean(request), standalone: mean(standalone) };
   return {
-    request: mean(request),
-    standalone: mean(standalone),
-    both: mean(request) + mean(standalone),
+    ...means,
+    both: means.request + means.standalone,
     medians: {
       request: median(request),
       standalone: median(standalone),

@@ -85,6 +85,7 @@ const STANDALONE = 2;
 const BEHIND_REPLAY = 4;
 const GET_SEEN = 1;
 const LISTENER_SEEN = 2;
+const withBit = (flags: number, bit: number, on: boolean): number => (on ? flags | bit : flags & ~bit);
 
 class PendingStream {
   count = 0;
@@ -113,7 +114,7 @@ class PendingStream {
     return (this.flags & BEHIND_REPLAY) !== 0;
   }
   set behindReplay(on: boolean) {
-    this.flags = on ? this.flags | BEHIND_REPLAY : this.flags & ~BEHIND_REPLAY;
+    this.flags = withBit(this.flags, BEHIND_REPLAY, on);
   }
 }
 
@@ -136,14 +137,14 @@ class SessionAccount {
     return (this.flags & GET_SEEN) !== 0;
   }
   set getSeen(on: boolean) {
-    this.flags = on ? this.flags | GET_SEEN : this.flags & ~GET_SEEN;
+    this.flags = withBit(this.flags, GET_SEEN, on);
   }
   /** A GET (standalone stream or resume) of this session reached this process. */
   get listenerSeen(): boolean {
     return (this.flags & LISTENER_SEEN) !== 0;
   }
   set listenerSeen(on: boolean) {
-    this.flags = on ? this.flags | LISTENER_SEEN : this.flags & ~LISTENER_SEEN;
+    this.flags = withBit(this.flags, LISTENER_SEEN, on);
   }
 }
 

@@ -121,9 +121,7 @@ type StoreMethod = (this: unknown, ...args: unknown[]) => unknown;
 const RECORDING = Symbol('forkwatch.recordingEventStore');
 
 function watchOf(store: unknown): StoreWatch | undefined {
-  return typeof store === 'object' && store !== null
-    ? ((store as { [RECORDING]?: StoreWatch })[RECORDING] ?? undefined)
-    : undefined;
+  return typeof store === 'object' && store !== null ? (store as { [RECORDING]?: StoreWatch })[RECORDING] : undefined;
 }
 
 /** Whether a transport's store is already forkwatch's wrapper: the per-event check of `send`, without a lookup. */

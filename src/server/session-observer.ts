@@ -55,9 +55,7 @@ export interface StandaloneConnection {
 }
 
 export class ServerSessionObserver implements StoreRecorder {
-  /** Latest MCP-Protocol-Version the transport received. */
-  private protocolVersion: string | undefined = undefined;
-  /** What `resumable` answers: worked out when the version changes, not for every event. */
+  /** The latest MCP-Protocol-Version the transport received has resumability: set per request, read per event. */
   private resumableNow = protocolHasResumability(undefined);
   /**
    * The reaction that records a stored event of the stream stored to last (events come in runs on one stream):
@@ -98,10 +96,7 @@ export class ServerSessionObserver implements StoreRecorder {
     try {
       if (req !== undefined) {
         const version = this.flavor.header(req, 'mcp-protocol-version');
-        if (version !== undefined && version !== this.protocolVersion) {
-          this.protocolVersion = version;
-          this.resumableNow = protocolHasResumability(version);
-        }
+        if (version !== undefined) this.resumableNow = protocolHasResumability(version);
       }
       ensureRecordingStore(this.transport, hooks, this);
     } catch (error) {
@@ -128,7 +123,7 @@ export class ServerSessionObserver implements StoreRecorder {
 
   /**
    * A storeEvent call: returns what records it once the store resolved, if anything must (see
-   * RecordingHooks.onStore). Per event of the common kind (a notification on a store of this session's own, its
+   * StoreRecorder.eventStoring). Per event of the common kind (a notification on a store of this session's own, its
    * stream connected here): a count and one expected write, no reaction; the write records it (`liveEventWritten`).
    * An event stored while its stream has no connection gets the stream's shared reaction (made once per run of
    * events, not per event). Rare events get a reaction of their own: responses (they complete their request stream)
