@@ -10,19 +10,21 @@
 // `--import forkwatch/register`, exactly as the README tells a user to. Two workloads:
 //
 // - server: the instrumented side is the server. It sends 2,000-notification bursts on the request stream and on
-//   the standalone GET stream, with the SDK's InMemoryEventStore, to a plain client. CPU is the server's own
-//   process.cpuUsage() around each burst.
-// - client: the instrumented side is the client, reading the same bursts from a plain server. CPU is the client's
-//   process.cpuUsage() from the tool call until the burst's last notification arrived.
+//   the standalone GET stream, with the SDK's InMemoryEventStore, to a plain client. The server reads its own CPU
+//   (process.cpuUsage(), and per thread group from /proc: outside-in/threads.cjs) as each burst starts and ends.
+// - client: the instrumented side is the client, reading the same bursts from a plain server. The client reads its
+//   own CPU as it calls the tool and once the burst's last notification arrived.
 //
 // Each round starts a fresh process pair for each of three variants, in a rotated order: `bare` (NodeSDK),
 // `bare-again` (the same again: the A/A control, this run's noise floor) and `forkwatch` (NodeSDK + register).
-// A process warms up with untimed bursts, then times `timed` bursts of each stream kind; its figure is their mean.
-// Per round, each variant is divided by `bare` of the same round; the report gives the median ratio over rounds with
-// its interquartile range.
+// A process warms up with untimed bursts (4 pairs, plus 0–4 more by round: see phaseOffset), then times `timed`
+// bursts of each stream kind. Its figure is its CPU from the start of the first timed burst to the end of the last,
+// per burst pair (see figures). Per round, each variant is divided by `bare` of the same round; the report gives the
+// median ratio over rounds with its interquartile range, in all and per thread group (main, V8's helpers).
 //
-//   npm run bench:outside-in                 full run (12 rounds; about 10 minutes on 2 shared cores)
+//   npm run bench:outside-in                 full run (12 rounds; about 9 minutes on 2 shared cores)
 //   npm run bench:outside-in -- --quick      3 rounds, fewer bursts: a smoke test, about 2 minutes
+//   node bench/outside-in.mjs --phase 0       every process times the same bursts (the records before 2026-12-02, night)
 //   node bench/outside-in.mjs --workloads server --rounds 6 --out /tmp/x.json
 //   node bench/outside-in.mjs --cpu-prof DIR  one extra profiled process per workload (forkwatch), into DIR
 //     --cpu-prof-variants bare,forkwatch      and a bare one beside it, into DIR/<workload>/<variant>
@@ -53,6 +55,8 @@ const config = {
   warmup: Number(value('--warmup', quick ? 2 : 4)),
   timed: Number(value('--timed', quick ? 3 : 6)),
   workloads: value('--workloads', 'server,client').split(','),
+  // Extra warm-up pairs, 0 to `phase`, by round (the same for every variant of a round): see phaseOffset.
+  phase: Number(value('--phase', quick ? 0 : 4)),
   variants: ['bare', 'bare-again', 'forkwatch', ...(args.includes('--before') ? ['before'] : [])],
 };
 /** The variants that run forkwatch, each from its own scratch install. */
@@ -196,14 +200,7 @@ async function pair(workload, variant, extra = {}) {
       extra.clientLauncher,
       extra.bursts,
     );
-    const patched = workload === 'server' ? server.patched : run.patched;
-    if (patched !== instrumented(variant)) {
-      throw new Error(`${workload} ${variant}: forkwatch is ${patched ? '' : 'not '}patched in the measured process`);
-    }
-    const from = workload === 'server' ? server.loadedFrom : run.loadedFrom;
-    if (instrumented(variant) && !from?.startsWith(installOf(variant))) {
-      throw new Error(`${workload}: forkwatch was loaded from ${from}, not from the bench's snapshot`);
-    }
+    checkMeasured(workload, variant, server, run);
     return run;
   } catch (error) {
     error.message += `\nserver (${workload === 'server' ? variant : 'bare'}) exit code ${server.child.exitCode}, stderr:\n${server.stderr()}`;
@@ -213,32 +210,83 @@ async function pair(workload, variant, extra = {}) {
   }
 }
 
+/** The measured process runs forkwatch exactly when its variant says, loaded from the bench's own snapshot. */
+function checkMeasured(workload, variant, server, run) {
+  const patched = workload === 'server' ? server.patched : run.patched;
+  if (patched !== instrumented(variant)) {
+    throw new Error(`${workload} ${variant}: forkwatch is ${patched ? '' : 'not '}patched in the measured process`);
+  }
+  const from = workload === 'server' ? server.loadedFrom : run.loadedFrom;
+  if (instrumented(variant) && !from?.startsWith(installOf(variant))) {
+    throw new Error(`${workload}: forkwatch was loaded from ${from}, not from the bench's snapshot`);
+  }
+}
+
+const THREAD_GROUPS = ['main', 'v8', 'other'];
+/**
+ * Extra warm-up burst pairs in round `r`: 0, 1, ... `phase`, then again. The SDK's InMemoryEventStore keeps every
+ * event, so the heap grows all run long and V8's major GCs come at points set by its size: a process that holds a
+ * little more (forkwatch's 57 modules, 1.3 MB) meets them a burst or so earlier or later. A dozen timed bursts hold
+ * one major GC more or less than the neighbouring process's, by ±10 % in either direction and the same way in every
+ * round, whatever the code costs (docs/benchmark.md, 2026-12-02, night). Starting the window at a different point of
+ * the run each round, the same for every variant of the round, averages that out over the rounds.
+ */
+const phaseOffset = r => (config.phase > 0 ? r % (config.phase + 1) : 0);
+
 const cpuKey = workload => (workload === 'server' ? 'serverCpuUs' : 'clientCpuUs');
 const median = xs => summarize(xs).median;
 const mean = xs => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 /**
- * A process's figures: CPU µs per burst, per stream kind and for a request + standalone pair. The headline is the
- * mean over the timed bursts: CPU adds up, and a user pays all of it, scavenges included. A burst of 2,000
- * notifications holds a handful of scavenges of a few ms each, so single bursts vary by a third, and the median of
- * six of them drops whatever lands in the slow ones. The medians are kept beside it (`medians`) for the earlier records.
+ * A process's figures, in CPU µs per burst pair (request + standalone). The headline, `both`, is the process's CPU
+ * from the start of its first timed burst to the end of its last, over the number of pairs: CPU adds up, a user pays
+ * all of it, and work that goes on after a burst's loop belongs to it: the SDK's writes reach the socket after the
+ * loop's last `await` (the loop only enqueues them), and concurrent marking on V8's helper threads runs on. `inBursts` counts only the
+ * time inside the bursts (the headline until 2026-12-02, night), and `request`/`standalone` split it by stream kind.
+ * The medians of the bursts (`medians`) are kept for the earlier records.
  */
 function figures(run, workload) {
   const key = cpuKey(workload);
+  const side = workload === 'server' ? 'server' : 'client';
   const of = kind => run.bursts.filter(b => b.kind === kind).map(b => b[key]);
   const request = of('request');
   const standalone = of('standalone');
   const means = { request: mean(request), standalone: mean(standalone) };
+  const pairs = run.bursts.length / 2;
+  const first = run.bursts[0][side];
+  const last = run.bursts.at(-1)[side];
+  const span = first && last ? cpuSpentBetween(first.start, last.end) : undefined;
   return {
     ...means,
-    both: means.request + means.standalone,
+    both: span ? span.cpuUs / pairs : means.request + means.standalone,
+    inBursts: means.request + means.standalone,
     medians: {
       request: median(request),
       standalone: median(standalone),
       both: median(request.map((r, i) => r + standalone[i])),
     },
+    threads: span?.threads && Object.fromEntries(THREAD_GROUPS.map(g => [g, span.threads[g] / pairs])),
+    // Each timed burst as measured, in order (where a process's GC work lands shows here), one line each:
+    // "<kind> <CPU µs>[ main <µs> v8 <µs>]".
+    bursts: run.bursts.map(b =>
+      burstLine(b.kind, b[key], b[workload === 'server' ? 'serverThreads' : 'clientThreads']),
+    ),
     rssBytes: run.rssBytes,
   };
+}
+
+function burstLine(kind, cpuUs, threads) {
+  const line = `${kind} ${Math.round(cpuUs)}`;
+  return threads ? `${line} main ${Math.round(threads.main)} v8 ${Math.round(threads.v8)}` : line;
+}
+
+/** CPU between two readings of bench/outside-in/threads.cjs, in all and per thread group. */
+function cpuSpentBetween(start, end) {
+  const threads =
+    start.threads && end.threads
+      ? Object.fromEntries(THREAD_GROUPS.map(g => [g, end.threads[g] - start.threads[g]]))
+      : undefined;
+  return { cpuUs: end.cpuUs - start.cpuUs, threads };
 }
 
 /** Instructions of the measured side's process (all its threads), from callgrind's totals. */
@@ -272,8 +320,11 @@ try {
       const k = config.variants.length;
       const order = config.variants.map((_, i) => config.variants[(i + r) % k]);
       const results = {};
-      for (const variant of order) results[variant] = figures(await pair(workload, variant), workload);
-      rounds[workload].push({ order, results });
+      const warmup = config.warmup + phaseOffset(r);
+      for (const variant of order) {
+        results[variant] = figures(await pair(workload, variant, { bursts: { warmup } }), workload);
+      }
+      rounds[workload].push({ order, warmup, results });
       // Kept as the run goes: a run cut short still leaves its rounds.
       writeFileSync(join(root, '.tmp', 'outside-in.partial.json'), `${JSON.stringify({ config, rounds }, null, 2)}\n`);
       const ratio = results.forkwatch.both / results.bare.both;
@@ -320,7 +371,7 @@ try {
 
 // --- summarize ---
 
-const KINDS = ['both', 'request', 'standalone'];
+const KINDS = ['both', 'inBursts', 'request', 'standalone'];
 const summary = {};
 const measured = config.workloads.filter(w => rounds[w].length > 0);
 for (const workload of measured) {
@@ -344,6 +395,22 @@ for (const workload of measured) {
     },
     before: config.variants.includes('before')
       ? Object.fromEntries(KINDS.map(kind => [kind, ratio('before', kind)]))
+      : undefined,
+    // The same ratio per thread group: is the difference code that runs (main) or GC on V8's helpers (v8)?
+    threads: rs.every(x => x.results.bare.threads)
+      ? Object.fromEntries(
+          THREAD_GROUPS.map(g => [
+            g,
+            {
+              bareUs: summarize(rs.map(x => x.results.bare.threads[g])),
+              forkwatch: summarize(rs.map(x => x.results.forkwatch.threads[g] / x.results.bare.threads[g])),
+              aa: summarize(rs.map(x => x.results['bare-again'].threads[g] / x.results.bare.threads[g])),
+              before: config.variants.includes('before')
+                ? summarize(rs.map(x => x.results.before.threads[g] / x.results.bare.threads[g]))
+                : undefined,
+            },
+          ]),
+        )
       : undefined,
     // forkwatch's extra CPU per notification: the per-round difference over the notifications of a burst pair.
     extraUsPerNotification: summarize(
@@ -394,7 +461,7 @@ const f = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : '—');
 const cell = s => `${f(s.median)} [${f(s.p25)}–${f(s.p75)}]`;
 console.log(
   `\nforkwatch outside-in: ${config.rounds} rounds × ${config.variants.length} fresh process pairs; ${config.timed} timed bursts of ` +
-    `${config.count} notifications per stream kind per process after ${config.warmup} warm-up pairs. Node ` +
+    `${config.count} notifications per stream kind per process after ${config.warmup}${config.phase ? `–${config.warmup + config.phase}` : ''} warm-up pairs. Node ` +
     `${process.version}, ${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, load average ` +
     `${loadBefore[0].toFixed(2)} before, ${os.loadavg()[0].toFixed(2)} after, ${result.durationSeconds} s.\n`,
 );
@@ -418,6 +485,14 @@ for (const workload of measured) {
     `  by each process's median burst pair: forkwatch / bare ${cell(m.forkwatch)}   A/A ${cell(m.aa)}` +
       (m.before ? `   before / bare ${cell(m.before)}` : ''),
   );
+  for (const [group, t] of Object.entries(s.threads ?? {})) {
+    if (!(t.bareUs.median > 0)) continue; // no CPU there at all (the "other" threads, most runs)
+    console.log(
+      `  ${`${group} thread${group === 'main' ? '' : 's'}`.padEnd(11)} forkwatch / bare ${cell(t.forkwatch)}   A/A ${cell(t.aa)}` +
+        (t.before ? `   before / bare ${cell(t.before)}` : '') +
+        `   (bare ${f(t.bareUs.median / 1000, 1)} ms per burst pair)`,
+    );
+  }
   console.log(
     `  forkwatch's extra CPU per notification: ${f(s.extraUsPerNotification.median, 2)} µs (IQR ${f(s.extraUsPerNotification.p25, 2)} to ${f(s.extraUsPerNotification.p75, 2)})`,
   );

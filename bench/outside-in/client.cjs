@@ -13,6 +13,8 @@ const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 const { LoggingMessageNotificationSchema } = require('@modelcontextprotocol/sdk/types.js');
 
+const { cpuReading, cpuSpent } = require('./threads.cjs');
+
 const config = JSON.parse(process.env.BENCH);
 const patched = StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true;
 const loadedFrom = Object.keys(require.cache).find(k => k.endsWith('/forkwatch/build/src/register.js'));
@@ -32,7 +34,7 @@ async function main() {
   const burst = async kind => {
     received = 0;
     lastSeq = 0;
-    const cpu0 = process.cpuUsage();
+    const start = cpuReading();
     const result = await client.callTool({ name: 'burst', arguments: { count: config.count, kind } }, undefined, {
       timeout: 600_000,
     });
@@ -41,10 +43,21 @@ async function main() {
       if (i > 200_000) throw new Error(`got ${received}/${config.count} notifications`);
       await new Promise(r => setImmediate(r));
     }
-    const cpu = process.cpuUsage(cpu0);
+    const end = cpuReading();
+    const spent = cpuSpent(start, end);
     if (result.isError || lastSeq !== config.count) throw new Error(`burst failed: ${JSON.stringify(result)}`);
     const server = JSON.parse(result.content[0].text);
-    return { kind, clientCpuUs: cpu.user + cpu.system, serverCpuUs: server.cpuUs, serverWallUs: server.wallUs };
+    return {
+      kind,
+      clientCpuUs: spent.cpuUs,
+      serverCpuUs: server.cpuUs,
+      serverWallUs: server.wallUs,
+      clientThreads: spent.threads,
+      serverThreads: server.threads,
+      // The readings, for the CPU between bursts (outside-in.mjs, `span`).
+      client: { start, end },
+      server: { start: server.start, end: server.end },
+    };
   };
 
   const kinds = ['request', 'standalone'];

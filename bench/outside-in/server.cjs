@@ -8,13 +8,15 @@
 //
 // Tool `burst {count, kind}` sends `count` notifications/message, on the tool call's own POST SSE stream
 // (kind 'request') or on the session's standalone GET stream (kind 'standalone'), and answers with this process's
-// CPU time (`process.cpuUsage()`) around the burst. Prints `LISTENING <port>` once it accepts connections.
+// CPU time around the burst, in all and per thread group, with the readings it was taken from (threads.cjs). Prints
+// `LISTENING <port>` once it accepts connections.
 const { randomUUID } = require('node:crypto');
 const { createServer } = require('node:http');
 const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { InMemoryEventStore } = require('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
 const { z } = require('zod');
+const { cpuReading, cpuSpent } = require('./threads.cjs');
 
 const sessions = new Map();
 const TEXT = 'x'.repeat(64);
@@ -46,16 +48,18 @@ async function createSession() {
           await new Promise(r => setTimeout(r, 10));
         }
       }
-      const cpu0 = process.cpuUsage();
+      const start = cpuReading();
       const t0 = process.hrtime.bigint();
       for (let seq = 1; seq <= count; seq++) {
         const notification = { method: 'notifications/message', params: { level: 'info', data: { seq, text: TEXT } } };
         if (kind === 'request') await extra.sendNotification(notification);
         else await server.server.notification(notification);
       }
-      const cpu = process.cpuUsage(cpu0);
       const wallUs = Number(process.hrtime.bigint() - t0) / 1000;
-      return { content: [{ type: 'text', text: JSON.stringify({ cpuUs: cpu.user + cpu.system, wallUs }) }] };
+      const end = cpuReading();
+      // The readings themselves too: the bench also takes the CPU between bursts (GC work that runs on after one).
+      const measured = { ...cpuSpent(start, end), wallUs, start, end };
+      return { content: [{ type: 'text', text: JSON.stringify(measured) }] };
     },
   );
   await server.connect(transport);
