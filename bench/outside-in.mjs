@@ -41,6 +41,7 @@ import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { summarize } from './stats.mjs';
+import { cpuSpent } from './outside-in/threads.cjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..');
@@ -200,25 +201,20 @@ async function pair(workload, variant, extra = {}) {
       extra.clientLauncher,
       extra.bursts,
     );
-    checkMeasured(workload, variant, server, run);
+    const patched = workload === 'server' ? server.patched : run.patched;
+    if (patched !== instrumented(variant)) {
+      throw new Error(`${workload} ${variant}: forkwatch is ${patched ? '' : 'not '}patched in the measured process`);
+    }
+    const from = workload === 'server' ? server.loadedFrom : run.loadedFrom;
+    if (instrumented(variant) && !from?.startsWith(installOf(variant))) {
+      throw new Error(`${workload}: forkwatch was loaded from ${from}, not from the bench's snapshot`);
+    }
     return run;
   } catch (error) {
     error.message += `\nserver (${workload === 'server' ? variant : 'bare'}) exit code ${server.child.exitCode}, stderr:\n${server.stderr()}`;
     throw error;
   } finally {
     await stop(server.child);
-  }
-}
-
-/** The measured process runs forkwatch exactly when its variant says, loaded from the bench's own snapshot. */
-function checkMeasured(workload, variant, server, run) {
-  const patched = workload === 'server' ? server.patched : run.patched;
-  if (patched !== instrumented(variant)) {
-    throw new Error(`${workload} ${variant}: forkwatch is ${patched ? '' : 'not '}patched in the measured process`);
-  }
-  const from = workload === 'server' ? server.loadedFrom : run.loadedFrom;
-  if (instrumented(variant) && !from?.startsWith(installOf(variant))) {
-    throw new Error(`${workload}: forkwatch was loaded from ${from}, not from the bench's snapshot`);
   }
 }
 
@@ -241,9 +237,10 @@ const mean = xs => xs.reduce((a, b) => a + b, 0) / xs.length;
  * A process's figures, in CPU µs per burst pair (request + standalone). The headline, `both`, is the process's CPU
  * from the start of its first timed burst to the end of its last, over the number of pairs: CPU adds up, a user pays
  * all of it, and work that goes on after a burst's loop belongs to it: the SDK's writes reach the socket after the
- * loop's last `await` (the loop only enqueues them), and concurrent marking on V8's helper threads runs on. `inBursts` counts only the
- * time inside the bursts (the headline until 2026-12-02, night), and `request`/`standalone` split it by stream kind.
- * The medians of the bursts (`medians`) are kept for the earlier records.
+ * loop's last `await` (the loop only enqueues them), and concurrent marking on V8's helper threads runs on.
+ * `inBursts` counts only the time inside the bursts (the headline until 2026-12-02, night), and
+ * `request`/`standalone` split it by stream kind. The medians of the bursts (`medians`) are kept for the earlier
+ * records.
  */
 function figures(run, workload) {
   const key = cpuKey(workload);
@@ -253,19 +250,17 @@ function figures(run, workload) {
   const standalone = of('standalone');
   const means = { request: mean(request), standalone: mean(standalone) };
   const pairs = run.bursts.length / 2;
-  const first = run.bursts[0][side];
-  const last = run.bursts.at(-1)[side];
-  const span = first && last ? cpuSpentBetween(first.start, last.end) : undefined;
+  const span = cpuSpent(run.bursts[0][side].start, run.bursts.at(-1)[side].end);
   return {
     ...means,
-    both: span ? span.cpuUs / pairs : means.request + means.standalone,
+    both: span.cpuUs / pairs,
     inBursts: means.request + means.standalone,
     medians: {
       request: median(request),
       standalone: median(standalone),
       both: median(request.map((r, i) => r + standalone[i])),
     },
-    threads: span?.threads && Object.fromEntries(THREAD_GROUPS.map(g => [g, span.threads[g] / pairs])),
+    threads: span.threads && Object.fromEntries(THREAD_GROUPS.map(g => [g, span.threads[g] / pairs])),
     // Each timed burst as measured, in order (where a process's GC work lands shows here), one line each:
     // "<kind> <CPU µs>[ main <µs> v8 <µs>]".
     bursts: run.bursts.map(b =>
@@ -278,15 +273,6 @@ function figures(run, workload) {
 function burstLine(kind, cpuUs, threads) {
   const line = `${kind} ${Math.round(cpuUs)}`;
   return threads ? `${line} main ${Math.round(threads.main)} v8 ${Math.round(threads.v8)}` : line;
-}
-
-/** CPU between two readings of bench/outside-in/threads.cjs, in all and per thread group. */
-function cpuSpentBetween(start, end) {
-  const threads =
-    start.threads && end.threads
-      ? Object.fromEntries(THREAD_GROUPS.map(g => [g, end.threads[g] - start.threads[g]]))
-      : undefined;
-  return { cpuUs: end.cpuUs - start.cpuUs, threads };
 }
 
 /** Instructions of the measured side's process (all its threads), from callgrind's totals. */

@@ -8,7 +8,9 @@
 // ESM hooks thread). Whether forkwatch's cost is code that runs or GC work on the helpers shows in the groups.
 //
 // Node names every thread "node", so the helpers are told by their order: Node's platform starts its delayed-task
-// thread and then its V8 worker pool (--v8-pool-size, 4 by default) right after the main thread, before anything else.
+// thread and then its V8 worker pool (--v8-pool-size, 4 by default) right after the main thread, before anything else,
+// so they hold this process's lowest thread ids after the main thread's. Not the pid plus 1 to 5: thread ids are
+// drawn from one system-wide counter, and other processes starting at the same moment take ids in between.
 const { readdirSync, readFileSync } = require('node:fs');
 
 const V8_POOL = Number(/--v8-pool-size[= ](\d+)/.exec(process.execArgv.join(' '))?.[1] ?? 4);
@@ -22,11 +24,15 @@ function threadTotals() {
     return undefined;
   }
   const totals = { main: 0, v8: 0, other: 0 };
+  const helpers = tids
+    .map(Number)
+    .filter(tid => tid > process.pid)
+    .sort((a, b) => a - b)
+    .slice(0, V8_POOL + 1);
   for (const tid of tids) {
     try {
       const us = Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1000;
-      const n = Number(tid) - process.pid;
-      totals[n === 0 ? 'main' : n > 0 && n <= V8_POOL + 1 ? 'v8' : 'other'] += us;
+      totals[Number(tid) === process.pid ? 'main' : helpers.includes(Number(tid)) ? 'v8' : 'other'] += us;
     } catch {
       // the thread ended meanwhile
     }
