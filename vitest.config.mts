@@ -7,6 +7,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // src/ loads some modules on first use with require(): answered from vitest's own instances.
+    setupFiles: ['test/setup/src-require.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -36,10 +36,11 @@
 // private copy of build/ taken at the start, installed as node_modules/forkwatch of a scratch directory that the
 // processes run in, so `--import forkwatch/register` resolves the way it does in an application.
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { exporterlessEnv, installForkwatch } from './outside-in/install.mjs';
 import { summarize } from './stats.mjs';
 import { cpuSpent } from './outside-in/threads.cjs';
 
@@ -84,23 +85,7 @@ if (callgrind) config.rounds = Number(value('--rounds', 0));
 const scratch = join(root, '.tmp', `outside-in-${process.pid}`);
 rmSync(scratch, { recursive: true, force: true });
 
-/**
- * A scratch directory whose node_modules/forkwatch holds a copy of build/ (with `src` from another build if given).
- * Its dependencies resolve up the tree, from the repository's node_modules: one copy of each OpenTelemetry package.
- * The directory is a package of its own, or `forkwatch/register` would self-resolve to the repository's build.
- */
-function install(dir, srcBuild) {
-  const at = join(dir, 'node_modules', 'forkwatch');
-  mkdirSync(at, { recursive: true });
-  cpSync(join(root, 'package.json'), join(at, 'package.json'));
-  cpSync(join(root, 'build'), join(at, 'build'), { recursive: true });
-  if (srcBuild) {
-    rmSync(join(at, 'build', 'src'), { recursive: true, force: true });
-    cpSync(srcBuild, join(at, 'build', 'src'), { recursive: true });
-  }
-  writeFileSync(join(dir, 'package.json'), '{ "name": "forkwatch-outside-in", "private": true }\n');
-  return at;
-}
+const install = (dir, srcBuild) => installForkwatch(root, dir, srcBuild);
 // --build DIR: measure another build of src (an earlier commit's build/src, for a before/after).
 const installed = install(scratch, value('--build', undefined));
 const beforeDir = join(scratch, 'before');
@@ -108,13 +93,7 @@ const installedBefore = config.variants.includes('before') ? install(beforeDir, 
 const cwdOf = variant => (variant === 'before' ? beforeDir : scratch);
 const installOf = variant => (variant === 'before' ? installedBefore : installed);
 
-const env = {
-  ...process.env,
-  OTEL_TRACES_EXPORTER: 'none',
-  OTEL_METRICS_EXPORTER: 'none',
-  OTEL_LOGS_EXPORTER: 'none',
-  OTEL_SDK_DISABLED: 'false',
-};
+const env = exporterlessEnv();
 const nodeArgs = variant => [
   '--require',
   join(here, 'outside-in', 'nodesdk.cjs'),

@@ -2,7 +2,7 @@
  * Copyright The forkwatch Authors
  * SPDX-License-Identifier: Apache-2.0
  */
-// Compiles src/ to CommonJS (build/src) and writes thin ESM entry points (build/esm) that re-export it, so ESM
+// Compiles src/ to CommonJS (build/src), without comments, with declarations, and writes thin ESM entry points (build/esm) that re-export it, so ESM
 // and CommonJS users share one copy of the instrumentation state. Bundles the alerting pack (pack/cli.ts) with its
 // renderers (yaml, the Grafana foundation SDK, the PromQL parser) into one file, build/pack/forkwatch-pack.js, that
 // `forkwatch pack` loads: the installed package needs none of them as a dependency.
@@ -14,9 +14,18 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 rmSync(join(root, 'build'), { recursive: true, force: true });
-execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.json')], {
-  stdio: 'inherit',
-});
+const tsc = (...args) =>
+  execFileSync(
+    process.execPath,
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.json'), ...args],
+    {
+      stdio: 'inherit',
+    },
+  );
+// The declarations keep their doc comments (editors show them); the JavaScript drops every comment. Its source text
+// stays in the host's heap for as long as the process runs, and a third of it was comments (docs/benchmark.md).
+tsc('--emitDeclarationOnly');
+tsc('--declaration', 'false', '--removeComments');
 
 const require = createRequire(import.meta.url);
 const esmEntries = { 'index.mjs': '../src/index.js', 'prom-client.mjs': '../src/prom-client.js' };

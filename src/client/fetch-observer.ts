@@ -12,20 +12,19 @@
  * transport's are (observed-stream.ts), through a lazy own `body` getter on the very Response the caller gets, so
  * no frame, header or status changes and a body the caller never reads is never read.
  *
+ * This file is the wrapper, on every fetch of the process: it reads method and headers only, and loads what observes
+ * an MCP exchange (session-get-observer.ts, per-request/client-exchange.ts) on the first one, so a process that never
+ * fetches from an MCP server never loads them.
+ *
  * Session GETs a patched SDK transport sends are claimed by it (patched-transport-scope.ts) and left to the patch.
  * What the wire cannot show, and the class patch can: a reconnect that dropped the cursor (`cursor_dropped` needs
  * the client's intent) and the client's onerror (fail-loud mode errors the stream instead).
  */
-import { withEnteredContext } from '../shared/entered-context';
-import { StreamForkDetected } from '../shared/errors';
-import { observeBodyOnRead } from '../shared/response-body';
-import { observePerRequestPost, perRequestPostOf } from '../per-request/client-exchange';
-import type { FetchLike, HeadersInitLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
-import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
+import { headerReader, perRequestVersionOf } from '../shared/fetch-request';
+import type { FetchLike, RequestInitLike } from '../shared/internal-types';
+import type { ForkwatchRuntime } from '../shared/runtime';
 import { protocolHasResumability } from '../shared/session-id';
 import { claimOwnFetchPost, isOwnFetchPost, isPatchedTransportGet } from './patched-transport-scope';
-import { ResumeAttempt } from './resume-attempt';
-import { type ForkReport, ResumedStream } from './resumed-stream';
 
 /** A fetch, and forkwatch's mark on the one it installed. */
 type Fetch = FetchLike & { readonly [FETCH_MARK]?: true };
@@ -59,36 +58,23 @@ export function sseGetOf(input: unknown, init: RequestInitLike | undefined): Sse
   }
 }
 
-function headerReader(headers: HeadersInitLike | undefined): (name: string) => string | undefined {
-  if (!headers) return () => undefined;
-  if (typeof headers.get === 'function') return name => headers.get!(name) ?? undefined;
-  const entries: [string, unknown][] = Array.isArray(headers) ? headers : Object.entries(headers);
-  return name => {
-    for (const [key, value] of entries) {
-      if (typeof key !== 'string' || key.toLowerCase() !== name) continue;
-      if (value !== undefined && value !== '') return String(value);
-    }
-    return undefined;
-  };
-}
-
 /** Installs the observer on `globalThis.fetch`; returns the function that takes it off again. */
 export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
   const original = globalThis.fetch as unknown as Fetch | undefined;
   if (typeof original !== 'function' || original[FETCH_MARK]) return () => {};
   const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
     if (!runtime.enabled) return original.call(this, input, init);
-    const post = perRequestPostOf(input, init);
-    if (post) {
-      // Already observed through a transport's own fetch, which called this one.
-      if (isOwnFetchPost((init as { body: string }).body)) return original.call(this, input, init);
-      return observePerRequestPost(original, this, input, init, post, runtime);
+    // Already observed through a transport's own fetch, which called this one.
+    if (perRequestVersionOf(init) !== undefined && !isOwnFetchPost((init as { body: string }).body)) {
+      const exchange = clientExchange();
+      const post = exchange.perRequestPostOf(input, init);
+      if (post) return exchange.observePerRequestPost(original, this, input, init, post, runtime);
     }
     const get = sseGetOf(input, init);
     if (!get || !protocolHasResumability(get.protocolVersion) || isPatchedTransportGet(get.sessionId, get.cursor)) {
       return original.call(this, input, init);
     }
-    return observeGet(original, this, input, init, get, runtime);
+    return sessionGetObserver().observeSessionGet(original, this, input, init, get, runtime);
   };
   Object.defineProperty(observed, FETCH_MARK, { value: true });
   globalThis.fetch = observed as unknown as typeof globalThis.fetch;
@@ -105,13 +91,14 @@ export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
 export function observeOwnFetch(own: Fetch, runtime: ForkwatchRuntime): Fetch {
   if (own[FETCH_MARK]) return own;
   const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
-    if (!runtime.enabled) return own.call(this, input, init);
-    const post = perRequestPostOf(input, init);
+    if (!runtime.enabled || perRequestVersionOf(init) === undefined) return own.call(this, input, init);
+    const exchange = clientExchange();
+    const post = exchange.perRequestPostOf(input, init);
     if (!post) return own.call(this, input, init);
     const release = claimOwnFetchPost((init as { body: string }).body);
     let result: unknown;
     try {
-      result = observePerRequestPost(own, this, input, init, post, runtime);
+      result = exchange.observePerRequestPost(own, this, input, init, post, runtime);
     } catch (error) {
       release();
       throw error;
@@ -123,90 +110,7 @@ export function observeOwnFetch(own: Fetch, runtime: ForkwatchRuntime): Fetch {
   return observed as unknown as Fetch;
 }
 
-function observeGet(
-  original: Fetch,
-  self: unknown,
-  input: unknown,
-  init: RequestInitLike | undefined,
-  get: SseGet,
-  runtime: ForkwatchRuntime,
-) {
-  let attempt: ResumeAttempt | undefined;
-  try {
-    if (get.cursor !== undefined) {
-      const session = runtime.clientLedger.touch(get.sessionId, nowMs());
-      attempt = new ResumeAttempt(runtime, {
-        transport: 'streamable_http',
-        session,
-        sessionId: get.sessionId,
-        protocolVersion: get.protocolVersion,
-        cursor: get.cursor,
-        heldCursor: get.cursor,
-        lostAt: session.lostAt,
-      });
-    }
-  } catch (error) {
-    runtime.diag.error('starting a resume attempt failed; this stream is not checked', error);
-  }
-  // In the attempt's context, an HTTP instrumentation's span (and the trace context it injects) joins the resume:
-  // when the process already runs in a context, as it does with one (entered-context.ts).
-  const send = () => original.call(self, input, init);
-  const result = attempt ? withEnteredContext(attempt.context, send) : send();
-  const started = attempt;
-  return Promise.resolve(result).then(
-    response => {
-      try {
-        watchResponse(response, get, started, runtime);
-      } catch (error) {
-        runtime.diag.error('observing an SSE response failed; this stream is not checked', error);
-      }
-      return response;
-    },
-    error => {
-      if (started) {
-        const aborted = (error as { name?: unknown })?.name === 'AbortError';
-        if (aborted) started.concludeInconclusive('cancelled');
-        else started.concludeFailed(error);
-      }
-      throw error;
-    },
-  );
-}
-
-function watchResponse(
-  response: WebResponseLike | null | undefined,
-  get: SseGet,
-  attempt: ResumeAttempt | undefined,
-  runtime: ForkwatchRuntime,
-) {
-  const status = typeof response?.status === 'number' ? response.status : undefined;
-  const contentType = String(response?.headers?.get?.('content-type') ?? '');
-  const body = response?.body;
-  if (status === undefined || status < 200 || status >= 300 || !body || !contentType.includes('text/event-stream')) {
-    attempt?.concludeRejected(status);
-    return;
-  }
-  observeBodyOnRead(
-    response,
-    body,
-    () => observeBody(body, get, attempt, runtime),
-    error => runtime.diag.error('observing an SSE stream failed; this stream is not checked', error),
-  );
-}
-
-/** Fail-loud mode's report to a client seen only on the wire: its stream ends with the error. */
-const errorTheStream: ForkReport = info => new StreamForkDetected(info);
-
-function observeBody(
-  body: ReadableStream<Uint8Array>,
-  get: SseGet,
-  attempt: ResumeAttempt | undefined,
-  runtime: ForkwatchRuntime,
-): ReadableStream<Uint8Array> {
-  const session = runtime.clientLedger.touch(get.sessionId, nowMs());
-  const resumed = new ResumedStream(
-    { attempt, session, transport: 'streamable_http', cursor: get.cursor, reportFork: errorTheStream },
-    runtime,
-  );
-  return resumed.observe(body);
-}
+// Loaded on the first MCP exchange the process fetches (see the file comment).
+const clientExchange = () =>
+  require('../per-request/client-exchange') as typeof import('../per-request/client-exchange');
+const sessionGetObserver = () => require('./session-get-observer') as typeof import('./session-get-observer');

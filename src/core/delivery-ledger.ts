@@ -30,6 +30,9 @@
 
 import { type DeliveryTrigger, type UndeliveredReason, judgePendingStream } from './delivery-rules';
 import { atLeast, positiveWhole } from './numbers';
+import { DEFAULT_DELIVERY_WINDOW_MS } from './defaults';
+
+export { DEFAULT_DELIVERY_WINDOW_MS };
 
 export type { UndeliveredReason } from './delivery-rules';
 
@@ -45,9 +48,6 @@ export interface DeliveryLedgerOptions {
   /** Writes this recent when the client's connection drops may not have reached it. Default 500 ms. */
   inflightMs: number;
 }
-
-/** SDK client defaults: first retry after 1 s, then x1.5, at most 30 s apart, 2 retries. */
-export const DEFAULT_DELIVERY_WINDOW_MS = 30_000;
 
 export const DEFAULT_DELIVERY_LEDGER_OPTIONS: DeliveryLedgerOptions = {
   windowMs: DEFAULT_DELIVERY_WINDOW_MS,

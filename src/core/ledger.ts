@@ -11,17 +11,9 @@
  */
 import { positiveWhole } from './numbers';
 import { hashEventId } from './event-id';
+import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from './defaults';
 
-export interface LedgerLimits {
-  /** Sessions tracked at once. Default 10 000. */
-  maxSessions: number;
-  /** A session with no activity for this long is forgotten. Default 30 minutes. */
-  maxIdleMs: number;
-  /** Ids remembered per session for duplicate detection. Default 64. */
-  recentIds: number;
-}
-
-export const DEFAULT_LEDGER_LIMITS: LedgerLimits = { maxSessions: 10_000, maxIdleMs: 30 * 60_000, recentIds: 64 };
+export { DEFAULT_LEDGER_LIMITS, type LedgerLimits };
 
 export class SessionRecord {
   /** The last id consumed on any stream of the session. */

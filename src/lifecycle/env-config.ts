@@ -10,9 +10,9 @@
  * never take the application down, and must never pass silently either.
  */
 import { BUILTIN_CODEC_NAMES, type BuiltinCodecName } from '../core/codecs';
-import { DEFAULT_DELIVERY_WINDOW_MS } from '../core/delivery-ledger';
-import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from '../core/ledger';
-import { DEFAULT_MAX_TRACKED, DEFAULT_REISSUE_WINDOW_MS } from '../per-request/server-observer';
+import { DEFAULT_DELIVERY_WINDOW_MS } from '../core/defaults';
+import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from '../core/defaults';
+import { DEFAULT_MAX_TRACKED, DEFAULT_REISSUE_WINDOW_MS } from '../per-request/limits';
 import type { OnForkMode } from '../shared/types';
 
 export type Env = Readonly<Record<string, string | undefined>>;

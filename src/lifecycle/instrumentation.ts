@@ -12,14 +12,14 @@ import {
   safeExecuteInTheMiddle,
 } from '@opentelemetry/instrumentation';
 import { installFetchObserver } from '../client/fetch-observer';
-import { SessionLedger } from '../core/ledger';
+import type { SessionLedger } from '../core/ledger';
 import type { Wrap } from '../shared/internal-types';
 import { instrumentationInfo } from './instrumentation-info';
 import { type ForkwatchInstruments, createInstruments } from '../shared/metrics';
 import { type ModuleDiscovery, type ModuleMatch, sdkModuleDefinitions, startModuleDiscovery } from './module-discovery';
 import { ModulePatcher } from './module-patcher';
 import { type ForkwatchRuntime, type ResolvedSettings, nowMs } from '../shared/runtime';
-import { ServerDelivery } from '../server/server-delivery';
+import type { ServerDelivery } from '../server/server-delivery';
 import { resolveSettings } from './settings';
 import { ALL_TARGETS } from './targets';
 import type { ForkwatchInstrumentationConfig, ResumeVerdictInfo } from '../shared/types';
@@ -68,7 +68,7 @@ export class ForkwatchInstrumentation
   }
 
   get clientLedger(): SessionLedger {
-    if (!this._clientLedger) this._clientLedger = new SessionLedger(this.getConfig().ledger);
+    if (!this._clientLedger) this._clientLedger = newClientLedger(this.getConfig());
     return this._clientLedger;
   }
 
@@ -99,7 +99,7 @@ export class ForkwatchInstrumentation
     super.setConfig(config);
     // Resolved on next use: the base constructor calls setConfig before the diag logger exists.
     this._settings = undefined as unknown as ResolvedSettings;
-    if (this._clientLedger) this._clientLedger = new SessionLedger(this.getConfig().ledger);
+    if (this._clientLedger) this._clientLedger = newClientLedger(this.getConfig());
     this._serverDelivery?.dispose();
     this._serverDelivery = undefined;
   }
@@ -186,7 +186,9 @@ export class ForkwatchInstrumentation
     }
   }
 
+  /** Its module loaded with it: a process that is only a client never needs one. */
   private createServerDelivery(): ServerDelivery {
+    const { ServerDelivery } = require('../server/server-delivery') as typeof import('../server/server-delivery');
     const config = this.getConfig();
     return new ServerDelivery(
       {
@@ -208,4 +210,10 @@ export class ForkwatchInstrumentation
       this.settings.sharedEventStore,
     );
   }
+}
+
+/** The client's ledger, its module loaded with it: a process that is only a server never needs one. */
+function newClientLedger(config: ForkwatchInstrumentationConfig): SessionLedger {
+  const { SessionLedger } = require('../core/ledger') as typeof import('../core/ledger');
+  return new SessionLedger(config.ledger);
 }

@@ -13,12 +13,12 @@ import type { InstrumentationInfo, PatchRoute } from './instrumentation-info';
 import type { ClassLike, ModuleExportsLike, PrototypeLike, Wrap } from '../shared/internal-types';
 import type { ModuleMatch } from './module-discovery';
 import type { ForkwatchRuntime } from '../shared/runtime';
-import { type PatchTarget, versionSatisfies } from './targets';
+import { type ClassPatch, type PatchTarget, versionSatisfies } from './targets';
 
 export type Unwrap = (target: object, name: string) => void;
 
 export class ModulePatcher {
-  private readonly patched = new Map<PrototypeLike, PatchTarget>();
+  private readonly patched = new Map<PrototypeLike, ClassPatch>();
   private readonly warned = new Set<string>();
 
   constructor(
@@ -63,12 +63,13 @@ export class ModulePatcher {
     if (typeof cls !== 'function') return;
     // A class's prototype; a plain function export without one fails the method check below.
     const proto: PrototypeLike = cls.prototype;
-    const skipped = safeSkip(target, proto);
+    const patch = target.load();
+    const skipped = safeSkip(patch, proto);
     if (skipped) {
       this.diag.debug(`${label} ${target.exportName} left alone: ${skipped}`);
       return;
     }
-    const missing = target.methods.filter(m => typeof proto?.[m] !== 'function');
+    const missing = patch.methods.filter(m => typeof proto?.[m] !== 'function');
     if (missing.length > 0) {
       this.warnOnce(
         `${packageName}@${version}:${target.exportName}`,
@@ -77,9 +78,9 @@ export class ModulePatcher {
       return;
     }
     // ESM and CommonJS hooks can both match one file, and two instrumentations can share a class.
-    if (target.methods.some(m => isWrapped(proto[m]))) return;
-    target.patch(proto, this.runtime, this.wrap);
-    this.patched.set(proto, target);
+    if (patch.methods.some(m => isWrapped(proto[m]))) return;
+    patch.patch(proto, this.runtime, this.wrap);
+    this.patched.set(proto, patch);
     this.info.patched(proto, { sdk_package: packageName, sdk_class: target.exportName, route });
     this.diag.debug(`patched ${target.exportName} of ${label}`);
   }
@@ -87,16 +88,16 @@ export class ModulePatcher {
   unpatch(exports: unknown, targets: readonly PatchTarget[]): void {
     for (const target of targets) {
       const proto = (safeGet(exports, target.exportName) as ClassLike | null | undefined)?.prototype;
-      if (proto) this.unpatchPrototype(proto, target);
+      if (proto) this.unpatchPrototype(proto, target.load());
     }
   }
 
   unpatchAll(): void {
-    for (const [proto, target] of [...this.patched]) this.unpatchPrototype(proto, target);
+    for (const [proto, patch] of [...this.patched]) this.unpatchPrototype(proto, patch);
   }
 
-  private unpatchPrototype(proto: PrototypeLike, target: PatchTarget): void {
-    for (const m of target.methods) if (isWrapped(proto[m])) this.unwrap(proto, m);
+  private unpatchPrototype(proto: PrototypeLike, patch: ClassPatch): void {
+    for (const m of patch.methods) if (isWrapped(proto[m])) this.unwrap(proto, m);
     this.patched.delete(proto);
     this.info.unpatched(proto);
   }
@@ -116,9 +117,9 @@ function safeGet(moduleExports: unknown, name: string): unknown {
   }
 }
 
-function safeSkip(target: PatchTarget, proto: PrototypeLike | undefined): string | undefined {
+function safeSkip(patch: ClassPatch, proto: PrototypeLike | undefined): string | undefined {
   try {
-    return target.skip?.(proto);
+    return patch.skip?.(proto);
   } catch {
     return undefined;
   }

@@ -8,7 +8,7 @@
  * the warnings; nothing here reads the environment (env-config.ts turns FORKWATCH_* variables into a config).
  */
 import { resolveCodec } from '../core/codecs';
-import { DEFAULT_DELIVERY_WINDOW_MS } from '../core/delivery-ledger';
+import { DEFAULT_DELIVERY_WINDOW_MS } from '../core/defaults';
 import { atLeast, positive } from '../core/numbers';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
 import { resolvePerRequestLimits } from '../per-request/limits';

@@ -5,25 +5,24 @@
 /**
  * The classes forkwatch patches, where they live in each package, and which versions are supported.
  * The instrumentation hooks (module definitions, the CommonJS hook, the manual API) all work from this table.
+ *
+ * Each patch is loaded the first time a class of its name is found: a server process never loads the client's
+ * patches, nor a 1.x process the per-request ones. Their code would only grow the host's heap, which its garbage
+ * collector then marks on every major collection (docs/benchmark.md).
  */
 import type { PrototypeLike, Wrap } from '../shared/internal-types';
 import type { ForkwatchRuntime } from '../shared/runtime';
-import { SSE_CLIENT_METHODS, patchSseClient } from '../client/sse-client';
-import { STREAMABLE_HTTP_CLIENT_METHODS, patchStreamableHttpClient } from '../client/streamable-http-client';
-import {
-  NODE_SERVER_METHODS,
-  WEB_STANDARD_SERVER_METHODS,
-  describeNodeServerWrapper,
-  patchNodeStreamableHttpServer,
-  patchWebStandardStreamableHttpServer,
-} from '../server/streamable-http-server';
-import { PER_REQUEST_SERVER_TARGETS } from '../per-request/targets';
 
 export type { Wrap };
 
 export interface PatchTarget {
   /** Export name of the class in its module. */
   exportName: string;
+  /** The patch, its module loaded on the first call. Called only for a class of this name that is there. */
+  load(): ClassPatch;
+}
+
+export interface ClassPatch {
   /** Prototype methods that must exist; all are wrapped and unwrapped together. */
   methods: readonly string[];
   patch(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void;
@@ -34,38 +33,46 @@ export interface PatchTarget {
   skip?(proto: PrototypeLike | undefined): string | undefined;
 }
 
-export const STREAMABLE_HTTP_CLIENT: PatchTarget = {
-  exportName: 'StreamableHTTPClientTransport',
-  methods: STREAMABLE_HTTP_CLIENT_METHODS,
-  patch: patchStreamableHttpClient,
-};
+/** A target whose patch `load` returns, loaded once, on first use. */
+function lazyTarget(exportName: string, load: () => ClassPatch): PatchTarget {
+  let loaded: ClassPatch | undefined;
+  return { exportName, load: () => (loaded ??= load()) };
+}
+
+export const STREAMABLE_HTTP_CLIENT = lazyTarget('StreamableHTTPClientTransport', () => {
+  const m = require('../client/streamable-http-client') as typeof import('../client/streamable-http-client');
+  return { methods: m.STREAMABLE_HTTP_CLIENT_METHODS, patch: m.patchStreamableHttpClient };
+});
 
 /** The legacy HTTP+SSE client transport (protocol 2024-11-05). */
-export const SSE_CLIENT: PatchTarget = {
-  exportName: 'SSEClientTransport',
-  methods: SSE_CLIENT_METHODS,
-  patch: patchSseClient,
-};
+export const SSE_CLIENT = lazyTarget('SSEClientTransport', () => {
+  const m = require('../client/sse-client') as typeof import('../client/sse-client');
+  return { methods: m.SSE_CLIENT_METHODS, patch: m.patchSseClient };
+});
+
+const serverPatches = () =>
+  require('../server/streamable-http-server') as typeof import('../server/streamable-http-server');
 
 /**
  * The server transport that does the work from SDK 1.25 on, and in @modelcontextprotocol/server 2.x: Request in,
  * Response out. The Node classes of both (1.x `StreamableHTTPServerTransport` from 1.25, 2.x
  * `NodeStreamableHTTPServerTransport`) are wrappers that construct one of these, so they are covered by it.
  */
-export const WEB_STANDARD_STREAMABLE_HTTP_SERVER: PatchTarget = {
-  exportName: 'WebStandardStreamableHTTPServerTransport',
-  methods: WEB_STANDARD_SERVER_METHODS,
-  patch: patchWebStandardStreamableHttpServer,
-};
+export const WEB_STANDARD_STREAMABLE_HTTP_SERVER = lazyTarget('WebStandardStreamableHTTPServerTransport', () => {
+  const m = serverPatches();
+  return { methods: m.WEB_STANDARD_SERVER_METHODS, patch: m.patchWebStandardStreamableHttpServer };
+});
 
 /** The Node server transport of SDK 1.x before 1.25: the full implementation, writing to a ServerResponse. */
-export const NODE_STREAMABLE_HTTP_SERVER: PatchTarget = {
-  exportName: 'StreamableHTTPServerTransport',
-  methods: NODE_SERVER_METHODS,
-  patch: patchNodeStreamableHttpServer,
-  // From 1.25 the class of that name is a wrapper: patching it too would count every resume twice.
-  skip: describeNodeServerWrapper,
-};
+export const NODE_STREAMABLE_HTTP_SERVER = lazyTarget('StreamableHTTPServerTransport', () => {
+  const m = serverPatches();
+  return {
+    methods: m.NODE_SERVER_METHODS,
+    patch: m.patchNodeStreamableHttpServer,
+    // From 1.25 the class of that name is a wrapper: patching it too would count every resume twice.
+    skip: m.describeNodeServerWrapper,
+  };
+});
 
 export interface SdkFileTarget {
   /** Path inside `dist/cjs` and `dist/esm` of @modelcontextprotocol/sdk. */
@@ -93,8 +100,29 @@ export const SDK_V1_FILES: SdkFileTarget[] = [
 export const SDK_V2_SUPPORTED = '>=2.0.0 <3';
 export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
   '@modelcontextprotocol/client': [STREAMABLE_HTTP_CLIENT, SSE_CLIENT],
-  '@modelcontextprotocol/server': [WEB_STANDARD_STREAMABLE_HTTP_SERVER, ...PER_REQUEST_SERVER_TARGETS],
+  '@modelcontextprotocol/server': [WEB_STANDARD_STREAMABLE_HTTP_SERVER, ...perRequestServerTargets()],
 };
+
+/** The 2.x classes of the per-request path (protocol 2026-07-28), exported from the package root. */
+function perRequestServerTargets(): PatchTarget[] {
+  const patches = () => require('../per-request/server-patches') as typeof import('../per-request/server-patches');
+  return [
+    lazyTarget('PerRequestHTTPServerTransport', () => ({
+      methods: patches().PER_REQUEST_TRANSPORT_METHODS,
+      patch: patches().patchPerRequestTransport,
+    })),
+    lazyTarget('Server', () => ({
+      methods: patches().SERVER_HANDLER_METHODS,
+      patch: patches().patchServerHandlers,
+      skip: proto => patches().describeNonHookServer(proto as { _wrapHandler?: unknown } | undefined),
+    })),
+    lazyTarget('McpServer', () => ({ methods: patches().MCP_SERVER_METHODS, patch: patches().patchMcpServerTools })),
+    lazyTarget('InMemoryServerEventBus', () => ({
+      methods: patches().EVENT_BUS_METHODS,
+      patch: patches().patchEventBus,
+    })),
+  ];
+}
 
 /**
  * ESM-only packages that import the 2.x packages above. A CommonJS app loads them with require() (require(esm), Node

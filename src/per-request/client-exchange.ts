@@ -28,7 +28,7 @@ import { ReissueWindow, digestJson, isMrtrRetry, reissueKey, requestTarget } fro
 import type { FetchLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
 import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { protocolHasResumability } from '../shared/session-id';
+import { perRequestVersionOf } from '../shared/fetch-request';
 import { observeBodyOnRead } from '../shared/response-body';
 
 /** One per-request POST, read from its URL, headers and string body. */
@@ -49,10 +49,8 @@ function attrs<T extends readonly string[]>(key: string, values: T): Record<T[nu
 /** The per-request POST this fetch call sends, or undefined for anything else. Never throws. */
 export function perRequestPostOf(input: unknown, requestInit: RequestInitLike | undefined): PerRequestPost | undefined {
   try {
-    const init = requestInit as (RequestInitLike & { body?: unknown; signal?: unknown }) | undefined;
-    if (String(init?.method ?? '').toUpperCase() !== 'POST' || typeof init?.body !== 'string') return undefined;
-    const version = headerOf(init.headers, 'mcp-protocol-version');
-    if (version === undefined || protocolHasResumability(version)) return undefined;
+    if (perRequestVersionOf(requestInit) === undefined) return undefined;
+    const init = requestInit as RequestInitLike & { body: string; signal?: unknown };
     const endpoint =
       typeof input === 'string' ? input : input instanceof URL ? input.href : (input as { url?: unknown })?.url;
     if (typeof endpoint !== 'string') return undefined;
@@ -71,15 +69,6 @@ export function perRequestPostOf(input: unknown, requestInit: RequestInitLike | 
   } catch {
     return undefined;
   }
-}
-
-function headerOf(headers: unknown, name: string): string | undefined {
-  if (!headers) return undefined;
-  const h = headers as { get?: (n: string) => string | null };
-  if (typeof h.get === 'function') return h.get(name) ?? undefined;
-  const entries: [string, unknown][] = Array.isArray(headers) ? headers : Object.entries(headers as object);
-  for (const [key, value] of entries) if (typeof key === 'string' && key.toLowerCase() === name) return String(value);
-  return undefined;
 }
 
 interface Lost {

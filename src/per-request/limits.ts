@@ -4,7 +4,11 @@
  */
 /** The `perRequest` config, checked by the one number guard: a bad value gets a warning and the default. */
 import { atLeast, positiveWhole } from '../core/numbers';
-import { DEFAULT_MAX_TRACKED, DEFAULT_REISSUE_WINDOW_MS, type PerRequestLimits } from './server-observer';
+import type { PerRequestLimits } from '../shared/runtime';
+
+/** Defaults of the `perRequest` config. */
+export const DEFAULT_REISSUE_WINDOW_MS = 60_000;
+export const DEFAULT_MAX_TRACKED = 10_000;
 
 export function resolvePerRequestLimits(
   config: { reissueWindowMs?: unknown; maxTracked?: unknown } | undefined,

@@ -36,10 +36,6 @@ import {
 } from '../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 
-/** Defaults of the `perRequest` config. */
-export const DEFAULT_REISSUE_WINDOW_MS = 60_000;
-export const DEFAULT_MAX_TRACKED = 10_000;
-
 import type { PerRequestLimits } from '../shared/runtime';
 
 export type { PerRequestLimits };

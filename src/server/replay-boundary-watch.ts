@@ -15,7 +15,8 @@
  * Nothing here is per event unless the store is shared, except one response check on request-stream events written
  * live. Transports are held weakly; session ids only in a bounded map, for naming the other session on a span.
  */
-import { CompletedStreams, EventOwnerTable, hashEventId } from '../core';
+import { hashEventId } from '../core/event-id';
+import { CompletedStreams, EventOwnerTable } from '../core/replay-boundary';
 
 /** The session that stored a replayed event, as far as this process knows it. */
 export interface EventOwner {

@@ -5,7 +5,7 @@
 /** Public configuration and hook types of ForkwatchInstrumentation. */
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import type { BuiltinCodecName, EventIdCodec } from '../core/codecs';
-import type { LedgerLimits } from '../core/ledger';
+import type { LedgerLimits } from '../core/defaults';
 import type { ForkReason, ResumeOutcome } from '../core/verdict';
 
 /** What forkwatch knows about a resume when it reaches a verdict. */

@@ -158,6 +158,57 @@ test('worker threads inherit --require: register stays out of them', async () =>
   expect(proc.stdout()).toBe('');
 });
 
+describe('a process loads the patches of the classes it has, and no others', () => {
+  /** forkwatch's modules a fixture process loaded (modules-app.cjs), by path under build/src. */
+  async function modulesOf(side: 'server' | 'client'): Promise<string[]> {
+    const proc = startApp({
+      cwd: app.dir,
+      args: ['--require', 'forkwatch/register', 'modules-app.cjs', side],
+      env: { OTEL_METRICS_EXPORTER: 'none', OTEL_TRACES_EXPORTER: 'none' },
+    });
+    const [, list] = await proc.waitForStderr(/FIXTURE MODULES (.*)\n/, 20_000);
+    proc.child.kill('SIGTERM');
+    await proc.exited;
+    expect(proc.forkwatchLines()).toEqual([]);
+    return JSON.parse(list!) as string[];
+  }
+  // What only a client runs: its patches, the wire observer's work, the ledger, the frame observer, 2026 clients.
+  const CLIENT_ONLY = [
+    'client/streamable-http-client.js',
+    'client/sse-client.js',
+    'client/session-get-observer.js',
+    'client/resumed-stream.js',
+    'core/ledger.js',
+    'core/sse-frame-observer.js',
+    'per-request/client-exchange.js',
+  ];
+  // What only a server runs: its patch and observers, the delivery ledger, the 2026 per-request server.
+  const SERVER_ONLY = [
+    'server/streamable-http-server.js',
+    'server/session-observer.js',
+    'server/server-delivery.js',
+    'core/delivery-ledger.js',
+    'per-request/server-patches.js',
+    'per-request/server-observer.js',
+  ];
+
+  test('a server (SDK 1.x): its own patch, no client code and no per-request code', async () => {
+    const loaded = await modulesOf('server');
+    expect(loaded).toEqual(
+      expect.arrayContaining(['lifecycle/instrumentation.js', 'server/streamable-http-server.js']),
+    );
+    expect(loaded.filter(m => CLIENT_ONLY.includes(m) || m.startsWith('per-request/server'))).toEqual([]);
+  });
+
+  test('a client (SDK 1.x): its own patch, no server code', async () => {
+    const loaded = await modulesOf('client');
+    expect(loaded).toEqual(
+      expect.arrayContaining(['lifecycle/instrumentation.js', 'client/streamable-http-client.js']),
+    );
+    expect(loaded.filter(m => SERVER_ONLY.includes(m))).toEqual([]);
+  });
+});
+
 test('an app that loads the MCP SDK first and requires forkwatch/register afterwards (CommonJS) is instrumented', async () => {
   const { port, proc } = await labApp('client-app.cjs', { FIXTURE_REGISTER_LATE: '1' }, undefined);
   expect(await proc.done()).toMatchObject(HEALTHY);

@@ -29,7 +29,6 @@ import {
   WEB_STANDARD_STREAMABLE_HTTP_SERVER,
   versionSatisfies,
 } from '../../src/lifecycle/targets';
-import { PER_REQUEST_SERVER_TARGETS } from '../../src/per-request/targets';
 import { sample } from '../support/lab';
 import {
   type Forkwatch,
@@ -76,12 +75,10 @@ describe('targets', () => {
       true,
       false,
     ]);
-    // The 2025-era session transport, then the protocol 2026-07-28 per-request path (src/per-request/targets.ts).
-    expect(SDK_V2_PACKAGES['@modelcontextprotocol/server']).toEqual([
-      WEB_STANDARD_STREAMABLE_HTTP_SERVER,
-      ...PER_REQUEST_SERVER_TARGETS,
-    ]);
-    expect(PER_REQUEST_SERVER_TARGETS.map(t => t.exportName)).toEqual([
+    // The 2025-era session transport, then the protocol 2026-07-28 per-request path.
+    const [sessionTransport, ...perRequest] = SDK_V2_PACKAGES['@modelcontextprotocol/server']!;
+    expect(sessionTransport).toBe(WEB_STANDARD_STREAMABLE_HTTP_SERVER);
+    expect(perRequest.map(t => t.exportName)).toEqual([
       'PerRequestHTTPServerTransport',
       'Server',
       'McpServer',

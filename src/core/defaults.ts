@@ -1,0 +1,22 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
+/**
+ * Defaults that configuration reads in every process, apart from the code that uses them: a server process never
+ * loads the client's ledger, nor a client the server's delivery ledger.
+ */
+export interface LedgerLimits {
+  /** Sessions tracked at once. Default 10 000. */
+  maxSessions: number;
+  /** A session with no activity for this long is forgotten. Default 30 minutes. */
+  maxIdleMs: number;
+  /** Ids remembered per session for duplicate detection. Default 64. */
+  recentIds: number;
+}
+
+export const DEFAULT_LEDGER_LIMITS: LedgerLimits = { maxSessions: 10_000, maxIdleMs: 30 * 60_000, recentIds: 64 };
+
+/** How long the server waits for a client to resume a stream. SDK client defaults: first retry after 1 s, then x1.5,
+ * at most 30 s apart, 2 retries. */
+export const DEFAULT_DELIVERY_WINDOW_MS = 30_000;
