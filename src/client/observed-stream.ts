@@ -22,6 +22,11 @@ export interface StreamObserverHooks {
   onEnd(error?: unknown): void;
   /** The SDK (or the app) cancelled the stream. */
   onCancel?(): void;
+  /**
+   * False once frames are no longer needed (a class patch that hears the client's own ids and needed the bytes only
+   * for a verdict): later chunks are handed on unparsed. Never true again once false.
+   */
+  wantsFrames?(): boolean;
 }
 
 export interface StreamGate {
@@ -77,6 +82,7 @@ class ObservedBody {
   private heldBytes = 0;
   private overflowed = false;
   private finished = false;
+  private parsing = true;
 
   constructor(
     private readonly source: ReadableStream<Uint8Array>,
@@ -107,8 +113,11 @@ class ObservedBody {
         return controller.close();
       }
       const chunk = result.value;
-      this.hooks.onChunk?.();
-      this.observe(chunk);
+      if (this.parsing) {
+        this.hooks.onChunk?.();
+        this.observe(chunk);
+        this.parsing = this.hooks.wantsFrames?.() ?? true;
+      }
       const gate = this.gate;
       if (gate?.cut()) return this.cut(controller, new Error('forkwatch: forked stream cut (fail-loud mode)'));
       if (gate && !this.overflowed && gate.holding()) {

@@ -43,6 +43,11 @@ export interface ResumedStreamInit {
   cursor: string | undefined;
   reportFork: ForkReport | undefined;
   endedInto?: EndedStreamSink;
+  /**
+   * The client reports each event it takes in (`onClientEvent`: the SDK's own `onresumptiontoken`), so the body's
+   * frames are needed only for the first-frame verdict, and the body only while one is pending.
+   */
+  idsFromClient?: boolean;
 }
 
 /** Metric attributes, shared: nothing is allocated per duplicate. */
@@ -87,12 +92,24 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
   }
 
   /**
+   * Whether the body must be observed: always, unless the client reports its events itself; then only for a verdict
+   * (pending), or to cut a stream whose attempt forked already (fail-loud mode).
+   */
+  get needsBody(): boolean {
+    return !this.init.idsFromClient || this.pending || this.cutsAtOnce;
+  }
+
+  /** Fail-loud mode and a resume already forked (its cursor dropped): the stream is cut before any frame. */
+  private get cutsAtOnce(): boolean {
+    return this.failsLoud && this.init.attempt?.outcome === 'forked';
+  }
+
+  /**
    * Observes a response body: every frame is seen before the client's parser, the first decides the verdict. In
    * fail-loud mode a stream whose attempt is already forked (its cursor dropped) is cut at once.
    */
   observe(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-    const forkedAlready = this.init.attempt?.outcome === 'forked';
-    if (forkedAlready && this.failsLoud) this.isCut = true;
+    if (this.cutsAtOnce) this.isCut = true;
     const observed = observeStream(body, this, this, error =>
       this.runtime.diag.error('SSE frame observer failed', error),
     );
@@ -108,9 +125,21 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
   onFrame(id: string | undefined): void {
     this.firstFrame(id);
     // A frame withheld in fail-loud mode never reached the application: it was not consumed.
-    if (this.isCut || !id) return;
+    if (this.isCut || !id || this.init.idsFromClient) return;
     this.lastId = id;
     this.consume(id, this.chunkAt);
+  }
+
+  /** Past the verdict, a client that reports its own events needs no more frames. */
+  wantsFrames(): boolean {
+    return !this.init.idsFromClient || this.pending;
+  }
+
+  /** The client took in an event with this id (called by the SDK, after its parser, before the app sees it). */
+  onClientEvent(id: unknown): void {
+    if (this.isCut || typeof id !== 'string' || id === '') return;
+    this.lastId = id;
+    this.consume(id, nowMs());
   }
 
   onEnd(): void {

@@ -8,10 +8,14 @@
  *
  * - `_startOrAuthSse(options)` sends every resume GET: `options.resumptionToken` is exactly the Last-Event-ID.
  *   A resume attempt (span + verdict) starts here.
- * - `_handleSseStream(stream, options)` receives the response body of that GET (and of POST streams): the body
- *   is wrapped so every frame is seen before the SDK parses it.
- * - `_scheduleReconnection(options)` is where the SDK decides to reconnect after a stream ended: forkwatch notes
- *   which cursor the lost stream held, to catch a reconnect that drops it (SDK issue #2499).
+ * - `_handleSseStream(stream, options)` receives the response body of that GET (and of POST streams). The SDK
+ *   calls `options.onresumptiontoken` with every event id it takes in, after its parser and before the app sees the
+ *   event: forkwatch hands it a wrapper of the app's callback, so the ledger hears of each event without a second
+ *   parser. The body itself is wrapped only while a resume waits for its first frame (a fork must be seen before
+ *   the SDK parses it, and withheld in fail-loud mode); every other stream reaches the SDK untouched.
+ * - `_scheduleReconnection(options)` is where the SDK decides to reconnect after a stream ended (its options carry
+ *   that stream's `onresumptiontoken`): forkwatch notes which cursor the lost stream held, to catch a reconnect that
+ *   drops it (SDK issue #2499).
  * - `_commonHeaders()` builds the GET's headers: the trace context is added there for resume GETs (it is called
  *   synchronously at the start of `_startOrAuthSse`, while the attempt is marked on the transport's state).
  */
@@ -65,6 +69,8 @@ const transportStates = new WeakMap<object, TransportState>();
 const reconnects = new WeakMap<object, ReconnectInfo>();
 /** Resume attempts whose GET is under way, by the options object that reaches `_handleSseStream`. */
 const attempts = new WeakMap<object, ResumeAttempt>();
+/** forkwatch's `onresumptiontoken` wrappers: the stream each reports for, and the app's callback it wraps. */
+const eventReporters = new WeakMap<object, { stream: ResumedStream; inner: unknown }>();
 let transportCounter = 0;
 
 function stateOf(transport: object): TransportState {
@@ -240,7 +246,7 @@ function watchGet(
   );
 }
 
-/** The response body of every GET and POST stream: wrapped so every frame is seen before the SDK parses it. */
+/** The response body of every GET and POST stream, and the SDK's per-stream options: see the file comment. */
 function wrapHandleSseStream(original: Method, runtime: ForkwatchRuntime): Method {
   return function handleSseStream(
     this: StreamableHttpClientTransportLike,
@@ -249,13 +255,18 @@ function wrapHandleSseStream(original: Method, runtime: ForkwatchRuntime): Metho
     ...rest: unknown[]
   ) {
     let body = stream as ReadableStream<Uint8Array> | null | undefined;
-    if (runtime.enabled && body && typeof body.getReader === 'function') {
+    let opts = options;
+    if (runtime.enabled && body && typeof body.getReader === 'function' && opts && typeof opts === 'object') {
       const source = body;
+      const sourceOptions = opts as StartSseOptionsLike;
       guarded(runtime, 'observing an SSE stream', () => {
-        body = observeClientStream(this, source, options as StartSseOptionsLike | undefined, runtime) ?? source;
+        const observed = observeClientStream(this, source, sourceOptions, runtime);
+        if (!observed) return;
+        body = observed.body;
+        opts = observed.options;
       });
     }
-    return original.call(this, body, options, ...rest);
+    return original.call(this, body, opts, ...rest);
   };
 }
 
@@ -265,6 +276,7 @@ function wrapScheduleReconnection(original: Method, runtime: ForkwatchRuntime): 
     if (runtime.enabled) {
       let suppress = false;
       guarded(runtime, 'tracking a reconnection', () => {
+        streamEnded(options);
         suppress = noteReconnection(this, options);
       });
       // Fail-loud mode: the forked stream was cut on purpose; the application re-establishes the session.
@@ -272,6 +284,17 @@ function wrapScheduleReconnection(original: Method, runtime: ForkwatchRuntime): 
     }
     return original.call(this, options, ...rest);
   };
+}
+
+/**
+ * The stream these reconnection options are for has ended (a stream whose body forkwatch did not wrap: no one else
+ * saw it end). Later retries of the same reconnection find it ended already.
+ */
+function streamEnded(options: unknown): void {
+  const reporter =
+    options && typeof options === 'object' ? (options as StartSseOptionsLike).onresumptiontoken : undefined;
+  const stream = reporter && typeof reporter === 'function' ? eventReporters.get(reporter)?.stream : undefined;
+  if (stream && stream.endedAt === undefined) stream.onEnd();
 }
 
 /** Remembers the cursor a reconnect should carry; true when fail-loud mode must stop this reconnect. */
@@ -368,14 +391,20 @@ function failLoudReport(transport: StreamableHttpClientTransportLike, runtime: F
   };
 }
 
+/** A stream as the SDK gets it: its body (wrapped only while forkwatch needs it) and its options. */
+interface ObservedClientStream {
+  body: ReadableStream<Uint8Array>;
+  options: StartSseOptionsLike;
+}
+
 function observeClientStream(
   transport: StreamableHttpClientTransportLike,
   stream: ReadableStream<Uint8Array>,
-  options: StartSseOptionsLike | undefined,
+  options: StartSseOptionsLike,
   runtime: ForkwatchRuntime,
-): ReadableStream<Uint8Array> | undefined {
+): ObservedClientStream | undefined {
   if (!protocolHasResumability(protocolVersionOf(transport))) return undefined;
-  const attempt = options && typeof options === 'object' ? attempts.get(options) : undefined;
+  const attempt = attempts.get(options);
   if (attempt) openedAttempts.add(attempt);
   const state = stateOf(transport);
   const sessionId = sessionIdOf(transport);
@@ -388,8 +417,33 @@ function observeClientStream(
       cursor: cursorOf(options),
       reportFork: failLoudReport(transport, runtime),
       endedInto: state,
+      idsFromClient: true,
     },
     runtime,
   );
-  return resumed.observe(stream);
+  return {
+    body: resumed.needsBody ? resumed.observe(stream) : stream,
+    options: { ...options, onresumptiontoken: eventReporter(resumed, options.onresumptiontoken, runtime) },
+  };
+}
+
+/**
+ * The `onresumptiontoken` the SDK calls for every event of this stream: the stream records the id, then the app's
+ * own callback runs as it would have (its result and its errors are the app's). The SDK passes it on into its
+ * reconnection's options, so the callback it wraps is always the app's, never an earlier stream's wrapper.
+ */
+function eventReporter(stream: ResumedStream, given: unknown, runtime: ForkwatchRuntime) {
+  const earlier = typeof given === 'function' ? eventReporters.get(given) : undefined;
+  const inner = earlier ? earlier.inner : given;
+  const reporter = function onresumptiontoken(this: unknown, id: unknown, ...rest: unknown[]) {
+    try {
+      stream.onClientEvent(id);
+    } catch (error) {
+      runtime.diag.error('recording an SSE event failed', error);
+    }
+    if (typeof inner === 'function') return inner.call(this, id, ...rest);
+    return undefined;
+  };
+  eventReporters.set(reporter, { stream, inner });
+  return reporter;
 }

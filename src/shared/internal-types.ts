@@ -138,6 +138,8 @@ export interface TransportSendOptionsLike {
 export interface StartSseOptionsLike {
   /** Exactly the Last-Event-ID the GET sends, when it is a resume. */
   resumptionToken?: unknown;
+  /** Called by the SDK with the id of every event it reads from the stream, before the app gets the event. */
+  onresumptiontoken?: unknown;
 }
 
 /** `StreamableHTTPClientTransport` (1.x and 2.x): the fields forkwatch reads and the handler it calls. */

@@ -242,6 +242,57 @@ describe('verdicts in-process', () => {
   });
 });
 
+describe('the hot path: a body is wrapped only while a verdict needs it', () => {
+  test("fresh streams reach the SDK untouched; ids come from the SDK's own callback, once each, across reconnects", async () => {
+    // Spies around forkwatch's wrapper: what the SDK hands it (over), and what it hands the SDK's own method (under).
+    const over: unknown[] = [];
+    const under: unknown[] = [];
+    proto._handleSseStream = function (this: unknown, stream: unknown, ...rest: unknown[]) {
+      under.push(stream);
+      return originalHandleSseStream.call(this, stream, ...rest);
+    };
+    try {
+      instrument();
+      const patched = proto._handleSseStream;
+      proto._handleSseStream = function (this: unknown, stream: unknown, ...rest: unknown[]) {
+        over.push(stream);
+        return patched.call(this, stream, ...rest);
+      };
+      dropThenResume(frame('7', 1) + frame('8', 2), res => {
+        openSse(res);
+        // The resume: 9 is new, 8 was consumed before the drop (a duplicate), then 10.
+        res.write(frame('9', 3) + frame('8', 2) + frame('10', 4));
+      });
+      server.scripts.push(res => {
+        openSse(res);
+        res.write(frame('11', 5) + frame('12', 6));
+      });
+      const app = await connect();
+      await waitFor('the resumed frames', () => app.received.includes(4));
+      await waitFor('the span', () => spans.getFinishedSpans().length === 1);
+      // The app resumes a stream itself, with its own callback: it hears each id once, as without forkwatch.
+      const tokens: string[] = [];
+      await app.transport.resumeStream('10', { onresumptiontoken: id => tokens.push(id) });
+      await waitFor('the app-resumed frames', () => app.received.includes(6));
+      expect(tokens).toEqual(['11', '12']);
+      // The first GET's body went through as it came; the resume's was observed for its verdict.
+      expect(over).toHaveLength(3);
+      expect(under[0]).toBe(over[0]);
+      expect(under[1]).not.toBe(over[1]);
+      const text = await scrape();
+      const transport = { transport: 'streamable_http' };
+      expect(sample(text, METRICS.clientDuplicateEvents.prometheusName, transport)).toBe(1);
+      // The SDK's reconnect and the app's own resume: both resumed.
+      expect(sample(text, METRICS.clientResumes.prometheusName, { ...transport, outcome: 'resumed' })).toBe(2);
+      expect(app.received).toEqual([1, 2, 3, 2, 4, 5, 6]);
+      await app.client.close();
+    } finally {
+      instrumentation.disable();
+      proto._handleSseStream = originalHandleSseStream;
+    }
+  });
+});
+
 describe('fail-loud mode (onFork: abort), as the README shows it', () => {
   test("the README's onerror sample gets a StreamForkDetected with the verdict; the forked stream is cancelled", async () => {
     instrument({ onFork: 'abort' });
