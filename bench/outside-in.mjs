@@ -38,7 +38,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join, relative, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exporterlessEnv, installForkwatch } from './outside-in/install.mjs';
 import { summarize } from './stats.mjs';
@@ -64,7 +64,8 @@ const config = {
 /** The variants that run forkwatch, each from its own scratch install. */
 const instrumented = variant => variant === 'forkwatch' || variant === 'before';
 const out = value('--out', join(here, 'results', 'outside-in.json'));
-const cpuProfDir = value('--cpu-prof', undefined);
+// Absolute: the profiled processes run in the scratch directory.
+const cpuProfDir = value('--cpu-prof', undefined) && resolvePath(value('--cpu-prof', undefined));
 const profVariants = value('--cpu-prof-variants', 'forkwatch').split(',');
 // V8 samples every 1 ms by default: too coarse for a few seconds of bursts.
 const cpuProfIntervalUs = Number(value('--cpu-prof-interval', 100));
