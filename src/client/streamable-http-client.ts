@@ -409,6 +409,10 @@ function observeClientStream(
   const state = stateOf(transport);
   const sessionId = sessionIdOf(transport);
   const session = runtime.clientLedger.touch(sessionId ?? state.fallbackKey, nowMs());
+  // An app's callback that is not a function makes the SDK throw on the first id: it stays as given, and the body is
+  // observed to its end instead.
+  const given = options.onresumptiontoken;
+  const idsFromClient = given === undefined || given === null || typeof given === 'function';
   const resumed = new ResumedStream(
     {
       attempt,
@@ -417,13 +421,13 @@ function observeClientStream(
       cursor: cursorOf(options),
       reportFork: failLoudReport(transport, runtime),
       endedInto: state,
-      idsFromClient: true,
+      idsFromClient,
     },
     runtime,
   );
   return {
     body: resumed.needsBody ? resumed.observe(stream) : stream,
-    options: { ...options, onresumptiontoken: eventReporter(resumed, options.onresumptiontoken, runtime) },
+    options: idsFromClient ? { ...options, onresumptiontoken: eventReporter(resumed, given, runtime) } : options,
   };
 }
 

@@ -291,6 +291,36 @@ describe('the hot path: a body is wrapped only while a verdict needs it', () => 
       proto._handleSseStream = originalHandleSseStream;
     }
   });
+
+  test("an app's onresumptiontoken that throws, or is not a function, fails as it does without forkwatch", async () => {
+    /** What the app sees when it resumes with this callback: the transport's errors and the notifications. */
+    async function resumeWith(onresumptiontoken: unknown) {
+      const getsBefore = server.gets.length;
+      const app = await connect();
+      await waitFor('the standalone GET', () => server.gets.length > getsBefore);
+      server.scripts.push(res => {
+        openSse(res);
+        res.write(frame('11', 5) + frame('12', 6));
+      });
+      await app.transport.resumeStream('10', { onresumptiontoken: onresumptiontoken as (id: string) => void });
+      await waitFor('the callback error', () => app.errors.length > 0);
+      await sleep(100);
+      await app.client.close();
+      return { errors: app.errors.map(e => e.message), received: app.received };
+    }
+    const throwing = () => {
+      throw new Error('the app callback failed');
+    };
+    const bare = [await resumeWith(throwing), await resumeWith('not a function')];
+    expect(bare[0]!.errors[0]).toContain('the app callback failed');
+    expect(bare[1]!.errors[0]).toContain('is not a function');
+    try {
+      instrument();
+      expect([await resumeWith(throwing), await resumeWith('not a function')]).toEqual(bare);
+    } finally {
+      instrumentation.disable();
+    }
+  });
 });
 
 describe('fail-loud mode (onFork: abort), as the README shows it', () => {
