@@ -344,6 +344,12 @@ describe('retry storms', () => {
     expect(Object.keys(counts).sort()).toEqual(['inconclusive:timeout', 'rejected', 'resumed']);
     for (const a of apps) expectContiguous(a.seqs, 30);
     expect(await forks(fw)).toBe(0);
+    // Nothing arrived twice, and nothing is counted twice (the duplicate counter feeds ForkwatchDuplicateDeliveries).
+    const m = await fw.metrics();
+    expect(sample(m, METRICS.clientDuplicateEvents.prometheusName, { transport: 'streamable_http' })).toBe(0);
+    expect(
+      sample(m, METRICS.clientResumes.prometheusName, { transport: 'streamable_http', outcome: 'resumed' }),
+    ).toBeGreaterThan(0);
     expect(diagnostics).toEqual([]);
   }, 120_000); // loose: a shared machine may be slow; the checks are about what happened
 
