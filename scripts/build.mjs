@@ -2,10 +2,11 @@
  * Copyright The forkwatch Authors
  * SPDX-License-Identifier: Apache-2.0
  */
-// Compiles src/ to CommonJS (build/src), without comments, with declarations, and writes thin ESM entry points (build/esm) that re-export it, so ESM
-// and CommonJS users share one copy of the instrumentation state. Bundles the alerting pack (pack/cli.ts) with its
-// renderers (yaml, the Grafana foundation SDK, the PromQL parser) into one file, build/pack/forkwatch-pack.js, that
-// `forkwatch pack` loads: the installed package needs none of them as a dependency.
+// Compiles src/ to CommonJS (build/src: JavaScript without comments, declarations with them) and writes thin ESM
+// entry points (build/esm) that re-export it, so ESM and CommonJS users share one copy of the instrumentation state.
+// Bundles the alerting pack (pack/cli.ts) with its renderers (yaml, the Grafana foundation SDK, the PromQL parser)
+// into one file, build/pack/forkwatch-pack.js, that `forkwatch pack` loads: the installed package needs none of them
+// as a dependency.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -107,20 +107,26 @@ export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
 function perRequestServerTargets(): PatchTarget[] {
   const patches = () => require('../per-request/server-patches') as typeof import('../per-request/server-patches');
   return [
-    lazyTarget('PerRequestHTTPServerTransport', () => ({
-      methods: patches().PER_REQUEST_TRANSPORT_METHODS,
-      patch: patches().patchPerRequestTransport,
-    })),
-    lazyTarget('Server', () => ({
-      methods: patches().SERVER_HANDLER_METHODS,
-      patch: patches().patchServerHandlers,
-      skip: proto => patches().describeNonHookServer(proto as { _wrapHandler?: unknown } | undefined),
-    })),
-    lazyTarget('McpServer', () => ({ methods: patches().MCP_SERVER_METHODS, patch: patches().patchMcpServerTools })),
-    lazyTarget('InMemoryServerEventBus', () => ({
-      methods: patches().EVENT_BUS_METHODS,
-      patch: patches().patchEventBus,
-    })),
+    lazyTarget('PerRequestHTTPServerTransport', () => {
+      const m = patches();
+      return { methods: m.PER_REQUEST_TRANSPORT_METHODS, patch: m.patchPerRequestTransport };
+    }),
+    lazyTarget('Server', () => {
+      const m = patches();
+      return {
+        methods: m.SERVER_HANDLER_METHODS,
+        patch: m.patchServerHandlers,
+        skip: proto => m.describeNonHookServer(proto as { _wrapHandler?: unknown } | undefined),
+      };
+    }),
+    lazyTarget('McpServer', () => {
+      const m = patches();
+      return { methods: m.MCP_SERVER_METHODS, patch: m.patchMcpServerTools };
+    }),
+    lazyTarget('InMemoryServerEventBus', () => {
+      const m = patches();
+      return { methods: m.EVENT_BUS_METHODS, patch: m.patchEventBus };
+    }),
   ];
 }
 

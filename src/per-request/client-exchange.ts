@@ -28,7 +28,6 @@ import { ReissueWindow, digestJson, isMrtrRetry, reissueKey, requestTarget } fro
 import type { FetchLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
 import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { perRequestVersionOf } from '../shared/fetch-request';
 import { observeBodyOnRead } from '../shared/response-body';
 
 /** One per-request POST, read from its URL, headers and string body. */
@@ -46,10 +45,13 @@ function attrs<T extends readonly string[]>(key: string, values: T): Record<T[nu
   return Object.fromEntries(values.map(v => [v, Object.freeze({ [key]: v })])) as Record<T[number], Attributes>;
 }
 
-/** The per-request POST this fetch call sends, or undefined for anything else. Never throws. */
+/**
+ * The per-request POST this fetch call sends, or undefined for anything else. Never throws. Only for a call that
+ * `perRequestVersionOf` accepted (a POST with a string body): the fetch observer checks that on every fetch, before
+ * this module is even loaded.
+ */
 export function perRequestPostOf(input: unknown, requestInit: RequestInitLike | undefined): PerRequestPost | undefined {
   try {
-    if (perRequestVersionOf(requestInit) === undefined) return undefined;
     const init = requestInit as RequestInitLike & { body: string; signal?: unknown };
     const endpoint =
       typeof input === 'string' ? input : input instanceof URL ? input.href : (input as { url?: unknown })?.url;
