@@ -9,13 +9,16 @@
 //   user is root; otherwise a clear message and a failure, never a skip. Packages that ship a service (nginx,
 //   redis-server, haproxy, prometheus) would start it on its default port: a policy-rc.d that answers 101 ("action
 //   forbidden", honoured by invoke-rc.d and deb-systemd-invoke) is in place for the install, so none starts.
-// - The app folders in test/sdk-versions/ that pin older MCP SDKs: `npm ci` in each whose install is missing or older
-//   than its lockfile; a failed install fails here, loudly, instead of failing the version tests later.
+// - The app folders in test/sdk-versions/ that pin older MCP SDKs, and test/runtimes/ (the Node.js binaries of every
+//   line forkwatch claims, scripts/runtimes.mjs): `npm ci` in each whose install is missing or older than its
+//   lockfile; a failed install fails here, loudly, instead of failing the tests later. Each runtime must then answer
+//   `--version` with its line.
 // It starts nothing that keeps running and stops nothing: the tests start their own servers on ports from the OS.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { RUNTIMES, RUNTIMES_DIR, runtimeBinary } from './runtimes.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -83,11 +86,10 @@ export function provisionDebianPackages({
   return undefined;
 }
 
-/** `npm ci` in every test/sdk-versions/ folder whose install is missing or older than its lockfile. */
-export function provisionVersionFolders({ run = spawnSync, versionsDir = join(root, 'test/sdk-versions') } = {}) {
+/** `npm ci` in each folder (its own package.json and lockfile) whose install is missing or older than its lockfile. */
+function npmCiWhereStale(folders, run) {
   const errors = [];
-  for (const name of existsSync(versionsDir) ? readdirSync(versionsDir).sort() : []) {
-    const app = join(versionsDir, name);
+  for (const app of folders) {
     const lock = join(app, 'package-lock.json');
     if (!existsSync(lock)) continue;
     // npm writes node_modules/.package-lock.json at the end of every install: its age tells a finished, current one.
@@ -98,8 +100,31 @@ export function provisionVersionFolders({ run = spawnSync, versionsDir = join(ro
     const res = run('npm', ['ci', '--no-audit', '--no-fund', '--prefix', app], { cwd: root, stdio: 'inherit' });
     if (res.status !== 0)
       errors.push(
-        `npm ci in ${where} failed (exit ${res.status ?? res.signal ?? res.error}); the SDK version tests cannot run`,
+        `npm ci in ${where} failed (exit ${res.status ?? res.signal ?? res.error}); the tests that need it cannot run`,
       );
+  }
+  return errors;
+}
+
+/** `npm ci` in every test/sdk-versions/ folder whose install is missing or older than its lockfile. */
+export function provisionVersionFolders({ run = spawnSync, versionsDir = join(root, 'test/sdk-versions') } = {}) {
+  const names = existsSync(versionsDir) ? readdirSync(versionsDir).sort() : [];
+  return npmCiWhereStale(
+    names.map(name => join(versionsDir, name)),
+    run,
+  );
+}
+
+/** `npm ci` in test/runtimes/ when stale, then each runtime of scripts/runtimes.mjs must be of its line. */
+export function provisionRuntimes({ run = spawnSync } = {}) {
+  const errors = npmCiWhereStale([join(root, RUNTIMES_DIR)], run);
+  if (errors.length > 0) return errors;
+  for (const runtime of RUNTIMES) {
+    const bin = runtimeBinary(root, runtime);
+    const res = run(bin, ['--version'], { encoding: 'utf8' });
+    const version = String(res.stdout ?? '').trim();
+    if (res.status !== 0 || !version.startsWith(`v${runtime.line}.`))
+      errors.push(`${relative(root, bin)} is not Node.js ${runtime.line} (${version || res.error || res.status})`);
   }
   return errors;
 }
@@ -110,6 +135,7 @@ export function provision() {
   const debian = provisionDebianPackages();
   if (debian) errors.push(debian);
   errors.push(...provisionVersionFolders());
+  errors.push(...provisionRuntimes());
   return errors;
 }
 

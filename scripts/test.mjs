@@ -3,16 +3,21 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 // The test command of the README: provision what the tests need (scripts/provision.mjs), build, run the vitest
-// suites, type-check src/ and the tests, check and unit-test the Prometheus rules with promtool, then print one
-// closing line `tests: N passed, M failed`. A skipped or todo test counts as failed: the suite has none on purpose.
+// suites on every Node.js line forkwatch claims (scripts/runtimes.mjs: the whole suite on Node 24, the
+// runtime-sensitive suites on Node 22 and 26, the register suites on 22.15.0, the oldest allowed; each under the registry's own binary, first on PATH so that every
+// child process a test starts runs it too), type-check src/ and the tests, check and unit-test the Prometheus rules
+// with promtool, then print one closing line `tests: N passed, M failed`. A skipped or todo test counts as failed:
+// the suite has none on purpose.
 //
-// `npm test -- <vitest arguments>` (e.g. a file filter) runs only the vitest files they select, and says so: the
-// type-check, Biome and promtool steps run with the whole suite only.
+// `npm test -- <vitest arguments>` (e.g. a file filter) runs only the vitest files they select, on Node 24 (or on the
+// runtimes FORKWATCH_TEST_RUNTIMES names, e.g. `node22,node26`), and says so: the type-check, Biome and promtool steps run with
+// the whole suite only.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { provision } from './provision.mjs';
+import { RUNTIMES, runtimeBinary } from './runtimes.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'inherit', ...opts });
@@ -53,37 +58,71 @@ if (args.length > 0) {
   console.error(`test: vitest, then ${promtoolSteps} promtool step(s)`);
 }
 
-// vitest: forwards the arguments and reads the counts from its JSON report (removed first: never last run's).
-const report = join(root, 'build/vitest-report.json');
-rmSync(report, { force: true });
-const vitest = run(process.execPath, [
-  'node_modules/vitest/vitest.mjs',
-  'run',
-  '--reporter=default',
-  '--reporter=json',
-  `--outputFile.json=${report}`,
-  ...args,
-]);
-if (existsSync(report)) {
-  const json = JSON.parse(readFileSync(report, 'utf8'));
-  passed += json.numPassedTests ?? 0;
-  failed += json.numFailedTests ?? 0;
-  // A file that fails to load has no failed test of its own: count it once.
-  failed += (json.testResults ?? []).filter(
-    f => f.status === 'failed' && !f.assertionResults?.some(a => a.status === 'failed'),
-  ).length;
-  // Skipped and todo tests: none may exist, so each one is reported and counted as failed.
-  const skipped = (json.testResults ?? []).flatMap(f =>
-    (f.assertionResults ?? [])
-      .filter(a => ['skipped', 'pending', 'todo', 'disabled'].includes(a.status))
-      .map(a => `${f.name.replace(`${root}/`, '')} > ${a.fullName ?? a.title} (${a.status})`),
+/** Runs vitest under one runtime; adds its counts. */
+function runVitest(runtime, vitestArgs) {
+  const bin = runtimeBinary(root, runtime);
+  const version = spawnSync(bin, ['--version'], { encoding: 'utf8' }).stdout?.trim();
+  const what = vitestArgs.length > 0 ? vitestArgs.join(' ') : 'the whole suite';
+  console.error(`test: Node.js ${version} (${runtime.pkg}): ${what}`);
+  // The report is removed first: never last run's.
+  const report = join(root, `build/vitest-report-${runtime.pkg}.json`);
+  rmSync(report, { force: true });
+  const env = { ...process.env, PATH: `${dirname(bin)}${delimiter}${process.env.PATH ?? ''}` };
+  const vitest = run(
+    bin,
+    [
+      'node_modules/vitest/vitest.mjs',
+      'run',
+      '--reporter=default',
+      '--reporter=json',
+      `--outputFile.json=${report}`,
+      ...vitestArgs,
+    ],
+    { env },
   );
-  for (const s of skipped) console.error(`test: SKIPPED (counted as failed): ${s}`);
-  failed += skipped.length;
-} else {
-  console.error('test: vitest wrote no report');
+  let linePassed = 0;
+  let lineFailed = 0;
+  if (existsSync(report)) {
+    const json = JSON.parse(readFileSync(report, 'utf8'));
+    linePassed += json.numPassedTests ?? 0;
+    lineFailed += json.numFailedTests ?? 0;
+    // A file that fails to load has no failed test of its own: count it once.
+    lineFailed += (json.testResults ?? []).filter(
+      f => f.status === 'failed' && !f.assertionResults?.some(a => a.status === 'failed'),
+    ).length;
+    // Skipped and todo tests: none may exist, so each one is reported and counted as failed.
+    const skipped = (json.testResults ?? []).flatMap(f =>
+      (f.assertionResults ?? [])
+        .filter(a => ['skipped', 'pending', 'todo', 'disabled'].includes(a.status))
+        .map(a => `${f.name.replace(`${root}/`, '')} > ${a.fullName ?? a.title} (${a.status})`),
+    );
+    for (const s of skipped) console.error(`test: SKIPPED on ${runtime.pkg} (counted as failed): ${s}`);
+    lineFailed += skipped.length;
+  } else {
+    console.error(`test: vitest wrote no report on ${runtime.pkg}`);
+  }
+  if (vitest.status !== 0 && lineFailed === 0) lineFailed++;
+  console.error(`test: Node.js ${version}: ${linePassed} passed, ${lineFailed} failed`);
+  passed += linePassed;
+  failed += lineFailed;
 }
-if (vitest.status !== 0 && failed === 0) failed++;
+
+// vitest: each runtime's suites (scripts/runtimes.mjs); with arguments, those files on Node 24, or on the runtimes
+// FORKWATCH_TEST_RUNTIMES names (`node22,node26`).
+const chosen = process.env.FORKWATCH_TEST_RUNTIMES?.split(',').map(name => name.trim());
+for (const name of chosen ?? []) {
+  if (RUNTIMES.some(runtime => runtime.pkg === name)) continue;
+  console.error(`test: FORKWATCH_TEST_RUNTIMES names ${name}, not one of ${RUNTIMES.map(r => r.pkg).join(', ')}`);
+  failed++;
+}
+for (const runtime of RUNTIMES) {
+  if (args.length > 0) {
+    const wanted = chosen ? chosen.includes(runtime.pkg) : runtime.suites === 'all';
+    if (wanted) runVitest(runtime, args);
+  } else {
+    runVitest(runtime, runtime.suites === 'all' ? [] : runtime.suites);
+  }
+}
 
 // The type-check of src/ and of the tests (`npm run typecheck`), with the whole suite only: vitest strips types
 // without checking them, so only this keeps the tests' types honest in CI.

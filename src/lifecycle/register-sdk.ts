@@ -7,26 +7,30 @@
  * and LoggerProvider when asked for, built from the light SDK packages (no @opentelemetry/sdk-node) and configured
  * from the same OTEL_* variables NodeSDK reads.
  *
- * The OTLP and Zipkin exporters are optional peer dependencies: they are loaded only when a variable asks for them,
- * and one missing gives one stderr line naming the package to install; every other signal is set up regardless.
+ * It runs on either OpenTelemetry JS line forkwatch's ranges take (otel-line.ts): the app's own copies, 2.x or 3.x.
+ * The tracing SDK, the logs SDK and the OTLP and Zipkin exporters are optional peer dependencies: they are loaded
+ * only when a variable asks for them, and one missing gives one stderr line naming the package to install, at the
+ * version of the app's line; every other signal is set up regardless.
  */
 import { context, diag, propagation, trace, type TextMapPropagator } from '@opentelemetry/api';
 import type { Resource } from '@opentelemetry/resources';
 import type { IMetricReader, MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
-import type { BasicTracerProvider, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { positive } from '../core/numbers';
 import type { LogsExporterName, TracesExporterName } from './env-config';
+import { type OptionalPeer, peerInstallHint } from './otel-line';
 import type {
   LoggerProviderLike,
   LogRecordExporterLike,
   OptionalPeerModule,
-  ResourcesLine1,
+  TracerProviderLike,
 } from '../shared/internal-types';
+import { SDK_TRACE_BASE_PACKAGE, SDK_TRACE_PACKAGE, type TracingSdk, tracingSdkOf } from './register-tracing';
 
 type SdkMetrics = typeof import('@opentelemetry/sdk-metrics');
-type SdkTraceBase = typeof import('@opentelemetry/sdk-trace-base');
 type Core = typeof import('@opentelemetry/core');
 type Resources = typeof import('@opentelemetry/resources');
+type ApiLogs = typeof import('@opentelemetry/api-logs');
 
 /** The OTLP exporter package for each protocol, per signal, as NodeSDK picks them. */
 const OTLP_PACKAGES = {
@@ -50,8 +54,8 @@ type Signal = keyof typeof OTLP_PACKAGES;
 type OtlpProtocol = keyof (typeof OTLP_PACKAGES)['metrics'];
 const ZIPKIN_PACKAGE = '@opentelemetry/exporter-zipkin';
 const SDK_LOGS_PACKAGE = '@opentelemetry/sdk-logs';
-/** The version line of the optional peers that matches forkwatch's own SDK packages. */
-const PEER_RANGE = '0.223';
+/** The logs API of the 2.x line; on the 3.x line @opentelemetry/api (1.10) carries `logs` itself. */
+const API_LOGS_PACKAGE = '@opentelemetry/api-logs';
 
 const RESOURCE_DETECTORS = ['env', 'host', 'os', 'process', 'serviceinstance'] as const;
 const DEFAULT_RESOURCE_DETECTORS = ['env', 'process', 'host'] as const;
@@ -105,18 +109,28 @@ export function otlpProtocol(signal: Signal): OtlpProtocol {
   return 'http/protobuf';
 }
 
-/** Loads an optional peer dependency from the app's node_modules; undefined (and one line) when it is not installed. */
+/**
+ * Loads an optional peer dependency from the app's node_modules; undefined (and one line naming the package and the
+ * version of the app's OpenTelemetry line to install) when it is not installed.
+ */
 export function loadOptionalPeer<T extends OptionalPeerModule>(
-  name: string,
+  name: OptionalPeer,
   wantedBy: string,
   say: (line: string) => void,
 ): T | undefined {
+  const peer = installedPeer<T>(name);
+  if (!peer)
+    say(`${wantedBy} needs ${name}, which is not installed: run \`npm install ${peerInstallHint(name)}\`; left out`);
+  return peer;
+}
+
+/** An optional peer if installed, else undefined; any other error loading it is thrown. */
+function installedPeer<T extends OptionalPeerModule>(name: OptionalPeer): T | undefined {
   try {
     return require(name) as T;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'MODULE_NOT_FOUND' && code !== 'ERR_MODULE_NOT_FOUND') throw error;
-    say(`${wantedBy} needs ${name}, which is not installed: run \`npm install ${name}@~${PEER_RANGE}\`; left out`);
     return undefined;
   }
 }
@@ -144,20 +158,18 @@ export function otlpMetricReader(say: (line: string) => void): IMetricReader | u
 }
 
 /**
- * The resource NodeSDK would build, on either release line forkwatch's dependency ranges allow: 2.x has synchronous
- * `detectResources` and `defaultResource()`; 1.x (1.30) has `detectResourcesSync`, `Resource.default()` and `*Sync`
- * detectors. Using the app's own copy on both lines is what keeps forkwatch from nesting a second one.
+ * The resource NodeSDK would build, from the app's own @opentelemetry/resources (2.x and 3.x share this API):
+ * synchronous `detectResources` over the detectors OTEL_NODE_RESOURCE_DETECTORS names, merged into
+ * `defaultResource()`.
  */
 function detectResource(): Resource {
-  const resources = require('@opentelemetry/resources') as Resources & Partial<ResourcesLine1>;
-  const line1 = typeof resources.defaultResource !== 'function';
-  const detector = (name: string) => (resources as unknown as Record<string, unknown>)[line1 ? `${name}Sync` : name];
+  const resources = require('@opentelemetry/resources') as Resources;
   const byName = {
-    env: detector('envDetector'),
-    host: detector('hostDetector'),
-    os: detector('osDetector'),
-    process: detector('processDetector'),
-    serviceinstance: detector('serviceInstanceIdDetector'),
+    env: resources.envDetector,
+    host: resources.hostDetector,
+    os: resources.osDetector,
+    process: resources.processDetector,
+    serviceinstance: resources.serviceInstanceIdDetector,
   };
   const requested = envList('OTEL_NODE_RESOURCE_DETECTORS');
   let names: readonly string[] = DEFAULT_RESOURCE_DETECTORS;
@@ -172,10 +184,7 @@ function detectResource(): Resource {
       );
     return found ? [found] : [];
   });
-  if (line1 && resources.Resource && resources.detectResourcesSync) {
-    return resources.Resource.default().merge(resources.detectResourcesSync({ detectors: chosen })) as Resource;
-  }
-  return resources.defaultResource().merge(resources.detectResources({ detectors: chosen as never }));
+  return resources.defaultResource().merge(resources.detectResources({ detectors: chosen }));
 }
 
 /** OTEL_PROPAGATORS, for the W3C propagators @opentelemetry/core carries (b3 and jaeger would need more packages). */
@@ -195,8 +204,19 @@ function propagatorFromEnv(say: (line: string) => void): TextMapPropagator | und
   return propagators.length === 0 ? undefined : new CompositePropagator({ propagators });
 }
 
-function spanProcessors(settings: SdkSettings, stderrProcessor: () => SpanProcessor): SpanProcessor[] {
-  const { BatchSpanProcessor } = require('@opentelemetry/sdk-trace-base') as SdkTraceBase;
+/**
+ * The tracing SDK (register-tracing.ts): the 2.x line's sdk-trace-base where installed, else sdk-trace (2.9 and
+ * later, and the only one on 3.x). Undefined, with one line, when neither is installed.
+ */
+function tracingSdk(settings: SdkSettings): TracingSdk | undefined {
+  const base = installedPeer(SDK_TRACE_BASE_PACKAGE);
+  if (base) return tracingSdkOf(base, SDK_TRACE_BASE_PACKAGE);
+  const wantedBy = `OTEL_TRACES_EXPORTER=${settings.tracesExporters.join(',')}`;
+  const sdk = loadOptionalPeer(SDK_TRACE_PACKAGE, wantedBy, settings.say);
+  return sdk && tracingSdkOf(sdk, SDK_TRACE_PACKAGE);
+}
+
+function spanProcessors(settings: SdkSettings, sdk: TracingSdk, stderrProcessor: () => SpanProcessor): SpanProcessor[] {
   const processors: SpanProcessor[] = [];
   for (const name of settings.tracesExporters) {
     if (name === 'console') {
@@ -220,8 +240,7 @@ function spanProcessors(settings: SdkSettings, stderrProcessor: () => SpanProces
       );
       exporter = peer && new peer.OTLPTraceExporter();
     }
-    // BatchSpanProcessor reads OTEL_BSP_* itself.
-    if (exporter) processors.push(new BatchSpanProcessor(exporter));
+    if (exporter) processors.push(sdk.batchProcessor(exporter));
   }
   return processors;
 }
@@ -242,10 +261,9 @@ function loggerProvider(settings: SdkSettings, resource: Resource): LoggerProvid
   if (!sdkLogs || !peer) return undefined;
   const processor = new sdkLogs.BatchLogRecordProcessor({ exporter: new peer.OTLPLogExporter() });
   const provider = new sdkLogs.LoggerProvider({ resource, processors: [processor] });
-  // sdk-logs 0.5x (the 1.x line) ignores `processors` and takes them one by one; 0.200 and later have no such method.
-  provider.addLogRecordProcessor?.(processor);
-  const { logs } = require('@opentelemetry/api-logs') as typeof import('@opentelemetry/api-logs');
-  logs.setGlobalLoggerProvider(provider as never);
+  const { logs } = require('@opentelemetry/api') as { logs?: ApiLogs['logs'] };
+  const logsApi = logs ?? loadOptionalPeer<ApiLogs>(API_LOGS_PACKAGE, wantedBy, settings.say)?.logs;
+  logsApi?.setGlobalLoggerProvider(provider as never);
   return provider;
 }
 
@@ -270,12 +288,11 @@ export function startSdk(settings: SdkSettings, stderrProcessor: () => SpanProce
     metrics.setGlobalMeterProvider(meterProvider);
   }
 
-  let tracerProvider: BasicTracerProvider | undefined;
-  const processors = spanProcessors(settings, stderrProcessor);
-  if (processors.length > 0) {
-    // BasicTracerProvider reads OTEL_TRACES_SAMPLER(_ARG) and the span limits itself.
-    const { BasicTracerProvider } = require('@opentelemetry/sdk-trace-base') as SdkTraceBase;
-    tracerProvider = new BasicTracerProvider({ resource, spanProcessors: processors });
+  let tracerProvider: TracerProviderLike | undefined;
+  const tracing = settings.tracesExporters.length > 0 ? tracingSdk(settings) : undefined;
+  const processors = tracing ? spanProcessors(settings, tracing, stderrProcessor) : [];
+  if (tracing && processors.length > 0) {
+    tracerProvider = tracing.provider(resource, processors);
     trace.setGlobalTracerProvider(tracerProvider);
   }
 

@@ -36,11 +36,11 @@ import type { ForkwatchInstrumentation } from './instrumentation';
 import type { ForkwatchMetricReader } from './prom-client';
 import { createMetricExporters, describeError, servePrometheus } from './register-exporters';
 import type { StartedSdk } from './register-sdk';
+import { installEsmLoader } from './esm-loader';
 import { installExitHandlers, withTimeout } from './register-shutdown';
 import { StderrDiagLogger, StderrSpanProcessor, writeStderr } from './register-stderr';
 import { type ForkwatchRegistration, REGISTRATION_KEY } from './registration';
 
-const ESM_HOOK_KEY = Symbol.for('forkwatch.esm-hook');
 const OTEL_API_KEY = Symbol.for('opentelemetry.js.api.1');
 /** The longest a scrape of the Prometheus endpoint waits for resource detection. */
 const RESOURCE_TIMEOUT_MS = 2_000;
@@ -112,21 +112,12 @@ class Registration implements ForkwatchRegistration {
   }
 
   private installEsmHook(): void {
-    const globals = globalThis as Globals;
-    if (globals[ESM_HOOK_KEY]) return;
-    globals[ESM_HOOK_KEY] = true;
     try {
-      const mod = require('node:module') as { register?: (specifier: string) => void };
-      if (typeof mod.register !== 'function') {
+      const how = installEsmLoader();
+      if (how === 'none')
         this.say(
           'this Node.js cannot register ESM loader hooks (module.register, Node >= 20.6): ESM code is not instrumented',
         );
-        return;
-      }
-      const { pathToFileURL } = require('node:url') as typeof import('node:url');
-      // Resolved from forkwatch's own dependency: the loader must come from the same import-in-the-middle copy as
-      // the Hook the instrumentation registers, or nothing is patched.
-      mod.register(pathToFileURL(require.resolve('@opentelemetry/instrumentation/hook.mjs')).href);
     } catch (error) {
       this.say(`could not register the ESM loader hooks (${describeError(error)}): ESM code is not instrumented`);
     }

@@ -14,14 +14,13 @@ export type OptionalPeerModule = object;
 export interface LoggerProviderLike {
   forceFlush(): Promise<void>;
   shutdown(): Promise<void>;
-  /** Only on sdk-logs 0.5x (the OpenTelemetry JS 1.x line). */
-  addLogRecordProcessor?(processor: unknown): void;
 }
 
-/** What @opentelemetry/resources 1.x (1.30) has in place of 2.x's `defaultResource()` and sync `detectResources`. */
-export interface ResourcesLine1 {
-  Resource: { default(): { merge(other: unknown): unknown } };
-  detectResourcesSync(config: { detectors: unknown[] }): unknown;
+/** The part of a TracerProvider (sdk-trace-base 2.x, sdk-trace 3.x) that register uses. */
+export interface TracerProviderLike {
+  getTracer(name: string, version?: string): import('@opentelemetry/api').Tracer;
+  forceFlush(): Promise<void>;
+  shutdown(): Promise<void>;
 }
 
 /** An OTLP log exporter, handed to sdk-logs' BatchLogRecordProcessor unchanged. */

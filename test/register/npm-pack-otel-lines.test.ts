@@ -3,11 +3,12 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * The packed tarball in apps that run their own OpenTelemetry SDK, one per release line on Node 20: 1.x (sdk-node
- * 0.57, api 1.9.0, the lowest API forkwatch's peer range allows) and 2.x (sdk-node 0.223). `npm ls` proves one
- * copy of each OpenTelemetry package (forkwatch's dependency ranges take the app's own line), and forkwatch's metrics reach the app's own
- * Prometheus exporter, both as a library (ForkwatchInstrumentation in the app's NodeSDK) and with
- * `--require forkwatch/register`.
+ * The packed tarball in apps that run their own OpenTelemetry SDK, one per release line: 2.x (sdk-node 0.223, api
+ * 1.9.0, the lowest API forkwatch's peer range allows) and 3.x (sdk-node 0.301, api 1.10.0), installed with a plain
+ * `npm install` (no flags) after the app's own packages. `npm ls` proves one copy of each OpenTelemetry package
+ * (forkwatch's dependency ranges take the app's own line, and a 3.x app gets no sdk-trace-base), and forkwatch's
+ * metrics and spans reach the app's own SDK, both as a library (ForkwatchInstrumentation in the app's NodeSDK) and
+ * with `--require forkwatch/register`; with no SDK of the app's, register starts one from the app's packages.
  */
 import { execFile } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -31,10 +32,11 @@ const run = promisify(execFile);
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 const LINES = {
-  '1.x': ['@opentelemetry/api@1.9.0', '@opentelemetry/sdk-node@0.57.2', '@opentelemetry/exporter-prometheus@0.57.2'],
   '2.x': ['@opentelemetry/api@1.9.0', '@opentelemetry/sdk-node@0.223.0', '@opentelemetry/exporter-prometheus@0.223.0'],
+  '3.x': ['@opentelemetry/api@1.10.0', '@opentelemetry/sdk-node@0.301.2', '@opentelemetry/exporter-prometheus@0.301.2'],
 } as const;
 type Line = keyof typeof LINES;
+const API_OF: Record<Line, string> = { '2.x': '1.9.0', '3.x': '1.10.0' };
 
 let work: string;
 let tarball: string;
@@ -105,10 +107,10 @@ afterAll(async () => {
 });
 
 describe.each(Object.keys(LINES) as Line[])('an app on the OpenTelemetry JS %s line', line => {
-  test('one copy of @opentelemetry/api, at the lowest version the peer range allows', async () => {
+  test('one copy of @opentelemetry/api, the app own', async () => {
     const copies = await otelCopies(apps[line]);
     process.stderr.write(`${line}: ${JSON.stringify(copies)}\n`);
-    expect(copies['@opentelemetry/api']).toEqual(['1.9.0']);
+    expect(copies['@opentelemetry/api']).toEqual([API_OF[line]]);
   });
 
   test('one copy of every OpenTelemetry package: forkwatch uses the app own and adds none', async () => {
@@ -116,8 +118,12 @@ describe.each(Object.keys(LINES) as Line[])('an app on the OpenTelemetry JS %s l
     const duplicated = Object.entries(copies).filter(([, versions]) => versions.length > 1);
     expect(duplicated).toEqual([]);
     // The SDK packages forkwatch builds on are the app's own release line, not a newer one beside it.
-    expect(copies['@opentelemetry/sdk-metrics']).toEqual([expect.stringMatching(line === '1.x' ? /^1\./ : /^2\./)]);
-    expect(copies['@opentelemetry/instrumentation']).toHaveLength(1);
+    const major = line.slice(0, 1);
+    for (const stable of ['core', 'sdk-metrics', 'resources', 'context-async-hooks'])
+      expect(copies[`@opentelemetry/${stable}`]).toEqual([expect.stringMatching(new RegExp(`^${major}\\.`))]);
+    expect(copies['@opentelemetry/instrumentation']).toEqual([line === '3.x' ? '0.301.2' : '0.223.0']);
+    // 3.x has no sdk-trace-base: a copy would be forkwatch's own, of the older line.
+    if (line === '3.x') expect(copies['@opentelemetry/sdk-trace-base']).toBeUndefined();
   });
 
   test.each([
@@ -157,21 +163,25 @@ describe.each(Object.keys(LINES) as Line[])('an app on the OpenTelemetry JS %s l
       args: ['--require', 'forkwatch/register', 'own-sdk-any-line.cjs'],
       env: {},
     },
-  ])('$mode: forkwatch metrics on the app Prometheus exporter', async ({ args, env }) => {
-    const port = await freePort();
-    const proc = startApp({
-      cwd: apps[line],
-      args,
-      env: { ...(await labEnv(lab)), APP_METRICS_PORT: String(port), ...env },
-    });
-    expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
-    expect(proc.stderr()).toContain(`FIXTURE OTEL LINE ${line}`);
-    const text = await scrapeText(port);
-    expect(
-      sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' }),
-    ).toBe(1);
-    expect(proc.stdout()).toBe('');
-    expect(proc.forkwatchLines()).toEqual([]);
-    await proc.stop('SIGTERM');
-  });
+  ])(
+    '$mode: forkwatch metrics on the app Prometheus exporter, its spans in the app span processor',
+    async ({ args, env }) => {
+      const port = await freePort();
+      const proc = startApp({
+        cwd: apps[line],
+        args,
+        env: { ...(await labEnv(lab)), APP_METRICS_PORT: String(port), ...env },
+      });
+      expect(await proc.done()).toMatchObject({ lost: 0, resumes: [200], patched: true });
+      expect(proc.stderr()).toContain(`FIXTURE OTEL LINE ${line}`);
+      const text = await scrapeText(port);
+      expect(
+        sampleValue(text, 'forkwatch_client_resumes_total', { transport: 'streamable_http', outcome: 'resumed' }),
+      ).toBe(1);
+      expect(proc.stderr()).toContain('FIXTURE SPAN forkwatch.client.resume');
+      expect(proc.stdout()).toBe('');
+      expect(proc.forkwatchLines()).toEqual([]);
+      await proc.stop('SIGTERM');
+    },
+  );
 });

