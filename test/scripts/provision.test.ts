@@ -15,6 +15,7 @@ import {
   DEBIAN_BINARIES,
   POLICY_RC_D,
   provisionDebianPackages,
+  provisionRuntimes,
   provisionVersionFolders,
   // @ts-expect-error: plain ESM module without types
 } from '../../scripts/provision.mjs';
@@ -161,5 +162,25 @@ test('version folders: npm ci where the install is missing or older than the loc
   expect(npm.calls.map(c => c.at(-1)!.split('/').pop())).toEqual(['a-missing', 'b-old']);
   expect(npm.calls[0]!.slice(0, 4)).toEqual(['npm', 'ci', '--no-audit', '--no-fund']);
   expect(errors).toHaveLength(1);
-  expect(errors[0]).toMatch(/npm ci in .*b-old failed \(exit 1\); the SDK version tests cannot run/);
+  expect(errors[0]).toMatch(/npm ci in .*b-old failed \(exit 1\); the tests that need it cannot run/);
+});
+
+test('runtimes: each binary of scripts/runtimes.mjs must answer --version with its own line', () => {
+  const asked: string[] = [];
+  // Every runtime answers its line, but the one for Node 26 is really a Node 20.
+  const run = (cmd: string, args: string[]) => {
+    if (cmd === 'npm') return { status: 0, signal: null };
+    asked.push(`${cmd.split('/').at(-3)} ${args.join(' ')}`);
+    const line = cmd.includes('/node26/') ? '20' : /\/node(\d+)/.exec(cmd)![1];
+    return { status: 0, signal: null, stdout: `v${line}.1.2\n` };
+  };
+  const errors = provisionRuntimes({ run });
+  expect(asked).toEqual(['node22.15 --version', 'node22 --version', 'node24 --version', 'node26 --version']);
+  expect(errors).toEqual([
+    expect.stringMatching(/test\/runtimes\/node_modules\/node26\/bin\/node is not Node\.js 26 \(v20\.1\.2\)/),
+  ]);
+});
+
+test('runtimes: the real binaries are each of their line', () => {
+  expect(provisionRuntimes()).toEqual([]);
 });
