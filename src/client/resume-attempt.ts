@@ -20,7 +20,7 @@ import type { SessionRecord } from '../core/ledger';
 import type { FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdict';
 import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { sessionSpanAttributes } from '../shared/session-id';
+import { protocolVersionAttributes, sessionSpanAttributes } from '../shared/session-id';
 import { errorTypeOf, recordBoundedException } from '../shared/span-errors';
 import type { ResumeVerdictInfo } from '../shared/types';
 
@@ -77,7 +77,7 @@ export class ResumeAttempt {
       [ATTR.cursorHeld]: init.cursor === undefined,
       [ATTR.attempt]: this.attemptNumber,
       ...this.sessionAttributes(),
-      ...(init.protocolVersion ? { [ATTR.mcpProtocolVersion]: init.protocolVersion } : {}),
+      ...protocolVersionAttributes(init.protocolVersion),
     });
   }
 
@@ -191,7 +191,7 @@ export class ResumeAttempt {
     return {
       [ATTR.transport]: this.init.transport,
       ...this.sessionAttributes(),
-      ...(this.init.protocolVersion ? { [ATTR.mcpProtocolVersion]: this.init.protocolVersion } : {}),
+      ...protocolVersionAttributes(this.init.protocolVersion),
     };
   }
 

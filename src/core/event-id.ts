@@ -6,6 +6,7 @@
  * Event ids are opaque strings chosen by the server. The detector compares them, hashes them and sometimes
  * shows them on spans, so every id first goes through `eventIdKey`, which bounds what is kept of it.
  */
+import { PEER_VALUE_MAX_CHARS, clip } from './clip';
 
 /** Ids longer than this many UTF-8 bytes are kept as a fixed-size digest, never verbatim. */
 export const MAX_EVENT_ID_BYTES = 4096;
@@ -56,17 +57,11 @@ export function isOversizedKey(key: string): boolean {
 }
 
 /** A printable, bounded rendering of an id for spans and diagnostics. */
-export function displayEventId(id: string | undefined, maxLength = 256): string | undefined {
+export function displayEventId(
+  id: string | undefined,
+  maxLength: number = PEER_VALUE_MAX_CHARS.eventId,
+): string | undefined {
   if (id === undefined) return undefined;
   if (isOversizedKey(id)) return `<oversized id: ${id.slice(OVERSIZED_PREFIX.length)}>`;
-  // Control characters (C0, DEL and C1, such as the 8-bit CSI U+009B) would corrupt log lines and span viewers.
-  const printable = id.replace(/[\u0000-\u001f\u007f-\u009f]/g, '\uFFFD');
-  if (printable.length <= maxLength) return printable;
-  // Never cut a surrogate pair in half: a lone surrogate is not valid UTF-8 on export.
-  const cut = isHighSurrogate(printable.charCodeAt(maxLength - 1)) ? maxLength - 1 : maxLength;
-  return `${printable.slice(0, cut)}…(${printable.length} chars)`;
-}
-
-function isHighSurrogate(code: number): boolean {
-  return code >= 0xd800 && code <= 0xdbff;
+  return clip(id, maxLength);
 }

@@ -3,6 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** The continuity core: pure TypeScript, no OpenTelemetry and no MCP SDK imports. */
+export * from './clip';
 export * from './codecs';
 export * from './delivery-ledger';
 export * from './delivery-rules';

@@ -62,9 +62,19 @@ export function idempotencyOf(method: string, idempotentHint: boolean | undefine
   return idempotentHint === true ? 'idempotent' : 'not_idempotent';
 }
 
-/** The correlation key of a request: same principal, method, name and argument digest. */
+/** Keys longer than this (a peer's tool name, resource URI or client id) are kept as a fixed-size digest. */
+export const MAX_REISSUE_KEY_CHARS = 1024;
+
+/**
+ * The correlation key of a request: same principal, method, name and argument digest. The re-issue window holds
+ * thousands of them, and the peer chooses their parts: a longer one is kept as its digest (about 30 characters). Two
+ * long keys could share one, at odds of 2^-64 by chance or by a crafted name: one probable re-issue miscounted,
+ * nothing else, since the key only decides what that counter adds.
+ */
 export function reissueKey(principal: string, method: string, name: string | undefined, argsDigest: string): string {
-  return `${principal}\u0000${method}\u0000${name ?? ''}\u0000${argsDigest}`;
+  const key = `${principal}\u0000${method}\u0000${name ?? ''}\u0000${argsDigest}`;
+  // SOH first: a key of its own parts starts with the principal, never with a control character.
+  return key.length <= MAX_REISSUE_KEY_CHARS ? key : `\u0001${digestText(key)}`;
 }
 
 export interface BrokenExchange {
@@ -182,7 +192,11 @@ export class BoundedRegistry {
  * pair are enough for correlation within a window; this is no security boundary).
  */
 export function digestJson(value: unknown, maxChars = 65_536): string {
-  const text = canonicalJson(value, maxChars);
+  return digestText(canonicalJson(value, maxChars));
+}
+
+/** Two 32-bit FNV-1a lanes and the length of `text`: a fixed-size digest, not a cryptographic one. */
+function digestText(text: string): string {
   return `${fnv1a(text, 0x811c9dc5).toString(36)}${fnv1a(text, 0x01000193).toString(36)}:${text.length}`;
 }
 

@@ -4,8 +4,9 @@
  */
 /**
  * Patches the transport classes of a module forkwatch found (module-discovery.ts) or was handed
- * (manuallyInstrument): checks the version, that each class has every method, and that nobody patched it yet; and
- * unpatches them again. Returns nothing and never throws: a class it cannot patch gets a diagnostic.
+ * (manuallyInstrument): checks the version, that each class has every method, that nobody patched it yet and that
+ * its methods can be replaced; and unpatches them again. Returns nothing and never throws: a class it cannot patch
+ * (or unpatch: frozen after forkwatch patched it) gets one diagnostic and is left as it was.
  */
 import type { DiagLogger } from '@opentelemetry/api';
 import { isWrapped } from '@opentelemetry/instrumentation';
@@ -18,7 +19,8 @@ import { type ClassPatch, type PatchTarget, versionSatisfies } from './targets';
 export type Unwrap = (target: object, name: string) => void;
 
 export class ModulePatcher {
-  private readonly patched = new Map<PrototypeLike, ClassPatch>();
+  /** Each patched prototype, its patch and its class's export name. */
+  private readonly patched = new Map<PrototypeLike, { patch: ClassPatch; exportName: string }>();
   private readonly warned = new Set<string>();
 
   constructor(
@@ -48,7 +50,13 @@ export class ModulePatcher {
       );
       return;
     }
-    for (const target of targets) this.patchClass(exports, target, packageName, version, route);
+    for (const target of targets) {
+      try {
+        this.patchClass(exports, target, packageName, version, route);
+      } catch (error) {
+        this.diag.error(`${packageName}@${version ?? '?'} ${target.exportName} not instrumented`, error);
+      }
+    }
   }
 
   private patchClass(
@@ -79,8 +87,26 @@ export class ModulePatcher {
     }
     // ESM and CommonJS hooks can both match one file, and two instrumentations can share a class.
     if (patch.methods.some(m => isWrapped(proto[m]))) return;
-    patch.patch(proto, this.runtime, this.wrap);
-    this.patched.set(proto, patch);
+    // A frozen or sealed class (or a non-configurable method): replacing its methods would throw into the host.
+    const locked = patch.methods.filter(m => !replaceable(proto, m));
+    if (locked.length > 0) {
+      this.cannotPatch(
+        packageName,
+        version,
+        target.exportName,
+        `${locked.join(', ')} cannot be replaced (frozen, sealed or non-configurable)`,
+      );
+      return;
+    }
+    try {
+      patch.patch(proto, this.runtime, this.wrap);
+    } catch (error) {
+      // Locked some other way (a Proxy, a setter): the methods wrapped before the failure are put back.
+      this.unwrapAll(proto, patch);
+      this.cannotPatch(packageName, version, target.exportName, String(error));
+      return;
+    }
+    this.patched.set(proto, { patch, exportName: target.exportName });
     this.info.patched(proto, { sdk_package: packageName, sdk_class: target.exportName, route });
     this.diag.debug(`patched ${target.exportName} of ${label}`);
   }
@@ -88,18 +114,46 @@ export class ModulePatcher {
   unpatch(exports: unknown, targets: readonly PatchTarget[]): void {
     for (const target of targets) {
       const proto = (safeGet(exports, target.exportName) as ClassLike | null | undefined)?.prototype;
-      if (proto) this.unpatchPrototype(proto, target.load());
+      if (proto) this.unpatchPrototype(proto, target.load(), target.exportName);
     }
   }
 
   unpatchAll(): void {
-    for (const [proto, patch] of [...this.patched]) this.unpatchPrototype(proto, patch);
+    for (const [proto, { patch, exportName }] of [...this.patched]) this.unpatchPrototype(proto, patch, exportName);
   }
 
-  private unpatchPrototype(proto: PrototypeLike, patch: ClassPatch): void {
-    for (const m of patch.methods) if (isWrapped(proto[m])) this.unwrap(proto, m);
+  private unpatchPrototype(proto: PrototypeLike, patch: ClassPatch, exportName: string): void {
     this.patched.delete(proto);
-    this.info.unpatched(proto);
+    if (this.unwrapAll(proto, patch)) {
+      this.info.unpatched(proto);
+      return;
+    }
+    // Frozen after forkwatch patched it: the wrappers stay, and pass every call through while disabled.
+    this.warnOnce(
+      `unpatch:${exportName}`,
+      `${exportName} could not be unpatched (frozen after forkwatch patched it): its wrappers stay, inert while disabled`,
+    );
+  }
+
+  /** Puts back every method of `patch` that is wrapped on `proto`; false when one cannot be. */
+  private unwrapAll(proto: PrototypeLike, patch: ClassPatch): boolean {
+    let all = true;
+    for (const m of patch.methods) {
+      try {
+        if (isWrapped(proto[m])) this.unwrap(proto, m);
+        if (isWrapped(proto[m])) all = false;
+      } catch {
+        all = false;
+      }
+    }
+    return all;
+  }
+
+  private cannotPatch(packageName: string, version: string | undefined, exportName: string, why: string): void {
+    this.warnOnce(
+      `${packageName}@${version}:${exportName}:locked`,
+      `${packageName}@${version ?? '?'} ${exportName} could not be instrumented: ${why}; it works as without forkwatch`,
+    );
   }
 
   private warnOnce(key: string, message: string): void {
@@ -114,6 +168,16 @@ function safeGet(moduleExports: unknown, name: string): unknown {
     return (moduleExports as ModuleExportsLike | null | undefined)?.[name];
   } catch {
     return undefined;
+  }
+}
+
+/** Whether shimmer can define `name` on `proto` (an own configurable property, or a new one on an extensible object). */
+function replaceable(proto: PrototypeLike, name: string): boolean {
+  try {
+    const own = Object.getOwnPropertyDescriptor(proto, name);
+    return own ? own.configurable === true : Object.isExtensible(proto);
+  } catch {
+    return false;
   }
 }
 

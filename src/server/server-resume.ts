@@ -12,7 +12,7 @@ import { displayEventId } from '../core/event-id';
 import { judgeReplayBoundary } from '../core/replay-boundary';
 import type { StreamableHttpServerTransportLike } from '../shared/internal-types';
 import { ATTR, SPAN, SPAN_EVENT, type ServerResumeOutcome, type ServerTransportLabel } from '../shared/names';
-import { hashSessionId, sessionSpanAttributes } from '../shared/session-id';
+import { clipSessionId, hashSessionId, protocolVersionAttributes, sessionSpanAttributes } from '../shared/session-id';
 import { errorTypeOf, recordBoundedException } from '../shared/span-errors';
 import { type ReplayRecord, type ReplayScope, newReplayRecord } from './recording-event-store';
 import { boundaryWatchOf } from './replay-boundary-watch';
@@ -133,7 +133,7 @@ export class ServerResume {
     this.span.addEvent(SPAN_EVENT.resumeCursor, {
       ...(runtime.settings.captureEventIds ? { [ATTR.cursor]: displayEventId(init.cursor) } : {}),
       ...this.sessionAttributes(),
-      ...(init.protocolVersion ? { [ATTR.mcpProtocolVersion]: init.protocolVersion } : {}),
+      ...protocolVersionAttributes(init.protocolVersion),
       [ATTR.eventStore]: init.hasEventStore,
     });
   }
@@ -220,7 +220,7 @@ export class ServerResume {
     return {
       [ATTR.transport]: this.init.transport,
       ...this.sessionAttributes(),
-      ...(this.init.protocolVersion ? { [ATTR.mcpProtocolVersion]: this.init.protocolVersion } : {}),
+      ...protocolVersionAttributes(this.init.protocolVersion),
       [ATTR.eventStore]: this.init.hasEventStore,
     };
   }
@@ -231,7 +231,7 @@ export class ServerResume {
     const other = this.record.foreignOwner?.sessionId;
     if (typeof other === 'string' && other !== '') {
       attrs[ATTR.foreignSessionHash] = hashSessionId(other);
-      if (this.runtime.settings.captureRawSessionId) attrs[ATTR.foreignSessionId] = other;
+      if (this.runtime.settings.captureRawSessionId) attrs[ATTR.foreignSessionId] = clipSessionId(other);
     }
     return attrs;
   }

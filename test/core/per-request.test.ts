@@ -20,6 +20,8 @@ import {
   judgeListenEnd,
   judgeStreamEnd,
   judgeTaskMiss,
+  MAX_REISSUE_KEY_CHARS,
+  reissueKey,
   requestTarget,
 } from '../../src/core';
 
@@ -161,5 +163,19 @@ describe('client decisions', () => {
     g.noteDrop('c', 3);
     expect(g.size).toBe(2);
     expect(g.ack('a', 10)).toBeUndefined();
+  });
+});
+
+describe('reissueKey', () => {
+  test('a key of normal parts is those parts; a longer one a fixed-size digest, equal for equal parts', () => {
+    expect(reissueKey('anonymous', 'tools/call', 'write', 'd:2')).toBe('anonymous\u0000tools/call\u0000write\u0000d:2');
+    const huge = 'x'.repeat(999_000);
+    const key = reissueKey('anonymous', 'tools/call', huge, 'd:2');
+    expect(key.length).toBeLessThan(32);
+    expect(reissueKey('anonymous', 'tools/call', huge, 'd:2')).toBe(key);
+    expect(reissueKey('anonymous', 'tools/call', `${huge.slice(1)}y`, 'd:2')).not.toBe(key);
+    expect(reissueKey('client:other', 'tools/call', huge, 'd:2')).not.toBe(key);
+    const longest = 'n'.repeat(MAX_REISSUE_KEY_CHARS - 'anonymous'.length - 'tools/call'.length - 'd:2'.length - 3);
+    expect(reissueKey('anonymous', 'tools/call', longest, 'd:2')).toHaveLength(MAX_REISSUE_KEY_CHARS);
   });
 });

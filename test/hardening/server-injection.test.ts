@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
 // @ts-expect-error: plain ESM module without types
 import { LabEventStore } from '../../lab/event-store.mjs';
+import { ATTR } from '../../src/shared/names';
 import { type Forkwatch, diagnostics, expectPrintableSpans, setupForkwatch, sleep } from './support';
 
 type StoreKind = 'sdk-in-memory' | 'validating';
@@ -30,11 +31,14 @@ interface Session {
   store: { events?: Map<string, unknown> } & Record<string, unknown>;
 }
 
-/** A real SDK server on 127.0.0.1: a new session (transport, McpServer, store) per initialize. */
-async function startSdkServer(kind: StoreKind) {
+/**
+ * A real SDK server on 127.0.0.1: a new session (transport, McpServer, store) per initialize. `maxHeaderSize`: what
+ * node:http accepts (16 KiB by default), raised by hosts whose clients send large headers.
+ */
+async function startSdkServer(kind: StoreKind, maxHeaderSize?: number) {
   const sessions = new Map<string, Session>();
   const firstStored = new Map<string, string>();
-  const http: Server = createServer(async (req, res) => {
+  const http: Server = createServer({ maxHeaderSize }, async (req, res) => {
     try {
       let body: unknown;
       if (req.method === 'POST') {
@@ -160,11 +164,11 @@ function normalize(response: Buffer, sessionId: string): string {
   return text;
 }
 
-function getRequest(session: string, lastEventId: Buffer | undefined): Buffer {
+function getRequest(session: string, lastEventId: Buffer | undefined, protocolVersion = '2025-11-25'): Buffer {
   return Buffer.concat([
     Buffer.from(
       'GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n' +
-        `Mcp-Session-Id: ${session}\r\nMcp-Protocol-Version: 2025-11-25\r\n`,
+        `Mcp-Session-Id: ${session}\r\nMcp-Protocol-Version: ${protocolVersion}\r\n`,
       'latin1',
     ),
     ...(lastEventId ? [Buffer.from('Last-Event-ID: ', 'latin1'), lastEventId, Buffer.from('\r\n', 'latin1')] : []),
@@ -254,5 +258,53 @@ describe.each(['sdk-in-memory', 'validating'] as const)('Last-Event-ID injection
     const spans = await fw.waitForSpans('forkwatch.server.resume', 1);
     expect(spans).toHaveLength(1);
     expect(spans[0]!.events[0]!.attributes!['forkwatch.resume.cursor']).toBe(session.cursor);
+  });
+});
+
+describe('header values past any sane length, on a server that accepts 1 MiB of headers', () => {
+  let server: Awaited<ReturnType<typeof startSdkServer>>;
+  let fw: Forkwatch;
+  beforeAll(async () => {
+    server = await startSdkServer('validating', 1024 * 1024);
+    fw = setupForkwatch({ captureRawSessionId: true }, webStandard);
+  });
+  afterAll(async () => {
+    await fw.teardown();
+    await server.close();
+  });
+
+  const HUGE_VERSION = `2025-11-25${'v'.repeat(59_990)}`;
+  const HUGE_CURSOR = 'c'.repeat(100_000);
+  test.each([
+    ['a 60,000-character Mcp-Protocol-Version', (cursor: string) => [cursor, HUGE_VERSION] as const],
+    ['a 100,000-character Last-Event-ID', () => [HUGE_CURSOR, '2025-11-25'] as const],
+    ['both', () => [HUGE_CURSOR, HUGE_VERSION] as const],
+  ])('%s: the same answer as bare, every span attribute clipped, no metric carries it', async (_, values) => {
+    fw.resetSpans();
+    const ask = async (session: { id: string; cursor: string }) => {
+      const [cursor, version] = values(session.cursor);
+      return normalize(
+        await rawExchange(server.port, getRequest(session.id, Buffer.from(cursor, 'latin1'), version)),
+        session.id,
+      );
+    };
+    const answeredWith = await ask(await server.newSession());
+    fw.instrumentation.disable();
+    try {
+      expect(answeredWith).toEqual(await ask(await server.newSession()));
+    } finally {
+      fw.instrumentation.enable();
+      fw.instrumentation.manuallyInstrument(webStandard);
+    }
+    expect(answeredWith).toMatch(/^HTTP\/1\.1 \d{3} /);
+    // The resume was recorded (so its attributes were there to check), each bounded.
+    const [span] = await fw.waitForSpans('forkwatch.server.resume', 1);
+    const [, version] = values('');
+    const recorded = span!.attributes[ATTR.mcpProtocolVersion];
+    expect(recorded).toBe(version.length > 32 ? `${version.slice(0, 32)}…(${version.length} chars)` : version);
+    expectPrintableSpans(fw.spans(), 300);
+    const metrics = await fw.metrics();
+    expect(metrics).not.toContain('vvvvvvvvvv');
+    expect(metrics).not.toContain('cccccccccc');
   });
 });
