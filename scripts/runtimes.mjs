@@ -12,7 +12,7 @@
 // fetch and undici (the wire observer, the per-request client), streams and sockets (the server patches, the labs,
 // the guest and hardening suites). What they leave to Node 24 alone is pure code (core/), the pack and its rule,
 // dashboard and alerting tests (they exercise Prometheus, Alertmanager and generated files, not Node), the probe
-// and exporter CLIs, and the fleet labs (real HAProxy, nginx and Redis, minutes each). Node 22.15.0, the oldest
+// and exporter CLIs, the fleet labs (real HAProxy, nginx and Redis, minutes each) and the long labs and soaks below. Node 22.15.0, the oldest
 // release `engines` allows, runs the register suites: it has no synchronous loader hooks (import-in-the-middle's
 // need 22.22.3), so forkwatch/register falls back to module.register's loader thread there, and the packed-tarball
 // apps of both OpenTelemetry lines install and run on it.
@@ -20,23 +20,44 @@ import { join } from 'node:path';
 
 export const RUNTIMES_DIR = 'test/runtimes';
 
-/** vitest filters (paths under test/) of the suites that run on every line. */
-export const RUNTIME_SENSITIVE_SUITES = [
-  'test/register/',
-  'test/client/',
-  'test/server/',
-  'test/per-request/',
-  'test/hardening/',
-  'test/stacks/',
-  'test/prom-client/',
-];
+/**
+ * The suites that run on every line: vitest filters (`include`) less the files (`exclude`) left to Node 24 alone,
+ * the long labs and soaks (minutes each: the SDK-version labs of the server, its delivery and boundary labs, the
+ * 2026-07-28 recall lab and the load soak), whose code paths the shorter suites of the same folders run on each line.
+ * Together about 10 minutes of test time a line (2 workers: about 5), so that all of `npm test` stays within 40
+ * minutes on 2 cores.
+ */
+export const RUNTIME_SENSITIVE_SUITES = {
+  include: [
+    'test/register/',
+    'test/client/',
+    'test/server/',
+    'test/per-request/',
+    'test/hardening/',
+    'test/stacks/',
+    'test/prom-client/',
+  ],
+  exclude: [
+    'test/server/lab-sdk-versions.test.ts',
+    'test/server/lab-delivery.test.ts',
+    'test/server/boundary-lab.test.ts',
+    'test/per-request/recall.test.ts',
+    'test/hardening/load.test.ts',
+  ],
+};
+
+/** The vitest arguments of a runtime's suites. */
+export function suiteArguments(suites) {
+  if (suites === 'all') return [];
+  return [...suites.include, ...(suites.exclude ?? []).flatMap(file => ['--exclude', file])];
+}
 
 /**
  * Every runtime tested, oldest first: `pkg` is its folder in test/runtimes/node_modules (package.json there pins the
- * version), `suites` 'all' or a list of vitest filters.
+ * version), `suites` 'all' or `{ include, exclude }` (suiteArguments).
  */
 export const RUNTIMES = [
-  { pkg: 'node22.15', line: 22, suites: ['test/register/'] },
+  { pkg: 'node22.15', line: 22, suites: { include: ['test/register/'] } },
   { pkg: 'node22', line: 22, suites: RUNTIME_SENSITIVE_SUITES },
   { pkg: 'node24', line: 24, suites: 'all' },
   { pkg: 'node26', line: 26, suites: RUNTIME_SENSITIVE_SUITES },

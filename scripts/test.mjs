@@ -17,7 +17,7 @@ import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { provision } from './provision.mjs';
-import { RUNTIMES, runtimeBinary } from './runtimes.mjs';
+import { RUNTIMES, runtimeBinary, suiteArguments } from './runtimes.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'inherit', ...opts });
@@ -120,7 +120,7 @@ for (const runtime of RUNTIMES) {
     const wanted = chosen ? chosen.includes(runtime.pkg) : runtime.suites === 'all';
     if (wanted) runVitest(runtime, args);
   } else {
-    runVitest(runtime, runtime.suites === 'all' ? [] : runtime.suites);
+    runVitest(runtime, suiteArguments(runtime.suites));
   }
 }
 
