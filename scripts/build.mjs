@@ -7,18 +7,23 @@
 // Bundles the alerting pack (pack/cli.ts) with its renderers (yaml, the Grafana foundation SDK, the PromQL parser)
 // into one file, build/pack/forkwatch-pack.js, that `forkwatch pack` loads: the installed package needs none of them
 // as a dependency.
+//
+// It writes a new build beside the old one and swaps them at the end: processes that run the old build meanwhile
+// (a test's app, while another test's `npm pack` runs prepack in the same folder) never see a half-written one.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-rmSync(join(root, 'build'), { recursive: true, force: true });
+const final = join(root, 'build');
+const out = join(root, `build.next-${process.pid}`);
+rmSync(out, { recursive: true, force: true });
 const tsc = (...args) =>
   execFileSync(
     process.execPath,
-    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.json'), ...args],
+    [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.json'), '--outDir', out, ...args],
     {
       stdio: 'inherit',
     },
@@ -30,11 +35,11 @@ tsc('--declaration', 'false', '--removeComments');
 
 const require = createRequire(import.meta.url);
 const esmEntries = { 'index.mjs': '../src/index.js', 'prom-client.mjs': '../src/prom-client.js' };
-mkdirSync(join(root, 'build/esm'), { recursive: true });
+mkdirSync(join(out, 'esm'), { recursive: true });
 for (const [file, target] of Object.entries(esmEntries)) {
   let names;
   try {
-    names = Object.keys(require(join(root, 'build/esm', target)));
+    names = Object.keys(require(join(out, 'esm', target)));
   } catch {
     continue; // entry not written yet
   }
@@ -44,17 +49,23 @@ for (const [file, target] of Object.entries(esmEntries)) {
     'export default cjs;',
     '',
   ].join('\n');
-  writeFileSync(join(root, 'build/esm', file), body);
+  writeFileSync(join(out, 'esm', file), body);
 }
 
 const esbuild = require('esbuild');
 esbuild.buildSync({
   entryPoints: [join(root, 'pack/cli.ts')],
-  outfile: join(root, 'build/pack/forkwatch-pack.js'),
+  outfile: join(out, 'pack/forkwatch-pack.js'),
   bundle: true,
   platform: 'node',
-  target: 'node20',
+  target: 'node22',
   format: 'cjs',
   legalComments: 'eof',
   logLevel: 'warning',
 });
+
+// The swap: the old build moves aside in one rename and the new one takes its place in the next.
+const old = join(root, `build.old-${process.pid}`);
+if (existsSync(final)) renameSync(final, old);
+renameSync(out, final);
+rmSync(old, { recursive: true, force: true });
