@@ -43,9 +43,21 @@ export function exporterConfigExample(config: ForkwatchConfig): Record<string, u
         resumes: 10,
         // Half a second under the scrape timeout; the exporter also reads Prometheus's timeout header.
         deadlineMs: seconds(p.scrapeTimeout) * 1000 - 500,
+        // A module with credentials names where they may go: the scrape job's endpoints, and nowhere else.
+        targets: [...new Set(p.targets.map(targetPattern))],
         bearer: { env: 'FORKWATCH_PROBE_TOKEN' },
       },
     },
     concurrency: 4,
   };
+}
+
+/** An endpoint as an exporter `targets` entry: its origin and path (no query, no credentials). */
+function targetPattern(endpoint: string): string {
+  try {
+    const url = new URL(endpoint);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return endpoint;
+  }
 }

@@ -11,12 +11,17 @@ import { type Server, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { resolveConfig } from '../../pack/config/resolve';
+import { exporterConfigExample } from '../../pack/outputs/probe-exporter';
 import { ConfigError, moduleHeaders, parseConfig } from '../../src/cli/exporter/config';
 import { Limiter } from '../../src/cli/exporter/limiter';
-import { createExporter, listen, parseTarget, probeDeadline } from '../../src/cli/exporter/server';
+import { createExporter, listen, parseTarget, probeDeadline, requestTarget } from '../../src/cli/exporter/server';
+import { parseTargetPattern, targetAllowed } from '../../src/cli/exporter/targets';
+import { startEndlessServer } from '../probe/fixtures/endless-server';
 import { type RoundRobinProxy, startRoundRobinProxy } from '../probe/fixtures/round-robin-proxy';
 import { type FixtureServer, startFixture } from '../probe/fixtures/servers';
 import { sampleOne as sample } from '../support/scrape';
+import { rawStatus } from './raw-http';
 
 const servers: FixtureServer[] = [];
 const closers: Array<() => Promise<void>> = [];
@@ -154,6 +159,92 @@ describe('/probe', () => {
   });
 });
 
+describe('/probe refusals (issue 38)', () => {
+  test('a module name from Object.prototype is an unknown module: 400, never 500', async () => {
+    const base = await exporterWith({ modules: { default: {} } });
+    for (const module of ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__']) {
+      const res = await fetch(probeUrl(base, 'http://127.0.0.1:1/mcp', module));
+      expect(res.status, module).toBe(400);
+      expect(await res.text()).toBe(`unknown module ${JSON.stringify(module)}\n`);
+    }
+    const own = await (await fetch(`${base}/metrics`)).text();
+    expect(sample(own, 'forkwatch_exporter_requests_refused_total', { reason: 'bad_request' })).toBe(6);
+  });
+
+  test("a target outside the module's targets: 403 before any connection, and the token never leaves", async () => {
+    // A listener that counts connections and records what arrives: nothing may.
+    const received: string[] = [];
+    let connections = 0;
+    const collector = createServer((req, res) => {
+      received.push(String(req.headers.authorization));
+      res.end();
+    });
+    collector.on('connection', () => connections++);
+    await new Promise<void>(resolve => collector.listen(0, '127.0.0.1', resolve));
+    closers.push(
+      () =>
+        new Promise(resolve => {
+          collector.closeAllConnections();
+          collector.close(() => resolve());
+        }),
+    );
+    const port = (collector.address() as { port: number }).port;
+    const base = await exporterWith(
+      {
+        modules: {
+          default: {
+            timeoutMs: 2000,
+            resumes: 2,
+            targets: [new URL(healthy.url).origin],
+            bearer: { env: 'MCP_TOKEN' },
+          },
+        },
+      },
+      { MCP_TOKEN: 'the-token' },
+    );
+    for (const target of [
+      `http://127.0.0.1:${port}/mcp`,
+      `http://localhost:${new URL(healthy.url).port}/mcp`, // same server, another host name: not the listed origin
+      healthy.url.replace('http://', 'https://'),
+    ]) {
+      const res = await fetch(probeUrl(base, target));
+      expect(res.status, target).toBe(403);
+      expect(await res.text()).toMatch(/is not in module default's targets/);
+    }
+    expect(connections).toBe(0);
+    expect(received).toEqual([]);
+    // The listed origin is probed, token and all.
+    const ok = await fetch(probeUrl(base, healthy.url));
+    expect(ok.status).toBe(200);
+    expect(sample(await ok.text(), 'forkwatch_probe_success')).toBe(1);
+    const own = await (await fetch(`${base}/metrics`)).text();
+    expect(sample(own, 'forkwatch_exporter_requests_refused_total', { reason: 'target_not_allowed' })).toBe(3);
+  });
+
+  test('GET // and other paths new URL rejects: answered, and the exporter keeps serving', async () => {
+    const base = await exporterWith({ modules: { default: {} } });
+    const { port } = new URL(base);
+    for (const path of ['//', '//probe', '///', '//[', 'http://exporter/probe?module=default', '*']) {
+      const status = await rawStatus(Number(port), `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect(status, path).toBeGreaterThanOrEqual(400);
+      expect(status, path).toBeLessThan(500);
+    }
+    expect(await (await fetch(`${base}/-/healthy`)).text()).toBe('OK\n');
+  });
+
+  test('an endless frame from the target: the probe stops at its limit, long before its step timeout', async () => {
+    const endless = await startEndlessServer('data-lines');
+    closers.push(() => endless.close());
+    const base = await exporterWith({ modules: { default: { timeoutMs: 3000 } } });
+    const started = Date.now();
+    const text = await (await fetch(probeUrl(base, endless.url))).text();
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(sample(text, 'forkwatch_probe_verdict', { verdict: 'untestable' })).toBe(1);
+    // A cut read, not the whole stream: a few MiB at most went out before the probe let go.
+    expect(endless.bytesSent).toBeLessThan(64 << 20);
+  });
+});
+
 describe('config and limits', () => {
   const dir = mkdtempSync(join(tmpdir(), 'forkwatch-exporter-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -164,6 +255,7 @@ describe('config and limits', () => {
     const config = parseConfig({
       modules: {
         default: {
+          targets: ['https://mcp.example.com'],
           bearer: { file },
           headers: { 'X-Tenant': { value: 'blue' }, 'X-Api-Key': { env: 'MCP_KEY' } },
         },
@@ -191,11 +283,87 @@ describe('config and limits', () => {
       return 'accepted';
     };
     expect(bad({ modules: {} })).toMatch(/at least one module/);
-    expect(bad({ modules: { a: { bearer: { value: 'tok' } } } })).toMatch(/modules\.a\.bearer: one of \{"env"/);
+    expect(bad({ modules: { a: { bearer: { value: 'tok' } } } })).toMatch(
+      /modules\.a\.bearer: a secret is never written in the config file/,
+    );
     expect(bad({ modules: { a: { resumes: 1000 } } })).toMatch(/modules\.a\.resumes: an integer from 1 to 100/);
     expect(bad({ modules: { a: { timeout: 5 } } })).toMatch(/unknown field timeout/);
     expect(bad({ modules: { a: { streams: ['sideways'] } } })).toMatch(/streams/);
     expect(bad({ modules: { a: {} }, concurrency: 0 })).toMatch(/concurrency/);
+  });
+
+  test('secrets never sit in the file: a literal secret header is refused, naming env or file (issue 38)', () => {
+    const refused = (name: string) => () =>
+      parseConfig({ modules: { a: { targets: ['https://h'], headers: { [name]: { value: 'x' } } } } });
+    for (const name of ['Authorization', 'cookie', 'Proxy-Authorization', 'X-Api-Key', 'X-Auth-Token', 'X-Secret'])
+      expect(refused(name), name).toThrow(
+        new RegExp(`modules\\.a\\.headers\\.${name}: a secret is never written in the config file`),
+      );
+    // From the environment or a file they are fine; non-secret headers may be written.
+    const module = parseConfig({
+      modules: {
+        a: { targets: ['https://h'], headers: { Authorization: { env: 'A' }, 'X-Tenant': { value: 'blue' } } },
+      },
+    }).modules.a!;
+    expect(moduleHeaders(module, { A: 'Basic eA==' })).toEqual({ authorization: 'Basic eA==', 'x-tenant': 'blue' });
+    expect(() => parseConfig({ modules: { a: { headers: { 'X-Tenant': { value: 'a\r\nb' } } } } })).toThrow(
+      /line break/,
+    );
+  });
+
+  test('a module with credentials and no targets is refused: its credentials would go anywhere (issue 38)', () => {
+    expect(() => parseConfig({ modules: { a: { bearer: { env: 'T' } } } })).toThrow(
+      /modules\.a: carries credentials \(bearer\) but names no targets/,
+    );
+    expect(() => parseConfig({ modules: { a: { headers: { 'X-Key': { file: '/k' } } } } })).toThrow(
+      /carries credentials \(x-key\)/,
+    );
+    // Without credentials, no list is needed (anywhere, as blackbox_exporter); a list still restricts.
+    expect(parseConfig({ modules: { a: { headers: { 'X-Tenant': { value: 'b' } } } } }).modules.a!.targets).toBe(
+      undefined,
+    );
+    expect(() => parseConfig({ modules: { a: { targets: [] } } })).toThrow(/modules\.a\.targets: a non-empty list/);
+    expect(() => parseConfig({ modules: { a: { targets: ['https://u:p@h'] } } })).toThrow(/targets\[0\]/);
+    expect(() => parseConfig({ modules: { a: { targets: ['h.example.com'] } } })).toThrow(/targets\[0\]/);
+    expect(() => parseConfig({ modules: { a: { targets: ['https://h/a*b'] } } })).toThrow(/only ends a path/);
+  });
+
+  test("the pack's starting config loads, its module limited to the scrape job's endpoints", () => {
+    const pack = resolveConfig({ probe: { targets: ['https://mcp.example.com/mcp', 'http://10.0.0.7:8080/mcp?x=1'] } });
+    const module = parseConfig(exporterConfigExample(pack)).modules[pack.probe.module]!;
+    expect(module.targets!.map(t => t.text)).toEqual(['https://mcp.example.com/mcp', 'http://10.0.0.7:8080/mcp']);
+    expect(module.bearer).toEqual({ env: 'FORKWATCH_PROBE_TOKEN' });
+  });
+
+  test('target patterns: origins, subdomains, exact paths and prefixes; scheme and port exact', () => {
+    const allowed = (pattern: string, target: string) => {
+      const parsed = parseTargetPattern(pattern);
+      if (typeof parsed === 'string') throw new Error(parsed);
+      return targetAllowed([parsed], new URL(target));
+    };
+    expect(allowed('https://mcp.example.com', 'https://mcp.example.com/mcp')).toBe(true);
+    expect(allowed('https://mcp.example.com/', 'https://MCP.example.com:443/any/path?q=1')).toBe(true);
+    expect(allowed('https://mcp.example.com', 'http://mcp.example.com/mcp')).toBe(false);
+    expect(allowed('https://mcp.example.com', 'https://mcp.example.com:8443/mcp')).toBe(false);
+    expect(allowed('https://mcp.example.com', 'https://mcp.example.com.evil.net/mcp')).toBe(false);
+    expect(allowed('https://mcp.example.com', 'https://evilmcp.example.com/mcp')).toBe(false);
+    expect(allowed('https://*.example.com', 'https://a.b.example.com/mcp')).toBe(true);
+    expect(allowed('https://*.example.com', 'https://example.com/mcp')).toBe(false);
+    expect(allowed('https://*.example.com', 'https://badexample.com/mcp')).toBe(false);
+    expect(allowed('http://127.0.0.1:8080/mcp', 'http://127.0.0.1:8080/mcp')).toBe(true);
+    expect(allowed('http://127.0.0.1:8080/mcp', 'http://127.0.0.1:8080/mcp/x')).toBe(false);
+    expect(allowed('http://127.0.0.1:8080/mcp', 'http://127.0.0.1:8080/x/../mcp')).toBe(true);
+    expect(allowed('https://h/tenants/*', 'https://h/tenants/blue/mcp')).toBe(true);
+    expect(allowed('https://h/tenants/*', 'https://h/tenants/../admin')).toBe(false);
+    expect(allowed('https://h/tenants/*', 'https://h/tenantsx')).toBe(false);
+  });
+
+  test('request targets are taken apart without new URL: odd paths are paths, absolute forms are refused', () => {
+    expect(requestTarget('//')).toMatchObject({ path: '//' });
+    expect(requestTarget('//evil.example/probe?target=x')).toMatchObject({ path: '//evil.example/probe' });
+    expect(requestTarget('/probe?module=%zz&target=%')!.query.get('module')).toBe('%zz');
+    expect(requestTarget('http://exporter/probe')).toBeUndefined();
+    expect(requestTarget('*')).toBeUndefined();
   });
 
   test('deadline: the module bound, capped by Prometheus scrape timeout less half a second', () => {

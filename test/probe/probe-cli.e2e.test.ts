@@ -4,7 +4,7 @@
  */
 /** The built `forkwatch` binary, run as a child process the way CI and cron would run it. */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { type IncomingMessage, createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { probeMetricNames } from '../../src/cli/probe/prometheus';
 import { CONDITIONS, type ProbeReport } from '../../src/cli/probe/report';
 import { builtCli, removeTemporaryBuild } from './fixtures/built-cli';
+import { type EndlessMode, startEndlessServer } from './fixtures/endless-server';
 import { type FixtureServer, startFixture } from './fixtures/servers';
 
 interface Run {
@@ -21,9 +22,9 @@ interface Run {
 }
 
 /** Async, so that servers in this process (the fake Pushgateway) keep answering while the binary runs. */
-function runCli(args: string[], timeoutMs = 30_000): Promise<Run> {
+function runCli(args: string[], timeoutMs = 30_000, nodeArgs: string[] = []): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [builtCli(), ...args], {
+    const child = spawn(process.execPath, [...nodeArgs, builtCli(), ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { PATH: process.env.PATH },
     });
@@ -191,4 +192,52 @@ describe('forkwatch probe (built binary)', () => {
     expect(unknown.code).toBe(64);
     expect(unknown.stderr).toContain("unknown command 'frobnicate'");
   });
+
+  test("a bad %-escape in the URL's user part: one line, exit 64, no stack trace (issue 38)", async () => {
+    for (const url of ['http://a%zz:b@127.0.0.1:1/mcp', 'http://a:%@127.0.0.1:1/mcp']) {
+      const run = await runCli(['probe', url]);
+      expect(run.code, run.stderr).toBe(64);
+      expect(run.stderr.split('\n')[0]).toBe(
+        "forkwatch probe: bad %-escape in the URL's user or password (write % as %25)",
+      );
+      expect(run.stderr).not.toMatch(/^\s+at /m);
+      expect(run.stdout).toBe('');
+    }
+  });
+
+  // Issue 38: an endless frame was held whole (333 MB after 4 s, 1.1 GB after 8 s) until the step timeout.
+  test.each<[EndlessMode, RegExp]>([
+    ['data-lines', /an SSE frame with over 1048576 characters/],
+    ['one-line', /an SSE line over 1048576 characters/],
+    ['tiny-frames', /a response of over 10000 SSE frames/],
+    ['json', /a body over 1048576 characters/],
+  ])(
+    'an endless body (%s): the probe stops at its limit with a clear error, in bounded memory',
+    async (mode, error) => {
+      const endless = await startEndlessServer(mode);
+      // The child writes its peak RSS on exit: the limit must hold in the process that reads, not just in theory.
+      const rssFile = join(dir, `rss-${mode}`);
+      const preload = join(dir, 'peak-rss.cjs');
+      writeFileSync(
+        preload,
+        `process.on('exit', () => require('node:fs').writeFileSync(${JSON.stringify(rssFile)}, String(process.resourceUsage().maxRSS * 1024)));\n`,
+      );
+      try {
+        const started = Date.now();
+        const run = await runCli(['probe', endless.url, '--json', '--timeout', '6000'], 30_000, ['--require', preload]);
+        const elapsed = Date.now() - started;
+        expect(run.code, run.stderr).toBe(2);
+        const report = JSON.parse(run.stdout) as ProbeReport;
+        expect(report.verdict).toBe('untestable');
+        expect(report.summary).toMatch(error);
+        // Well before the 6 s step timeout: the limit, not the clock, ended the read.
+        expect(elapsed).toBeLessThan(4000);
+        const peakRss = Number(readFileSync(rssFile, 'utf8'));
+        expect(peakRss).toBeGreaterThan(10e6);
+        expect(peakRss).toBeLessThan(160e6);
+      } finally {
+        await endless.close();
+      }
+    },
+  );
 });

@@ -65,6 +65,15 @@ describe('parseProbeArgs', () => {
     [['http://h/', '--protocol-version', '2026-07-28'], '--protocol-version'],
     [['http://h/', '-H', 'no colon'], 'bad header'],
     [['http://h/', '--nope'], 'nope'],
+    // Malformed %-escapes in the user part were a URIError and a stack trace (issue 38).
+    [['http://a%zz:b@127.0.0.1:1/mcp'], "bad %-escape in the URL's user or password"],
+    [['http://a:b%@127.0.0.1:1/mcp'], "bad %-escape in the URL's user or password"],
+    [['http://a%e9:b@127.0.0.1:1/mcp'], "bad %-escape in the URL's user or password"],
+    [['http://h/', '-H', 'X-A: one\rtwo'], 'bad header value'],
+    [['http://h/', '-H', 'X-A: \u0100'], 'bad header value'],
+    [['http://h/', '--bearer', 'tok\nen'], 'bad bearer token'],
+    [['http://h/', '--pushgateway', 'http://u:p@pg:9091/'], '--pushgateway: credentials'],
+    [['http://h/', '--pushgateway', 'http://[::1'], 'not an http(s) URL'],
   ])('rejects %j', (args, message) => {
     const parsed = parseProbeArgs(args, {});
     expect(parsed.kind).toBe('error');

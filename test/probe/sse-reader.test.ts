@@ -9,7 +9,7 @@
 import { createParser } from 'eventsource-parser';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { type SseFrame, SseReader } from '../../src/cli/probe/sse-reader';
+import { SSE_LIMITS, type SseFrame, type SseLimits, SseReader } from '../../src/cli/probe/sse-reader';
 
 const encoder = new TextEncoder();
 
@@ -132,5 +132,77 @@ describe('SseReader', () => {
     );
     // The generator must actually produce frames.
     expect(frames).toBeGreaterThan(600);
+  });
+});
+
+describe('SseReader limits (issue 38: a hostile stream held without bound)', () => {
+  const small: SseLimits = { maxLineChars: 1000, maxFrameChars: 2000, maxResponseBytes: 100_000, maxFrames: 50 };
+
+  /** A body that produces `chunk` for ever, counting what was pulled. */
+  function endless(chunk: string, opening = ''): { body: ReadableStream<Uint8Array>; pulled: () => number } {
+    const bytes = encoder.encode(chunk);
+    let pulled = 0;
+    let first = true;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = first ? encoder.encode(opening + chunk) : bytes;
+        first = false;
+        pulled += next.length;
+        controller.enqueue(next);
+      },
+    });
+    return { body, pulled: () => pulled };
+  }
+
+  test.each([
+    ['endless data lines without a blank line', 'data: 0123456789\n', '', /an SSE frame with over 2000 characters/],
+    ['one endless line', '0123456789', 'data: ', /an SSE line over 1000 characters/],
+    ['an endless comment line', '0123456789', ': ', /an SSE line over 1000 characters/],
+    ['endless tiny frames', 'data: x\n\n', '', /a response of over 50 SSE frames/],
+  ])('%s: an oversized error, soon, and no more is read', async (_name, chunk, opening, message) => {
+    const { body, pulled } = endless(chunk, opening);
+    const reader = new SseReader(body, small);
+    let read = await reader.next(Date.now() + 5000);
+    let frames = 0;
+    while (read.kind === 'frame') {
+      frames++;
+      read = await reader.next(Date.now() + 5000);
+    }
+    expect(read).toMatchObject({ kind: 'error', oversized: true });
+    expect(read.kind === 'error' && read.error).toMatch(message);
+    expect(frames).toBeLessThanOrEqual(small.maxFrames);
+    // Stopped near the limit (a chunk past it at most), not at the deadline.
+    expect(pulled()).toBeLessThan(small.maxResponseBytes);
+    // And it stays stopped.
+    expect(await reader.next(Date.now() + 100)).toMatchObject({ kind: 'error', oversized: true });
+  });
+
+  test('a response over maxResponseBytes, in frames each within the limits', async () => {
+    const frame = `data: ${'y'.repeat(900)}\n\n`;
+    const { body, pulled } = endless(frame);
+    const reader = new SseReader(body, { ...small, maxFrames: 1_000_000 });
+    let read = await reader.next(Date.now() + 5000);
+    while (read.kind === 'frame') read = await reader.next(Date.now() + 5000);
+    expect(read.kind === 'error' && read.error).toMatch(/a response over 100000 bytes/);
+    expect(pulled()).toBeLessThan(small.maxResponseBytes + 2 * frame.length);
+  });
+
+  test('frames within the limits pass unchanged, the frames before an oversized one included', async () => {
+    const big = `id: 2\ndata: ${'z'.repeat(1500)}\ndata: ${'z'.repeat(1500)}\n\n`;
+    const reader = new SseReader(
+      streamOf([encoder.encode(`id: 1\ndata: ${'a'.repeat(999 - 6)}\n\n`), encoder.encode(big)]),
+      small,
+    );
+    expect(await reader.next(Date.now() + 1000)).toEqual({ kind: 'frame', frame: { id: '1', data: 'a'.repeat(993) } });
+    expect(await reader.next(Date.now() + 1000)).toMatchObject({ kind: 'error', oversized: true });
+  });
+
+  test('the defaults: 1 Mi characters a line and a frame, 8 MiB and 10,000 frames a response', () => {
+    expect(SSE_LIMITS).toEqual({
+      maxLineChars: 1 << 20,
+      maxFrameChars: 1 << 20,
+      maxResponseBytes: 8 << 20,
+      maxFrames: 10_000,
+    });
   });
 });

@@ -7,7 +7,12 @@
  * exporter needs no YAML dependency. Secrets never sit in the file or in a URL: header values and tokens name an
  * environment variable or a file, read at each probe (a rotated token file is picked up without a restart).
  *
+ * A module that carries credentials (anything read from the environment or a file) must name its `targets`
+ * (targets.ts): its credentials go only there. Header values written in the file are for non-secrets, so a
+ * secret-looking header (Authorization, Cookie, a token…) written there is refused.
+ *
  *   { "modules": { "default": { "timeoutMs": 5000, "resumes": 10, "deadlineMs": 30000,
+ *       "targets": ["https://mcp.example.com"],
  *       "bearer": { "file": "/run/secrets/mcp-token" },
  *       "headers": { "X-Tenant": { "value": "blue" }, "X-Api-Key": { "env": "MCP_API_KEY" } },
  *       "notifyTool": "notify", "streams": ["request", "standalone"] } },
@@ -16,6 +21,7 @@
 import { readFileSync } from 'node:fs';
 import { DEFAULTS, RESUMABLE_PROTOCOL_VERSIONS } from '../probe/options';
 import { STREAM_KINDS, type StreamKind } from '../probe/report';
+import { type TargetPattern, parseTargetPattern } from './targets';
 
 /** A value the exporter reads when it probes: from the environment or a file; `value` only for non-secrets. */
 export type SecretSource = { env: string } | { file: string } | { value: string };
@@ -27,6 +33,8 @@ export interface ModuleConfig {
   streams: StreamKind[];
   /** Bound on the whole probe (also capped by Prometheus's scrape timeout). */
   deadlineMs: number;
+  /** Where its probes may go; undefined (only for a module without credentials): anywhere. */
+  targets?: TargetPattern[];
   bearer?: SecretSource;
   headers: Record<string, SecretSource>;
   notifyTool?: string;
@@ -67,7 +75,11 @@ export function parseConfig(raw: unknown): ExporterConfig {
   const names = Object.keys(modules);
   if (names.length === 0) throw new ConfigError('modules: name at least one module');
   return {
-    modules: Object.fromEntries(names.map(name => [name, parseModule(modules[name], `modules.${name}`)])),
+    // No prototype: a module name from a request (`__proto__`, `toString`) finds nothing but configured modules.
+    modules: Object.assign(
+      Object.create(null) as Record<string, ModuleConfig>,
+      Object.fromEntries(names.map(name => [name, parseModule(modules[name], `modules.${name}`)])),
+    ),
     concurrency: int(root.concurrency, 'concurrency', EXPORTER_DEFAULTS.concurrency, 1, 256),
     queue: int(root.queue, 'queue', EXPORTER_DEFAULTS.queue, 0, 10_000),
   };
@@ -83,6 +95,7 @@ function parseModule(raw: unknown, where: string): ModuleConfig {
       'protocolVersion',
       'streams',
       'deadlineMs',
+      'targets',
       'bearer',
       'headers',
       'notifyTool',
@@ -113,11 +126,20 @@ function parseModule(raw: unknown, where: string): ModuleConfig {
     headers: Object.fromEntries(
       Object.entries(headers).map(([name, source]) => {
         if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new ConfigError(`${where}.headers: bad name ${name}`);
-        return [name.toLowerCase(), secretSource(source, `${where}.headers.${name}`, true)];
+        const value = secretSource(source, `${where}.headers.${name}`, !SECRET_HEADER.test(name));
+        if ('value' in value && !/^[\t\x20-\x7e\x80-\xff]*$/.test(value.value))
+          throw new ConfigError(`${where}.headers.${name}: a line break or a control character in the value`);
+        return [name.toLowerCase(), value];
       }),
     ),
   };
   if (m.bearer !== undefined) out.bearer = secretSource(m.bearer, `${where}.bearer`, false);
+  if (m.targets !== undefined) out.targets = targetPatterns(m.targets, `${where}.targets`);
+  const credentials = carriedCredentials(out);
+  if (credentials.length > 0 && out.targets === undefined)
+    throw new ConfigError(
+      `${where}: carries credentials (${credentials.join(', ')}) but names no targets: list where they may go, as in "targets": ["https://mcp.example.com"]`,
+    );
   if (m.notifyTool !== undefined) {
     if (typeof m.notifyTool !== 'string' || m.notifyTool === '')
       throw new ConfigError(`${where}.notifyTool: a tool name`);
@@ -127,13 +149,42 @@ function parseModule(raw: unknown, where: string): ModuleConfig {
   return out;
 }
 
+/** Header names whose values are secrets: never written in the file. */
+const SECRET_HEADER = /^(authorization|proxy-authorization|cookie)$|token|secret|passw|api[-_]?key|auth/i;
+
 function secretSource(raw: unknown, where: string, literalAllowed: boolean): SecretSource {
   const s = object(raw, where);
   const keys = Object.keys(s);
   const allowed = literalAllowed ? ['env', 'file', 'value'] : ['env', 'file'];
+  if (keys.length === 1 && keys[0] === 'value' && !literalAllowed)
+    throw new ConfigError(
+      `${where}: a secret is never written in the config file: name an environment variable ({"env": "…"}) or a file ({"file": "…"})`,
+    );
   if (keys.length !== 1 || !allowed.includes(keys[0]!) || typeof s[keys[0]!] !== 'string' || s[keys[0]!] === '')
     throw new ConfigError(`${where}: one of ${allowed.map(k => `{"${k}": "…"}`).join(', ')}`);
   return { [keys[0]!]: s[keys[0]!] } as SecretSource;
+}
+
+function targetPatterns(raw: unknown, where: string): TargetPattern[] {
+  if (!Array.isArray(raw) || raw.length === 0)
+    throw new ConfigError(`${where}: a non-empty list of origins or URL patterns`);
+  return raw.map((text, i) => {
+    if (typeof text !== 'string') throw new ConfigError(`${where}[${i}]: a string`);
+    const pattern = parseTargetPattern(text);
+    if (typeof pattern === 'string') throw new ConfigError(`${where}[${i}]: ${pattern}`);
+    return pattern;
+  });
+}
+
+/** What a module sends that came from the environment or a file (names only). */
+function carriedCredentials(module: ModuleConfig): string[] {
+  const carried = Object.entries(module.headers).flatMap(([name, source]) => ('value' in source ? [] : [name]));
+  return module.bearer !== undefined ? ['bearer', ...carried] : carried;
+}
+
+/** The module a request names, if the config has it. */
+export function findModule(config: ExporterConfig, name: string): ModuleConfig | undefined {
+  return Object.hasOwn(config.modules, name) ? config.modules[name] : undefined;
 }
 
 /** Reads a secret now; throws a message without the secret when it is missing. */

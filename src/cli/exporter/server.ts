@@ -9,12 +9,13 @@
  * the exporter's own. Probes are limited in number, bounded in time, and always end their session.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
-import type { ProbeOptions } from '../probe/options';
+import { type ProbeOptions, displayTarget } from '../probe/options';
 import { renderPrometheus } from '../probe/prometheus';
 import { type ProbeReport, VERDICTS } from '../probe/report';
 import { runProbe } from '../probe/run-probe';
-import { ConfigError, type ExporterConfig, type ModuleConfig, moduleHeaders } from './config';
+import { ConfigError, type ExporterConfig, type ModuleConfig, findModule, moduleHeaders } from './config';
 import { Limiter } from './limiter';
+import { targetAllowed } from './targets';
 
 /** Prometheus sends its scrape timeout; the probe must answer a little before it (blackbox's default offset). */
 const SCRAPE_TIMEOUT_OFFSET_MS = 500;
@@ -36,21 +37,28 @@ export interface Exporter {
 export function createExporter({ config, env = process.env, log = () => undefined }: ExporterOptions): Exporter {
   const limiter = new Limiter(config.concurrency, config.queue);
   const probes = new Map<string, number>(); // `${module}\u0000${verdict}` → count
-  const refused = { queue_full: 0, bad_request: 0 };
+  const refused = { queue_full: 0, bad_request: 0, target_not_allowed: 0 };
   for (const module of Object.keys(config.modules)) for (const v of VERDICTS) probes.set(`${module}\u0000${v}`, 0);
 
-  const probe = async (url: URL, res: ServerResponse, req: IncomingMessage) => {
-    const target = url.searchParams.get('target');
-    const moduleName = url.searchParams.get('module') ?? 'default';
-    const module = config.modules[moduleName];
+  const probe = async (query: URLSearchParams, res: ServerResponse, req: IncomingMessage) => {
+    const target = query.get('target');
+    const moduleName = query.get('module') ?? 'default';
+    const module = findModule(config, moduleName);
     const bad = (message: string) => {
       refused.bad_request++;
       log(`forkwatch exporter: 400 ${message}`);
       send(res, 400, 'text/plain; charset=utf-8', `${message}\n`);
     };
-    if (module === undefined) return bad(`unknown module ${JSON.stringify(moduleName)}`);
+    if (module === undefined) return bad(`unknown module ${JSON.stringify(moduleName.slice(0, 100))}`);
     const targetUrl = parseTarget(target);
     if (typeof targetUrl === 'string') return bad(targetUrl);
+    // Before any connection, and before the module's secrets are even read.
+    if (module.targets !== undefined && !targetAllowed(module.targets, targetUrl)) {
+      refused.target_not_allowed++;
+      const message = `target ${displayTarget(targetUrl)} is not in module ${moduleName}'s targets`;
+      log(`forkwatch exporter: 403 ${message}`);
+      return send(res, 403, 'text/plain; charset=utf-8', `${message}\n`);
+    }
     let headers: Record<string, string>;
     try {
       headers = moduleHeaders(module, env);
@@ -79,31 +87,54 @@ export function createExporter({ config, env = process.env, log = () => undefine
   return {
     selfMetrics,
     handle(req, res) {
-      const url = new URL(req.url ?? '/', 'http://exporter');
-      if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'GET only\n');
-      switch (url.pathname) {
-        case '/probe':
-          probe(url, res, req).catch(error => {
-            log(`forkwatch exporter: probe error: ${(error as Error).message}`);
-            if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'probe error\n');
-          });
-          return;
-        case '/metrics':
-          return send(res, 200, TEXT_FORMAT, selfMetrics());
-        case '/-/healthy':
-          return send(res, 200, 'text/plain', 'OK\n');
-        case '/':
-          return send(
-            res,
-            200,
-            'text/plain; charset=utf-8',
-            `forkwatch exporter\n\n/probe?target=<MCP endpoint URL>&module=<${Object.keys(config.modules).join('|')}>\n/metrics\n`,
-          );
-        default:
-          return send(res, 404, 'text/plain', 'not found\n');
+      try {
+        route(req, res);
+      } catch (error) {
+        // No request may take the exporter down: whatever slipped through is logged and answered.
+        log(`forkwatch exporter: request error: ${(error as Error).message}`);
+        if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'exporter error\n');
       }
     },
   };
+
+  function route(req: IncomingMessage, res: ServerResponse) {
+    const target = requestTarget(req.url);
+    if (target === undefined) return send(res, 400, 'text/plain', 'bad request target\n');
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'GET only\n');
+    switch (target.path) {
+      case '/probe':
+        probe(target.query, res, req).catch(error => {
+          log(`forkwatch exporter: probe error: ${(error as Error).message}`);
+          if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'probe error\n');
+        });
+        return;
+      case '/metrics':
+        return send(res, 200, TEXT_FORMAT, selfMetrics());
+      case '/-/healthy':
+        return send(res, 200, 'text/plain', 'OK\n');
+      case '/':
+        return send(
+          res,
+          200,
+          'text/plain; charset=utf-8',
+          `forkwatch exporter\n\n/probe?target=<MCP endpoint URL>&module=<${Object.keys(config.modules).join('|')}>\n/metrics\n`,
+        );
+      default:
+        return send(res, 404, 'text/plain', 'not found\n');
+    }
+  }
+}
+
+/**
+ * The path and query of a request, taken apart by hand: `new URL` throws on some paths a client may send (`//`),
+ * and would read `//host/probe` as another host's /probe. Only origin-form targets (`/…`) are served.
+ */
+export function requestTarget(raw: string | undefined): { path: string; query: URLSearchParams } | undefined {
+  const text = raw ?? '/';
+  if (!text.startsWith('/')) return undefined;
+  const mark = text.indexOf('?');
+  if (mark === -1) return { path: text, query: new URLSearchParams() };
+  return { path: text.slice(0, mark), query: new URLSearchParams(text.slice(mark + 1)) };
 }
 
 /** The exporter's own metrics, in the Prometheus text format. */
@@ -193,13 +224,23 @@ function quote(value: string): string {
   return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
 }
 
-export async function listen(exporter: Exporter, host: string, port: number): Promise<Server> {
+export async function listen(
+  exporter: Exporter,
+  host: string,
+  port: number,
+  log: (line: string) => void = () => undefined,
+): Promise<Server> {
   const server = createServer((req, res) => exporter.handle(req, res));
   // A scrape that hangs up must not keep its socket: the probe still runs to its deadline and ends its session.
   server.requestTimeout = 0;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
   });
+  // An error on the listening socket later (EMFILE on accept, …) is the server's, never the process's end.
+  server.on('error', error => log(`forkwatch exporter: server error: ${error.message}`));
   return server;
 }

@@ -140,8 +140,11 @@ export class McpHttp {
       const response = exchange.response;
       if (response?.body == null) return { frames: [], error: exchange.error ?? 'empty body' };
       if (exchange.mediaType === 'text/event-stream') return await readSseResponse(response.body, id, deadline);
-      const text = await readText(response, deadline);
-      if (text === undefined) return { frames: [], error: `body not complete within ${this.timeoutMs} ms` };
+      const body = await readText(response, deadline);
+      if (body.failure === 'timeout') return { frames: [], error: `body not complete within ${this.timeoutMs} ms` };
+      if (body.failure !== undefined)
+        return { frames: [], error: `a body over ${MAX_BODY_CHARS} characters (the probe reads no more of it)` };
+      const text = body.text;
       const message = findResponse(parseJson(text), id);
       return message
         ? { message, frames: [] }
@@ -174,7 +177,11 @@ async function readSseResponse(
   }
 }
 
-async function readText(response: Response, deadline: number): Promise<string | undefined> {
+/** The body as text; past MAX_BODY_CHARS the read stops (never cut silently: a cut body is not what was sent). */
+async function readText(
+  response: Response,
+  deadline: number,
+): Promise<{ text: string; failure?: undefined } | { failure: 'timeout' | 'oversized' }> {
   const reader = response.body!.getReader();
   const decoder = new TextDecoder();
   let text = '';
@@ -185,13 +192,13 @@ async function readText(response: Response, deadline: number): Promise<string | 
   try {
     for (;;) {
       const read = await Promise.race([reader.read(), timeout]);
-      if (read === 'timeout') return undefined;
-      if (read.done) return text + decoder.decode();
+      if (read === 'timeout') return { failure: 'timeout' };
+      if (read.done) return { text: text + decoder.decode() };
       text += decoder.decode(read.value, { stream: true });
-      if (text.length > MAX_BODY_CHARS) return text.slice(0, MAX_BODY_CHARS);
+      if (text.length > MAX_BODY_CHARS) return { failure: 'oversized' };
     }
   } catch {
-    return text === '' ? undefined : text;
+    return text === '' ? { failure: 'timeout' } : { text };
   } finally {
     clearTimeout(timer);
     await reader.cancel().catch(() => undefined);

@@ -110,14 +110,26 @@ function fromParsed(parsed: ReturnType<typeof parseProbeArgv>, env: NodeJS.Proce
     const name = colon > 0 ? raw.slice(0, colon).trim() : '';
     if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name))
       return { kind: 'error', message: `bad header (want 'Name: value'): ${raw}` };
-    headers[name.toLowerCase()] = raw.slice(colon + 1).trim();
+    const value = raw.slice(colon + 1).trim();
+    if (!isHeaderValue(value))
+      return { kind: 'error', message: `bad header value (a line break or a control character): ${name}` };
+    headers[name.toLowerCase()] = value;
   }
   const token = values.bearer ?? env[TOKEN_ENV];
-  if (token !== undefined && token !== '') headers.authorization = `Bearer ${token}`;
+  if (token !== undefined && token !== '') {
+    if (!isHeaderValue(token))
+      return {
+        kind: 'error',
+        message: `bad bearer token (a line break or a control character; from ${values.bearer !== undefined ? '--bearer' : TOKEN_ENV})`,
+      };
+    headers.authorization = `Bearer ${token}`;
+  }
   // fetch refuses URLs with credentials: turn them into a Basic header unless another one was given.
   if (url.username !== '' || url.password !== '') {
-    const user = decodeURIComponent(url.username);
-    const password = decodeURIComponent(url.password);
+    const user = decodeUserinfo(url.username);
+    const password = decodeUserinfo(url.password);
+    if (user === undefined || password === undefined)
+      return { kind: 'error', message: "bad %-escape in the URL's user or password (write % as %25)" };
     headers.authorization ??= `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
     url.username = '';
     url.password = '';
@@ -148,6 +160,9 @@ function fromParsed(parsed: ReturnType<typeof parseProbeArgv>, env: NodeJS.Proce
   if (values.pushgateway !== undefined) {
     pushgateway = parseHttpUrl(values.pushgateway);
     if (pushgateway === undefined) return { kind: 'error', message: `not an http(s) URL: ${values.pushgateway}` };
+    // fetch refuses a URL with credentials: say so now, not after the probe has run.
+    if (pushgateway.username !== '' || pushgateway.password !== '')
+      return { kind: 'error', message: '--pushgateway: credentials in the URL are not supported' };
   }
   const pushJob = values['push-job'] ?? DEFAULTS.pushJob;
   if (pushJob === '') return { kind: 'error', message: '--push-job must not be empty' };
@@ -186,6 +201,20 @@ function parseHttpUrl(text: string): URL | undefined {
   try {
     const url = new URL(text);
     return url.protocol === 'http:' || url.protocol === 'https:' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What fetch accepts as a header value (latin-1 without line breaks or other controls but tab). */
+function isHeaderValue(text: string): boolean {
+  return /^[\t\x20-\x7e\x80-\xff]*$/.test(text);
+}
+
+/** A URL's user or password, %-escapes decoded; undefined for a malformed escape (`%zz`). */
+function decodeUserinfo(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text);
   } catch {
     return undefined;
   }

@@ -159,6 +159,10 @@ function judgeFirstRead(read: SseRead, status: number, waited: string, target: R
       detail: `answered ${status} and ended the stream without a frame`,
     };
   }
+  if (read.kind === 'error' && read.oversized) {
+    // Past the reader's limits the probe cannot see what the stream replays: no verdict on this resume.
+    return { outcome: 'failed', reason: 'stream_error', detail: `answered ${status} with ${read.error}` };
+  }
   if (read.kind === 'error') {
     // Servers write the replay before they answer (the SDK does), so a 200 stream that breaks before any frame
     // had no replay to give; the break itself is often the server superseding it with the probe's next resume.
@@ -251,6 +255,8 @@ export async function checkBogusCursor(
       };
     }
     if (read.kind === 'eof') return { status: 'fail', detail: `${accepted}, then ended the stream`, evidence };
+    if (read.kind === 'error' && read.oversized)
+      return { status: 'fail', detail: `${accepted} with ${read.error}`, evidence };
     return {
       status: 'fail',
       detail: `${accepted} and kept a silent stream open (${reader.comments} keep-alive comments in ${http.timeoutMs} ms): a lost log would go unnoticed`,

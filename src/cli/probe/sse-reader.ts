@@ -21,18 +21,47 @@ export type SseRead =
   | { kind: 'frame'; frame: SseFrame }
   | { kind: 'eof' }
   | { kind: 'timeout' }
-  | { kind: 'error'; error: string };
+  /** `oversized`: the stream passed one of the reader's limits (the reader stopped reading it). */
+  | { kind: 'error'; error: string; oversized?: true };
 
-/** Frames above this many characters of data are cut: the probe only needs small JSON-RPC messages. */
-const MAX_DATA_CHARS = 1 << 20;
+/**
+ * What one stream may hold in the probe's memory: the probe only exchanges small JSON-RPC messages, so a server
+ * past these is refused with an error (never cut silently: a cut frame could be judged as something it is not).
+ * Lines and frames count characters (UTF-16 units, at most 2 bytes each); a response counts the bytes read.
+ */
+export interface SseLimits {
+  /** One line (of any field), as far as it has come without its line end. */
+  maxLineChars: number;
+  /** The data of one frame, its lines together. */
+  maxFrameChars: number;
+  /** Everything read from one response body. */
+  maxResponseBytes: number;
+  /** Frames of one response (callers keep their ids: tiny frames must not add up either). */
+  maxFrames: number;
+}
+
+export const SSE_LIMITS: SseLimits = {
+  maxLineChars: 1 << 20,
+  maxFrameChars: 1 << 20,
+  maxResponseBytes: 8 << 20,
+  maxFrames: 10_000,
+};
+
+/** Why the reader gives up on a stream, after what passed the limit. */
+const NO_MORE = '(the probe reads no more of a stream: a larger one is not MCP traffic it can judge)';
 
 /** Collects `data:` lines per frame, following the SSE line rules (CR, LF or CRLF). */
 class DataCollector {
   private readonly decoder = new TextDecoder();
   private pending = '';
   private lines: string[] = [];
+  private frameChars = 0;
   private skipLf = false;
   readonly completed: string[] = [];
+  /** Why the stream passed a limit; set once, and nothing is collected after it. */
+  overflow: string | undefined;
+
+  constructor(private readonly limits: SseLimits) {}
 
   push(chunk: Uint8Array): void {
     // TextDecoder drops a leading BOM itself, as the SDK's TextDecoderStream does.
@@ -45,37 +74,64 @@ class DataCollector {
     if (text.endsWith('\r')) this.skipLf = true;
     const parts = (this.pending + text).split(/\r\n|\r|\n/);
     this.pending = parts.pop() ?? '';
+    for (const line of parts) if (this.overflow === undefined) this.line(line);
     // A server that never ends a line must not grow memory without bound.
-    if (this.pending.length > 2 * MAX_DATA_CHARS) this.pending = this.pending.slice(0, MAX_DATA_CHARS + 6);
-    for (const line of parts) this.line(line);
+    if (this.pending.length > this.limits.maxLineChars) this.stop(`an SSE line over ${this.limits.maxLineChars}`);
   }
 
   private line(line: string): void {
+    if (line.length > this.limits.maxLineChars) {
+      this.stop(`an SSE line over ${this.limits.maxLineChars}`);
+      return;
+    }
     if (line === '') {
       if (this.lines.length > 0) this.completed.push(this.lines.join('\n'));
       this.lines = [];
+      this.frameChars = 0;
       return;
     }
     if (line === 'data' || line.startsWith('data:')) {
       const value = line.length > 5 && line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
-      this.lines.push(value.length > MAX_DATA_CHARS ? value.slice(0, MAX_DATA_CHARS) : value);
+      // A frame of endless data lines, each short, must not grow memory either.
+      this.frameChars += value.length + 1;
+      if (this.frameChars > this.limits.maxFrameChars) {
+        this.stop(`an SSE frame with over ${this.limits.maxFrameChars}`);
+        return;
+      }
+      this.lines.push(value);
     }
+  }
+
+  private stop(what: string): void {
+    this.overflow ??= `${what} characters ${NO_MORE}`;
+    this.pending = '';
+    this.lines = [];
   }
 }
 
 export class SseReader {
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-  private readonly collector = new DataCollector();
+  private readonly collector: DataCollector;
   private readonly observer: SseFrameObserver;
+  private bytesRead = 0;
+  private framesRead = 0;
+  private oversized = false;
   private readonly frames: SseFrame[] = [];
   private ended = false;
   private failure: string | undefined;
   private reading: Promise<void> | undefined;
 
-  constructor(body: ReadableStream<Uint8Array>) {
+  constructor(
+    body: ReadableStream<Uint8Array>,
+    private readonly limits: SseLimits = SSE_LIMITS,
+  ) {
     this.reader = body.getReader();
+    this.collector = new DataCollector(limits);
     this.observer = new SseFrameObserver({
-      onFrame: id => this.frames.push({ id, data: this.collector.completed.shift() ?? '' }),
+      onFrame: id => {
+        const data = this.collector.completed.shift() ?? '';
+        if (++this.framesRead <= limits.maxFrames) this.frames.push({ id, data });
+      },
     });
   }
 
@@ -89,7 +145,10 @@ export class SseReader {
     for (;;) {
       const frame = this.frames.shift();
       if (frame !== undefined) return { kind: 'frame', frame };
-      if (this.failure !== undefined) return { kind: 'error', error: this.failure };
+      if (this.failure !== undefined)
+        return this.oversized
+          ? { kind: 'error', error: this.failure, oversized: true }
+          : { kind: 'error', error: this.failure };
       if (this.ended) return { kind: 'eof' };
       const remaining = deadline - Date.now();
       if (remaining <= 0) return { kind: 'timeout' };
@@ -119,10 +178,24 @@ export class SseReader {
         this.observer.end();
         return;
       }
+      this.bytesRead += value.byteLength;
+      if (this.bytesRead > this.limits.maxResponseBytes)
+        return await this.giveUp(`a response over ${this.limits.maxResponseBytes} bytes ${NO_MORE}`);
       this.collector.push(value);
+      // The frames of earlier chunks stay readable; those of this chunk go with it.
+      if (this.collector.overflow !== undefined) return await this.giveUp(this.collector.overflow);
       this.observer.push(value);
+      if (this.framesRead > this.limits.maxFrames)
+        await this.giveUp(`a response of over ${this.limits.maxFrames} SSE frames ${NO_MORE}`);
     } catch (error) {
       this.failure = error instanceof Error ? error.message : String(error);
     }
+  }
+
+  /** Past a limit: the frames before it stay readable, then the read fails and the connection is released. */
+  private async giveUp(why: string): Promise<void> {
+    this.oversized = true;
+    this.failure = why;
+    await this.reader.cancel().catch(() => undefined);
   }
 }
