@@ -11,7 +11,7 @@
 // It writes a new build beside the old one and swaps them at the end: processes that run the old build meanwhile
 // (a test's app, while another test's `npm pack` runs prepack in the same folder) never see a half-written one.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,8 +64,19 @@ esbuild.buildSync({
   logLevel: 'warning',
 });
 
-// The swap: the old build moves aside in one rename and the new one takes its place in the next.
+// The swap: the old build moves aside in one rename and the new one takes its place in the next. A build of the
+// same folder that finished in between (two `npm pack`s at once) already put the same sources' build in place: ours
+// is dropped.
 const old = join(root, `build.old-${process.pid}`);
-if (existsSync(final)) renameSync(final, old);
-renameSync(out, final);
+const tolerate = (codes, fn) => {
+  try {
+    fn();
+    return true;
+  } catch (error) {
+    if (!codes.includes(error.code)) throw error;
+    return false;
+  }
+};
+tolerate(['ENOENT'], () => renameSync(final, old));
+if (!tolerate(['ENOTEMPTY', 'EEXIST'], () => renameSync(out, final))) rmSync(out, { recursive: true, force: true });
 rmSync(old, { recursive: true, force: true });
