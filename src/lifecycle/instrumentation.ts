@@ -14,6 +14,7 @@ import {
 import { installFetchObserver } from '../client/fetch-observer';
 import type { SessionLedger } from '../core/ledger';
 import type { Wrap } from '../shared/internal-types';
+import { HeldDiagLogger } from './held-diagnostics';
 import { instrumentationInfo } from './instrumentation-info';
 import { type ForkwatchInstruments, createInstruments } from '../shared/metrics';
 import { type ModuleDiscovery, type ModuleMatch, sdkModuleDefinitions, startModuleDiscovery } from './module-discovery';
@@ -38,6 +39,7 @@ export class ForkwatchInstrumentation
   declare private _discovery: ModuleDiscovery | undefined;
   declare private _patcher: ModulePatcher | undefined;
   declare private _removeFetchObserver: (() => void) | undefined;
+  declare private _heldDiag: HeldDiagLogger | undefined;
 
   constructor(config: ForkwatchInstrumentationConfig = {}) {
     super(PACKAGE_NAME, PACKAGE_VERSION, config);
@@ -57,14 +59,16 @@ export class ForkwatchInstrumentation
   get settings(): ResolvedSettings {
     if (!this._settings) {
       const { settings, warnings } = resolveSettings(this.getConfig());
-      for (const warning of warnings) this._diag.warn(warning);
+      for (const warning of warnings) this.diag.warn(warning);
       this._settings = settings;
     }
     return this._settings;
   }
 
-  get diag() {
-    return this._diag;
+  /** What forkwatch says, held while forkwatch/register is undecided (held-diagnostics.ts). */
+  get diag(): HeldDiagLogger {
+    if (!this._heldDiag) this._heldDiag = new HeldDiagLogger(this._diag);
+    return this._heldDiag;
   }
 
   get clientLedger(): SessionLedger {
@@ -87,7 +91,7 @@ export class ForkwatchInstrumentation
     safeExecuteInTheMiddle(
       () => hook(info),
       error => {
-        if (error) this._diag.error('onForkDetected hook threw', error);
+        if (error) this.diag.error('onForkDetected hook threw', error);
       },
       true,
     );
@@ -118,7 +122,7 @@ export class ForkwatchInstrumentation
 
   override enable(): void {
     super.enable();
-    if (!this._discovery) this._discovery = startModuleDiscovery(match => this.patchModule(match), this._diag);
+    if (!this._discovery) this._discovery = startModuleDiscovery(match => this.patchModule(match), this.diag);
     this.enableFetchObserver();
   }
 
@@ -182,7 +186,7 @@ export class ForkwatchInstrumentation
       this._removeFetchObserver = installFetchObserver(this);
       instrumentationInfo(this).patched(globalThis, { sdk_package: 'fetch', sdk_class: 'fetch', route: 'wire' });
     } catch (error) {
-      this._diag.error('could not observe fetch; clients without a class patch are not checked', error);
+      this.diag.error('could not observe fetch; clients without a class patch are not checked', error);
     }
   }
 
@@ -204,7 +208,7 @@ export class ForkwatchInstrumentation
         countReplayedUnpending: (transport, events) =>
           this.instruments.serverReplayedUnpendingEvents.add(events, { transport }),
         now: nowMs,
-        onError: (what, error) => this._diag.error(`${what} failed`, error),
+        onError: (what, error) => this.diag.error(`${what} failed`, error),
       },
       'streamable_http',
       this.settings.sharedEventStore,

@@ -37,6 +37,7 @@ import type { ForkwatchMetricReader } from './prom-client';
 import { createMetricExporters, describeError, servePrometheus } from './register-exporters';
 import type { StartedSdk } from './register-sdk';
 import { installEsmLoader } from './esm-loader';
+import { holdDiagnostics, releaseDiagnostics } from './held-diagnostics';
 import { installExitHandlers, withTimeout } from './register-shutdown';
 import { StderrDiagLogger, StderrSpanProcessor, writeStderr } from './register-stderr';
 import { type ForkwatchRegistration, REGISTRATION_KEY } from './registration';
@@ -92,6 +93,7 @@ class Registration implements ForkwatchRegistration {
   /** Something threw while setting up: the app runs on, without forkwatch's exporters. */
   fail(): void {
     this.mode = 'failed';
+    releaseDiagnostics();
     this.markReady();
   }
 
@@ -103,6 +105,9 @@ class Registration implements ForkwatchRegistration {
     }
     this.installEsmHook();
     const { ForkwatchInstrumentation } = require('./instrumentation') as typeof import('./instrumentation');
+    // Until decide() set up a logger, what forkwatch says is held: with synchronous loader hooks an ESM app's
+    // modules load, and are patched, before that.
+    holdDiagnostics();
     // Enabled by its constructor: the require hooks and the require.cache scan are in place from here on.
     this.instrumentation = new ForkwatchInstrumentation({ ...this.env.instrumentation });
     // One tick later a CommonJS main module (`--require`) has run its top level, and every --require preload has
@@ -139,6 +144,7 @@ class Registration implements ForkwatchRegistration {
         `could not start the OpenTelemetry SDK (${describeError(error)}); the app runs without forkwatch's exporters`,
       );
     } finally {
+      releaseDiagnostics();
       this.markReady();
     }
   }
