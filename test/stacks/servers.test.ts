@@ -24,6 +24,7 @@ const resumes = METRICS.serverResumes.prometheusName;
 const gapEvents = `${METRICS.serverResumeGapEvents.prometheusName}_sum`;
 const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
 const DELIVERY_WINDOW_MS = 1000;
+const PATCHED_SERVER = /patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./;
 const STARTUP_MS = 150_000; // import-in-the-middle reads mcp-proxy's 20,000-line bundle on a shared CPU
 
 const stacks = [
@@ -107,10 +108,9 @@ describe.each(stacks)('$name', stack => {
     async moduleSystem => {
       // Under CommonJS, the ESM-only mcp-proxy comes through require(esm), which the ESM loader hooks never see.
       const server = await startStack(stack, { moduleSystem });
-      // The module hooks found mcp-proxy's nested @modelcontextprotocol/server copy.
-      expect(server.app.stderr()).toMatch(
-        /patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./,
-      );
+      // The module hooks found mcp-proxy's nested @modelcontextprotocol/server copy. With synchronous loader hooks
+      // the app listens before register decided, and the line (held until then) follows STACK LISTENING.
+      await server.app.waitForStderr(PATCHED_SERVER, 10_000);
       const session = new RawMcpSession(server.url);
       await session.initialize();
       const first = await session.openGet();
@@ -204,9 +204,7 @@ test.each(['esm', 'cjs'] as const)(
   'mcp-handler, %s app: 2025-era traffic is served statelessly, a resume GET is answered 405 by the router: nothing to judge',
   async moduleSystem => {
     const server = await startStack(mcpHandler, { moduleSystem });
-    expect(server.app.stderr()).toMatch(
-      /patched WebStandardStreamableHTTPServerTransport of @modelcontextprotocol\/server@2\./,
-    );
+    await server.app.waitForStderr(PATCHED_SERVER, 10_000);
     const session = new RawMcpSession(server.url);
     await session.initialize();
     expect(session.sessionId).toBeUndefined(); // no session, so no session log to resume
