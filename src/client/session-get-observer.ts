@@ -8,7 +8,7 @@
  */
 import { withEnteredContext } from '../shared/entered-context';
 import { StreamForkDetected } from '../shared/errors';
-import { observeBodyOnRead } from '../shared/response-body';
+import { observeResponseBody } from '../shared/response-body';
 import type { FetchLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 import type { SseGet } from './fetch-observer';
@@ -73,17 +73,22 @@ function watchResponse(
 ) {
   const status = typeof response?.status === 'number' ? response.status : undefined;
   const contentType = String(response?.headers?.get?.('content-type') ?? '');
-  const body = response?.body;
-  if (status === undefined || status < 200 || status >= 300 || !body || !contentType.includes('text/event-stream')) {
+  if (
+    status === undefined ||
+    status < 200 ||
+    status >= 300 ||
+    !response?.body ||
+    !contentType.includes('text/event-stream')
+  ) {
     attempt?.concludeRejected(status);
     return;
   }
-  observeBodyOnRead(
+  const observed = observeResponseBody(
     response,
-    body,
-    () => observeBody(body, get, attempt, runtime),
+    body => observeBody(body, get, attempt, runtime),
     error => runtime.diag.error('observing an SSE stream failed; this stream is not checked', error),
   );
+  if (!observed) attempt?.concludeInconclusive('unobservable');
 }
 
 /** Fail-loud mode's report to a client seen only on the wire: its stream ends with the error. */
@@ -100,5 +105,5 @@ function observeBody(
     { attempt, session, transport: 'streamable_http', cursor: get.cursor, reportFork: errorTheStream },
     runtime,
   );
-  return resumed.observe(body);
+  return resumed.observe(body, 'bytes');
 }

@@ -28,7 +28,7 @@ import { ReissueWindow, digestJson, isMrtrRetry, reissueKey, requestTarget } fro
 import type { FetchLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
 import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { observeBodyOnRead } from '../shared/response-body';
+import { lazyReader, observeResponseBody, passThroughByteStream } from '../shared/response-body';
 
 /** One per-request POST, read from its URL, headers and string body. */
 export interface PerRequestPost {
@@ -212,23 +212,23 @@ function watchResponse(
 ): void {
   const status = typeof response?.status === 'number' ? response.status : 0;
   const contentType = String(response?.headers?.get?.('content-type') ?? '');
-  const body = response?.body;
   const listen = post.listenKey !== undefined;
   if (status < 200 || status >= 300) {
     if (!listen) observer.exchangeEnded(post, 'failed');
     return;
   }
-  if (!contentType.includes('text/event-stream') || !body) {
+  if (!contentType.includes('text/event-stream') || !response?.body) {
     // A JSON body is the terminal response itself (or, for a listen request, its in-band error).
     if (!listen) observer.exchangeEnded(post, 'completed');
     return;
   }
-  observeBodyOnRead(
+  const observed = observeResponseBody(
     response,
-    body,
-    () => observeSseBody(body, post, observer, runtime),
+    body => observeSseBody(body, post, observer, runtime),
     error => runtime.diag.error('observing a per-request stream failed; not observed', error),
   );
+  if (!observed)
+    runtime.diag.debug("a per-request SSE Response that is not the runtime's own fetch Response: not observed");
 }
 
 function observeSseBody(
@@ -264,13 +264,16 @@ function observeSseBody(
     if (listen) observer.listenEnded(post, how, false);
     else observer.exchangeEnded(post, judgeStreamEnd(how, false, post.signal?.aborted === true));
   };
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
+  // The source's reader is taken on the app's first read, not before (response-body.ts).
+  const reader = lazyReader(body);
+  return passThroughByteStream({
+    async pull(controller) {
+      // Until something is handed on: an empty chunk cannot go into a byte stream, and a pull that enqueues nothing
+      // would not be called again.
+      for (;;) {
         let chunk: ReadableStreamReadResult<Uint8Array>;
         try {
-          chunk = await reader.read();
+          chunk = await reader().read();
         } catch (error) {
           safe(() => end('error'));
           controller.error(error);
@@ -281,14 +284,15 @@ function observeSseBody(
           controller.close();
           return;
         }
+        if (chunk.value.byteLength === 0) continue;
         safe(() => scanner.push(chunk.value));
         controller.enqueue(chunk.value);
-      },
-      cancel(reason) {
-        safe(() => end('cancel'));
-        return reader.cancel(reason);
-      },
+        return;
+      }
     },
-    { highWaterMark: 0 },
-  );
+    cancel(reason) {
+      safe(() => end('cancel'));
+      return reader().cancel(reason);
+    },
+  });
 }
