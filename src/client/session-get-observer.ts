@@ -87,23 +87,33 @@ export function sessionGetResponded(
 }
 
 /**
- * A session stream fed chunk by chunk from undici's diagnostics channel (client/undici-channel-observer.ts): judged
- * as a body observed through fetch is, but it cannot be held back nor cut, so fail-loud mode reports a fork through
- * the user's hook only.
+ * A session stream fed chunk by chunk from undici's diagnostics channel (client/undici-channel-observer.ts), judged as
+ * a body observed through fetch is. Each chunk is judged before undici hands it on, so in fail-loud mode `cut` (the
+ * request's abort) stops a forked stream before its first frame reaches the app, whose read then fails with undici's
+ * `TypeError: terminated` caused by StreamForkDetected; nothing else of the Response changes.
  */
 export class SessionStreamWatch {
   private readonly resumed: ResumedStream;
   private readonly frames: SseFrameObserver;
   private ended = false;
+  /** The error a fork cuts the stream with, once the chunk that showed it is parsed (the abort ends the stream). */
+  private cutWith: unknown = undefined;
 
   constructor(
     get: SseGet,
     attempt: ResumeAttempt | undefined,
     private readonly runtime: ForkwatchRuntime,
+    private readonly cut: ((error: unknown) => void) | undefined,
   ) {
     const session = runtime.clientLedger.touch(get.sessionId, nowMs());
+    const reportFork: ForkReport | undefined = cut
+      ? info => {
+          this.cutWith = errorTheStream(info);
+          return this.cutWith;
+        }
+      : undefined;
     const resumed = new ResumedStream(
-      { attempt, session, transport: 'streamable_http', cursor: get.cursor, reportFork: undefined },
+      { attempt, session, transport: 'streamable_http', cursor: get.cursor, reportFork },
       runtime,
     );
     this.resumed = resumed;
@@ -116,6 +126,11 @@ export class SessionStreamWatch {
     try {
       this.resumed.onChunk();
       this.frames.push(chunk);
+      if (this.cutWith !== undefined && !this.ended) {
+        this.ended = true;
+        this.frames.end();
+        this.cut?.(this.cutWith);
+      }
     } catch (error) {
       this.runtime.diag.error('SSE frame observer failed', error);
     }

@@ -14,10 +14,11 @@
  * content type), each `bodyChunkReceived`, then `trailers` (the body's end) or `error`. The chunk channels are
  * subscribed only while an MCP exchange is watched: other requests of the process pay nothing per chunk.
  *
- * What the channel cannot do that the fetch wrapper does: hold back or cut a forked stream (fail-loud mode reports
- * the fork through the user's hook only), enter the resume's context for an HTTP instrumentation's span, read a
- * compressed body (Content-Encoding: such a stream is not observed), and see a transport's own fetch that does not
- * go through undici.
+ * Fail-loud mode cuts a forked stream with undici's own abort of the request, from inside the chunk's publish, before
+ * undici hands the chunk on: the app's read fails with `TypeError: terminated` whose cause is StreamForkDetected (the
+ * fetch wrapper errors the body with StreamForkDetected itself). What the channel cannot do that the wrapper does:
+ * enter the resume's context for an HTTP instrumentation's span, read a compressed body (Content-Encoding: such a
+ * stream is not observed), and see a transport's own fetch that does not go through undici.
  */
 import * as diagnosticsChannel from 'node:diagnostics_channel';
 import { protocolHasResumability } from '../shared/session-id';
@@ -160,12 +161,31 @@ function watchOf(request: UndiciRequest, runtime: ForkwatchRuntime): Watch | und
     if (!get || !protocolHasResumability(get.protocolVersion) || isPatchedTransportGet(get.sessionId, get.cursor)) {
       return undefined;
     }
-    return channelWatches().sessionGetWatch(get, runtime);
+    return channelWatches().sessionGetWatch(get, runtime, cutOf(request));
   }
   const version = header('mcp-protocol-version');
   if (version === undefined || protocolHasResumability(version)) return undefined;
   const endpoint = `${String(request.origin ?? '')}${String(request.path ?? '')}`;
   return channelWatches().perRequestPostWatch(endpoint, header, runtime, MAX_POST_BODY_BYTES);
+}
+
+/**
+ * Fail-loud mode's cut: undici's own abort of the request (set once it is connected, so before any byte of the
+ * response), which errors the Response's body as a broken connection would. Queued as a microtask from inside the
+ * chunk's publish: it runs before the promise jobs that carry that chunk on to the app's read, so the chunk never
+ * arrives (an abort made inside the publish of a response's first chunk leaves fetch's body waiting forever on
+ * undici 7.30).
+ */
+function cutOf(request: UndiciRequest & { abort?: unknown }): (error: unknown) => void {
+  return error => {
+    queueMicrotask(() => {
+      try {
+        if (typeof request.abort === 'function') request.abort(error);
+      } catch {
+        // Already ended: nothing left to cut.
+      }
+    });
+  };
 }
 
 /**

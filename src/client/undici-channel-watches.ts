@@ -20,7 +20,8 @@ const compressed = (header: Header) => {
   return encoding !== undefined && encoding.toLowerCase() !== 'identity';
 };
 
-export function sessionGetWatch(get: SseGet, runtime: ForkwatchRuntime) {
+/** `cut`: aborts the request (fail-loud mode's cut of a forked stream); undefined where undici gives no abort. */
+export function sessionGetWatch(get: SseGet, runtime: ForkwatchRuntime, cut: ((error: unknown) => void) | undefined) {
   const attempt = sessionGetSent(get, runtime);
   let stream: SessionStreamWatch | undefined;
   return {
@@ -30,7 +31,7 @@ export function sessionGetWatch(get: SseGet, runtime: ForkwatchRuntime) {
         attempt?.concludeInconclusive('unobservable');
         return false;
       }
-      stream = new SessionStreamWatch(get, attempt, runtime);
+      stream = new SessionStreamWatch(get, attempt, runtime, cut);
       return true;
     },
     push(chunk: Uint8Array) {
