@@ -68,7 +68,7 @@ export function sessionGetOf(method: string, header: (name: string) => string | 
  * channels and leaves `fetch` alone (undici-channel-observer.ts); elsewhere it wraps `globalThis.fetch`. Decided
  * once: the runtime's undici does not change.
  */
-const observesThroughChannels = undiciPublishesBodyChunks();
+const observesThroughChannels = undiciPublishesBodyChunks(process.versions.undici);
 
 /** Installs the wire observer; returns the function that takes it off again (fetch restored, channels left). */
 export function installFetchObserver(runtime: ForkwatchRuntime): () => void {

@@ -13,7 +13,7 @@ const FIRST_PUBLISHING = [7, 11, 0] as const;
  * bundle undici 6, Node 24 and later 7.11 or later (those before that get the fetch wrapper, which cannot read
  * undici 7's Response: they are not observed).
  */
-export function undiciPublishesBodyChunks(version: string | undefined = process.versions.undici): boolean {
+export function undiciPublishesBodyChunks(version: string | undefined): boolean {
   if (typeof version !== 'string') return false;
   const parts = version.split('.').map(part => Number.parseInt(part, 10));
   for (let i = 0; i < FIRST_PUBLISHING.length; i++) {

@@ -34,7 +34,7 @@ async function readAll(res: Response): Promise<string> {
 }
 
 /** Where undici publishes body chunks (Node 24+), the observer subscribes to its channels and leaves fetch alone. */
-const onChannels = undiciPublishesBodyChunks();
+const onChannels = undiciPublishesBodyChunks(process.versions.undici);
 const undiciCreate = diagnosticsChannel.channel('undici:request:create');
 
 test('enable() installs the observer, disable() takes it off; observeFetch: false leaves fetch alone', async () => {
