@@ -18,7 +18,8 @@
  * undici hands the chunk on: the app's read fails with `TypeError: terminated` whose cause is StreamForkDetected (the
  * fetch wrapper errors the body with StreamForkDetected itself). What the channel cannot do that the wrapper does:
  * enter the resume's context for an HTTP instrumentation's span, read a compressed body (Content-Encoding: such a
- * stream is not observed), and see a transport's own fetch that does not go through undici.
+ * stream is not observed), see a transport's own fetch that does not go through undici, and see a redirected resume
+ * as one (each hop is a request: the redirect's is rejected, the next one judged).
  */
 import * as diagnosticsChannel from 'node:diagnostics_channel';
 import { protocolHasResumability } from '../shared/session-id';
@@ -116,7 +117,7 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
     const watch = watches.get(m.request);
     if (!watch) return;
     const status = typeof m.response?.statusCode === 'number' ? m.response.statusCode : undefined;
-    // A redirect's own response is not the stream: undici sends the next hop as a new request.
+    // A response that opens no stream to watch (an error, JSON, a redirect: its next hop is a request of its own).
     if (!watch.responded(status, headerReaderOf(m.response?.headers))) stop(m.request);
   });
   const onTrailers = guard<{ request: object }>('response end', m => {
