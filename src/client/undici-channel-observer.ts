@@ -68,8 +68,17 @@ const CHANNELS = {
   error: 'undici:request:error',
 } as const;
 
+/**
+ * Set on globalThis while an observer is subscribed, by any copy of forkwatch in the process: a second instance (an
+ * app's own beside `forkwatch/register`'s) leaves the channels to the first, as the fetch wrapper leaves a marked fetch.
+ */
+const INSTALLED = Symbol.for('forkwatch.undici-channel-observer');
+
 /** Subscribes to undici's request channels; returns the function that unsubscribes every one. */
 export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => void {
+  const global = globalThis as { [INSTALLED]?: true };
+  if (global[INSTALLED]) return () => {};
+  global[INSTALLED] = true;
   const watches = new WeakMap<object, Watch>();
   let watching = 0;
   let chunksSubscribed = false;
@@ -140,6 +149,7 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
   return () => {
     for (const [name, fn] of always) diagnosticsChannel.unsubscribe(name, fn);
     chunkChannels(false);
+    delete global[INSTALLED];
   };
 }
 

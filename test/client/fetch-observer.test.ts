@@ -9,6 +9,7 @@
  */
 import * as diagnosticsChannel from 'node:diagnostics_channel';
 import { afterEach, expect, test } from 'vitest';
+import { ForkwatchInstrumentation } from '../../src';
 import { undiciPublishesBodyChunks } from '../../src/client/undici-version';
 import { METRICS, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
@@ -164,4 +165,26 @@ test("a fork through the undici package's own fetch (mcp-remote's) is counted on
   await fw.settle();
   const forks = sample(await fw.metrics(), METRICS.clientForks.prometheusName, { reason: 'id_regressed' });
   expect(forks).toBe(onChannels ? 1 : 0);
+});
+
+test('a second ForkwatchInstrumentation in the process leaves the wire to the first: a fork is reported once', async () => {
+  server = await startScriptedServer();
+  server.scripts.push(res => {
+    openSse(res);
+    res.end(frame('1', 1));
+  });
+  const first: unknown[] = [];
+  const second: unknown[] = [];
+  fw = setupForkwatch({ onForkDetected: info => first.push(info) }, []);
+  const other = new ForkwatchInstrumentation({ onForkDetected: info => second.push(info) });
+  try {
+    await readAll(await sessionGet(server.url, { 'last-event-id': '41' }));
+    await fw.settle();
+    expect(first).toHaveLength(1);
+    expect(second).toEqual([]);
+  } finally {
+    other.disable();
+  }
+  // The second's disable() took nothing of the first's away.
+  expect(undiciCreate.hasSubscribers).toBe(onChannels);
 });
