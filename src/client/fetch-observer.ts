@@ -25,6 +25,7 @@ import type { FetchLike, RequestInitLike } from '../shared/internal-types';
 import type { ForkwatchRuntime } from '../shared/runtime';
 import { protocolHasResumability } from '../shared/session-id';
 import { claimOwnFetchPost, isOwnFetchPost, isPatchedTransportGet } from './patched-transport-scope';
+import { undiciPublishesBodyChunks } from './undici-version';
 
 /** A fetch, and forkwatch's mark on the one it installed. */
 type Fetch = FetchLike & { readonly [FETCH_MARK]?: true };
@@ -47,19 +48,39 @@ export function sseGetOf(input: unknown, init: RequestInitLike | undefined): Sse
   try {
     const request =
       typeof input === 'object' && input !== null && !(input instanceof URL) ? (input as RequestInitLike) : undefined;
-    const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase();
-    if (method !== 'GET') return undefined;
-    const header = headerReader(init?.headers ?? request?.headers);
-    const sessionId = header('mcp-session-id');
-    if (!sessionId || !header('accept')?.includes('text/event-stream')) return undefined;
-    return { sessionId, protocolVersion: header('mcp-protocol-version'), cursor: header('last-event-id') };
+    const method = String(init?.method ?? request?.method ?? 'GET');
+    return sessionGetOf(method, headerReader(init?.headers ?? request?.headers));
   } catch {
     return undefined;
   }
 }
 
-/** Installs the observer on `globalThis.fetch`; returns the function that takes it off again. */
+/** The session stream a request with this method and these headers opens, or undefined. */
+export function sessionGetOf(method: string, header: (name: string) => string | undefined): SseGet | undefined {
+  if (method.toUpperCase() !== 'GET') return undefined;
+  const sessionId = header('mcp-session-id');
+  if (!sessionId || !header('accept')?.includes('text/event-stream')) return undefined;
+  return { sessionId, protocolVersion: header('mcp-protocol-version'), cursor: header('last-event-id') };
+}
+
+/**
+ * Where the runtime's undici publishes body chunks (Node 24 and later), forkwatch observes fetch through those
+ * channels and leaves `fetch` alone (undici-channel-observer.ts); elsewhere it wraps `globalThis.fetch`. Decided
+ * once: the runtime's undici does not change.
+ */
+const observesThroughChannels = undiciPublishesBodyChunks(process.versions.undici);
+
+/** Installs the wire observer; returns the function that takes it off again (fetch restored, channels left). */
 export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
+  if (observesThroughChannels) {
+    const channels = require('./undici-channel-observer') as typeof import('./undici-channel-observer');
+    return channels.installUndiciChannelObserver(runtime);
+  }
+  return installFetchWrapper(runtime);
+}
+
+/** Wraps `globalThis.fetch`; returns the function that takes the wrapper off again. */
+function installFetchWrapper(runtime: ForkwatchRuntime): () => void {
   const original = globalThis.fetch as unknown as Fetch | undefined;
   if (typeof original !== 'function' || original[FETCH_MARK]) return () => {};
   const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
@@ -89,7 +110,8 @@ export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
  * protocol 2026-07-28 POSTs are observed as the global observer observes them, everything else passes through.
  */
 export function observeOwnFetch(own: Fetch, runtime: ForkwatchRuntime): Fetch {
-  if (own[FETCH_MARK]) return own;
+  // The undici channels see every fetch that goes through undici, a transport's own included.
+  if (own[FETCH_MARK] || observesThroughChannels) return own;
   const observed = function fetch(this: unknown, input: unknown, init?: RequestInitLike) {
     if (!runtime.enabled || perRequestVersionOf(init) === undefined) return own.call(this, input, init);
     const exchange = clientExchange();

@@ -11,6 +11,7 @@
  * partial frame anyway, and a forked frame must never reach it.
  */
 import { SseFrameObserver } from '../core/sse-frame-observer';
+import { type PassThroughController, passThroughByteStream } from '../shared/response-body';
 
 export interface StreamObserverHooks {
   /** A frame was dispatched; runs before the SDK sees the chunk that completed it. */
@@ -52,29 +53,43 @@ export interface ObservedStream {
   cutNow(reason: unknown): void;
 }
 
+/**
+ * `bytes`: the observed stream is a byte stream, as a fetch Response's own body is (the wire observer puts it inside
+ * the caller's Response: response-body.ts); the class patches hand the SDK a default stream, as before.
+ */
 export function observeStream(
   source: ReadableStream<Uint8Array>,
   hooks: StreamObserverHooks,
   gate: StreamGate | undefined,
   onObserverError: (error: unknown) => void,
+  kind: 'default' | 'bytes' = 'default',
 ): ObservedStream {
   const body = new ObservedBody(source, hooks, gate, onObserverError);
-  const readable = new ReadableStream<Uint8Array>(
-    {
-      start: controller => {
-        body.controller = controller;
-      },
-      pull: controller => body.pull(controller),
-      cancel: reason => body.cancel(reason),
-    },
-    { highWaterMark: 0 },
-  );
+  const readable =
+    kind === 'bytes'
+      ? passThroughByteStream({
+          start: controller => {
+            body.controller = controller;
+          },
+          pull: controller => body.pull(controller),
+          cancel: reason => body.cancel(reason),
+        })
+      : new ReadableStream<Uint8Array>(
+          {
+            start: controller => {
+              body.controller = controller;
+            },
+            pull: controller => body.pull(controller),
+            cancel: reason => body.cancel(reason),
+          },
+          { highWaterMark: 0 },
+        );
   return { readable, release: () => body.release(), cutNow: reason => body.cutNow(reason) };
 }
 
 /** The state of one observed body, between the source's reader and the consumer's controller. */
 class ObservedBody {
-  controller: ReadableStreamDefaultController<Uint8Array> | undefined = undefined;
+  controller: PassThroughController | undefined = undefined;
   // Locked on first use, not in the constructor: a caller that reads the Response some other way (text()) still can.
   private sourceReader: ReadableStreamDefaultReader<Uint8Array> | undefined = undefined;
   private readonly observer: SseFrameObserver;
@@ -96,7 +111,7 @@ class ObservedBody {
     });
   }
 
-  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+  async pull(controller: PassThroughController): Promise<void> {
     // Loop until something is handed on: a pull that enqueues nothing would not be called again.
     for (;;) {
       let result: ReadableStreamReadResult<Uint8Array>;
@@ -113,6 +128,8 @@ class ObservedBody {
         return controller.close();
       }
       const chunk = result.value;
+      // An empty chunk cannot go into a byte stream, and a pull that enqueues nothing would not be called again.
+      if (chunk.byteLength === 0) continue;
       if (this.parsing) {
         this.hooks.onChunk?.();
         this.observe(chunk);
@@ -164,7 +181,7 @@ class ObservedBody {
   }
 
   /** The body ended (`error` undefined) or failed: held chunks go on before the consumer's stream ends. */
-  private end(controller: ReadableStreamDefaultController<Uint8Array>, error: unknown): void {
+  private end(controller: PassThroughController, error: unknown): void {
     this.finished = true;
     this.observer.end();
     if (error === undefined) this.hooks.onEnd();
@@ -172,13 +189,13 @@ class ObservedBody {
     this.flushHeld(controller);
   }
 
-  private flushHeld(controller: ReadableStreamDefaultController<Uint8Array>): void {
+  private flushHeld(controller: PassThroughController): void {
     for (const chunk of this.held) controller.enqueue(chunk);
     this.held = [];
     this.heldBytes = 0;
   }
 
-  private cut(controller: ReadableStreamDefaultController<Uint8Array>, reason: unknown): void {
+  private cut(controller: PassThroughController, reason: unknown): void {
     if (this.finished) return;
     this.finished = true;
     this.held = [];

@@ -141,8 +141,11 @@ export class ResumeAttempt {
     this.finish({ [ATTR.errorType]: errorTypeOf(error) });
   }
 
-  /** No frame before the stream ended or before the verdict timeout: the attempt cannot be judged. */
-  concludeInconclusive(why: 'stream_ended' | 'timeout' | 'cancelled'): void {
+  /**
+   * No frame before the stream ended or before the verdict timeout, or a body forkwatch cannot read without changing
+   * the Response (`unobservable`: a Response that is not the runtime's own): the attempt cannot be judged.
+   */
+  concludeInconclusive(why: 'stream_ended' | 'timeout' | 'cancelled' | 'unobservable'): void {
     if (!this.begin('inconclusive')) return;
     this.finish({ [ATTR.verdict]: 'inconclusive', [ATTR.reason]: why });
   }

@@ -108,10 +108,14 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
    * Observes a response body: every frame is seen before the client's parser, the first decides the verdict. In
    * fail-loud mode a stream whose attempt is already forked (its cursor dropped) is cut at once.
    */
-  observe(body: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  observe(body: ReadableStream<Uint8Array>, kind: 'default' | 'bytes' = 'default'): ReadableStream<Uint8Array> {
     if (this.cutsAtOnce) this.isCut = true;
-    const observed = observeStream(body, this, this, error =>
-      this.runtime.diag.error('SSE frame observer failed', error),
+    const observed = observeStream(
+      body,
+      this,
+      this,
+      error => this.runtime.diag.error('SSE frame observer failed', error),
+      kind,
     );
     this.armTimeout(() => observed.release());
     if (this.isCut) observed.cutNow(new Error('forkwatch: resumed without its cursor (fail-loud mode)'));

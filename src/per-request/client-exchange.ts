@@ -28,7 +28,7 @@ import { ReissueWindow, digestJson, isMrtrRetry, reissueKey, requestTarget } fro
 import type { FetchLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
 import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { observeBodyOnRead } from '../shared/response-body';
+import { lazyReader, observeResponseBody, passThroughByteStream } from '../shared/response-body';
 
 /** One per-request POST, read from its URL, headers and string body. */
 export interface PerRequestPost {
@@ -173,35 +173,70 @@ export function observePerRequestPost(
   post: PerRequestPost,
   runtime: ForkwatchRuntime,
 ): unknown {
-  let observer: PerRequestClientObserver | undefined;
-  try {
-    observer = perRequestClientOf(runtime);
-    observer.requestSent(post);
-  } catch (error) {
-    runtime.diag.error('recording a per-request POST failed; this exchange is not observed', error);
-  }
+  const observer = perRequestSent(post, runtime);
   const result = original.call(self, input, init);
   if (!observer) return result;
-  const obs = observer;
   return Promise.resolve(result).then(
     response => {
       try {
-        watchResponse(response as WebResponseLike, post, obs, runtime);
+        watchResponse(response as WebResponseLike, post, observer, runtime);
       } catch (error) {
         runtime.diag.error('observing a per-request response failed', error);
       }
       return response;
     },
     error => {
-      try {
-        // The request was sent and no response came back: lost like a broken stream (unless the app aborted).
-        if (post.listenKey === undefined) obs.exchangeEnded(post, post.signal?.aborted ? 'cancelled' : 'broken');
-      } catch (recordError) {
-        runtime.diag.error('recording a failed POST failed', recordError);
-      }
+      perRequestUnanswered(post, observer, runtime);
       throw error;
     },
   );
+}
+
+/** The POST leaves: a re-issue of a lost one is counted. Undefined (and a diagnostic) if that failed. */
+export function perRequestSent(post: PerRequestPost, runtime: ForkwatchRuntime): PerRequestClientObserver | undefined {
+  try {
+    const observer = perRequestClientOf(runtime);
+    observer.requestSent(post);
+    return observer;
+  } catch (error) {
+    runtime.diag.error('recording a per-request POST failed; this exchange is not observed', error);
+    return undefined;
+  }
+}
+
+/** The request was sent and no response came back: lost like a broken stream (unless the app aborted). */
+export function perRequestUnanswered(
+  post: PerRequestPost,
+  observer: PerRequestClientObserver,
+  runtime: ForkwatchRuntime,
+): void {
+  try {
+    if (post.listenKey === undefined) observer.exchangeEnded(post, post.signal?.aborted ? 'cancelled' : 'broken');
+  } catch (recordError) {
+    runtime.diag.error('recording a failed POST failed', recordError);
+  }
+}
+
+/** What the response's status and content type say, before any byte of its body: the stream to watch, if any. */
+export function exchangeResponded(
+  status: number,
+  contentType: string,
+  hasBody: boolean,
+  post: PerRequestPost,
+  observer: PerRequestClientObserver,
+  runtime: ForkwatchRuntime,
+): PerRequestStreamWatch | undefined {
+  const listen = post.listenKey !== undefined;
+  if (status < 200 || status >= 300) {
+    if (!listen) observer.exchangeEnded(post, 'failed');
+    return undefined;
+  }
+  if (!contentType.includes('text/event-stream') || !hasBody) {
+    // A JSON body is the terminal response itself (or, for a listen request, its in-band error).
+    if (!listen) observer.exchangeEnded(post, 'completed');
+    return undefined;
+  }
+  return new PerRequestStreamWatch(post, observer, runtime);
 }
 
 function watchResponse(
@@ -212,83 +247,100 @@ function watchResponse(
 ): void {
   const status = typeof response?.status === 'number' ? response.status : 0;
   const contentType = String(response?.headers?.get?.('content-type') ?? '');
-  const body = response?.body;
-  const listen = post.listenKey !== undefined;
-  if (status < 200 || status >= 300) {
-    if (!listen) observer.exchangeEnded(post, 'failed');
-    return;
-  }
-  if (!contentType.includes('text/event-stream') || !body) {
-    // A JSON body is the terminal response itself (or, for a listen request, its in-band error).
-    if (!listen) observer.exchangeEnded(post, 'completed');
-    return;
-  }
-  observeBodyOnRead(
-    response,
-    body,
-    () => observeSseBody(body, post, observer, runtime),
+  const watch = exchangeResponded(status, contentType, !!response?.body, post, observer, runtime);
+  if (!watch) return;
+  const observed = observeResponseBody(
+    response!,
+    body => passThrough(body, watch),
     error => runtime.diag.error('observing a per-request stream failed; not observed', error),
   );
+  if (!observed) runtime.diag.debug('a per-request SSE Response that is not a Node fetch Response: not observed');
 }
 
-function observeSseBody(
-  body: ReadableStream<Uint8Array>,
-  post: PerRequestPost,
-  observer: PerRequestClientObserver,
-  runtime: ForkwatchRuntime,
-): ReadableStream<Uint8Array> {
-  const listen = post.listenKey !== undefined;
-  let terminal = false;
-  let ended = false;
-  const safe = (fn: () => void) => {
+/**
+ * One per-request SSE response stream, fed chunk by chunk (by the pass-through body on the fetch wrapper, by
+ * undici's diagnostics channel on Node 24: per-request-channel in client/undici-channel-observer.ts), ended once.
+ */
+export class PerRequestStreamWatch {
+  private readonly listen: boolean;
+  private terminal = false;
+  private ended = false;
+  private readonly scanner: SseDataScanner;
+
+  constructor(
+    private readonly post: PerRequestPost,
+    private readonly observer: PerRequestClientObserver,
+    private readonly runtime: ForkwatchRuntime,
+  ) {
+    this.listen = post.listenKey !== undefined;
+    this.scanner = new SseDataScanner((data, truncated) => this.frame(data, truncated));
+  }
+
+  push(chunk: Uint8Array): void {
+    this.safe(() => this.scanner.push(chunk));
+  }
+
+  end(how: StreamEnd): void {
+    this.safe(() => {
+      if (this.ended) return;
+      this.ended = true;
+      if (how === 'eof') this.scanner.end();
+      if (this.terminal) return;
+      if (this.listen) this.observer.listenEnded(this.post, how, false);
+      else this.observer.exchangeEnded(this.post, judgeStreamEnd(how, false, this.post.signal?.aborted === true));
+    });
+  }
+
+  private frame(data: string, truncated: boolean): void {
+    const kind = classifyFrameData(data, truncated);
+    if (kind === 'ack' && this.listen) this.observer.listenAcknowledged(this.post);
+    if (kind !== 'terminal' || this.terminal) return;
+    // The terminal response ends the exchange (a listen stream's result is its graceful close), whatever follows.
+    this.terminal = true;
+    if (this.listen) this.observer.listenEnded(this.post, 'eof', true);
+    else this.observer.exchangeEnded(this.post, 'completed');
+  }
+
+  private safe(fn: () => void): void {
     try {
       fn();
     } catch (error) {
-      runtime.diag.error('per-request stream observer failed', error);
+      this.runtime.diag.error('per-request stream observer failed', error);
     }
-  };
-  const scanner = new SseDataScanner((data, truncated) => {
-    const kind = classifyFrameData(data, truncated);
-    if (kind === 'ack' && listen) observer.listenAcknowledged(post);
-    if (kind !== 'terminal' || terminal) return;
-    // The terminal response ends the exchange (a listen stream's result is its graceful close), whatever follows.
-    terminal = true;
-    if (listen) observer.listenEnded(post, 'eof', true);
-    else observer.exchangeEnded(post, 'completed');
-  });
-  const end = (how: StreamEnd) => {
-    if (ended) return;
-    ended = true;
-    if (how === 'eof') safe(() => scanner.end());
-    if (terminal) return;
-    if (listen) observer.listenEnded(post, how, false);
-    else observer.exchangeEnded(post, judgeStreamEnd(how, false, post.signal?.aborted === true));
-  };
-  const reader = body.getReader();
-  return new ReadableStream<Uint8Array>(
-    {
-      async pull(controller) {
+  }
+}
+
+/** The body handed to the app: the same chunks, each shown to the watch first. */
+function passThrough(body: ReadableStream<Uint8Array>, watch: PerRequestStreamWatch): ReadableStream<Uint8Array> {
+  // The source's reader is taken on the app's first read, not before (response-body.ts).
+  const reader = lazyReader(body);
+  return passThroughByteStream({
+    async pull(controller) {
+      // Until something is handed on: an empty chunk cannot go into a byte stream, and a pull that enqueues nothing
+      // would not be called again.
+      for (;;) {
         let chunk: ReadableStreamReadResult<Uint8Array>;
         try {
-          chunk = await reader.read();
+          chunk = await reader().read();
         } catch (error) {
-          safe(() => end('error'));
+          watch.end('error');
           controller.error(error);
           return;
         }
         if (chunk.done) {
-          safe(() => end('eof'));
+          watch.end('eof');
           controller.close();
           return;
         }
-        safe(() => scanner.push(chunk.value));
+        if (chunk.value.byteLength === 0) continue;
+        watch.push(chunk.value);
         controller.enqueue(chunk.value);
-      },
-      cancel(reason) {
-        safe(() => end('cancel'));
-        return reader.cancel(reason);
-      },
+        return;
+      }
     },
-    { highWaterMark: 0 },
-  );
+    cancel(reason) {
+      watch.end('cancel');
+      return reader().cancel(reason);
+    },
+  });
 }

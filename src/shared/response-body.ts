@@ -3,29 +3,98 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * Hands a fetch Response's body on through an observer, built on the body's first read: a caller that never reads
- * the body leaves it untouched. If the observer cannot be built, the original body is handed on (never an error).
+ * Observes a fetch Response's body without changing the Response (the fetch wrapper's way, on runtimes whose undici
+ * publishes no body chunks: fetch-observer.ts). The Response handed to the caller is the very object fetch returned,
+ * with no own property added: only the stream inside its body record is swapped, at once, for a lazy pass-through
+ * byte stream. Every use of the Response API then runs undici's own code on it (`body`, `clone()`, `text()`,
+ * `bodyUsed`, their errors), and the original stream's reader is only taken when the app first reads.
+ *
+ * The body record is undici 5/6's `response[Symbol(state)].body.stream` (Node 18 to 22). A Response without it (not
+ * undici's, or a later undici that keeps its state in private fields) is left alone and not observed.
  */
-export function observeBodyOnRead(
+
+interface BodyRecord {
+  stream: ReadableStream<Uint8Array>;
+}
+
+/**
+ * The body record of a Node fetch Response whose stream is still untouched, or undefined. Reading `body` through the
+ * prototype getter is what the caller would do: it neither locks nor disturbs the stream.
+ */
+function untouchedBodyRecordOf(response: object): BodyRecord | undefined {
+  const stateKey = Object.getOwnPropertySymbols(response).find(key => key.description === 'state');
+  if (!stateKey) return undefined;
+  const record = (response as Record<symbol, { body?: BodyRecord | null } | undefined>)[stateKey]?.body;
+  const stream = record?.stream;
+  if (!stream || stream !== (response as { body?: unknown }).body) return undefined;
+  if (stream.locked || (response as { bodyUsed?: unknown }).bodyUsed !== false) return undefined;
+  return record;
+}
+
+/**
+ * Puts `observe(body)` in place of the Response's body stream; false (and the Response untouched) when the Response
+ * is not a Node fetch Response with an unread body. If the observer cannot be built, nothing changes (never an error).
+ */
+export function observeResponseBody(
   response: object,
-  body: ReadableStream<Uint8Array>,
-  observe: () => ReadableStream<Uint8Array>,
+  observe: (body: ReadableStream<Uint8Array>) => ReadableStream<Uint8Array>,
   onError: (error: unknown) => void,
-): void {
-  let observed: ReadableStream<Uint8Array> | undefined;
-  Object.defineProperty(response, 'body', {
-    configurable: true,
-    enumerable: true,
-    get() {
-      if (!observed) {
-        try {
-          observed = observe();
-        } catch (error) {
-          onError(error);
-          observed = body;
-        }
-      }
-      return observed;
+): boolean {
+  try {
+    const record = untouchedBodyRecordOf(response);
+    if (!record) return false;
+    record.stream = observe(record.stream);
+    return true;
+  } catch (error) {
+    onError(error);
+    return false;
+  }
+}
+
+/** The chunk source a pass-through byte stream pulls from: one read per pull, the reader taken on the first. */
+export function lazyReader(source: ReadableStream<Uint8Array>): () => ReadableStreamDefaultReader<Uint8Array> {
+  let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
+  return () => {
+    reader ??= source.getReader();
+    return reader;
+  };
+}
+
+/**
+ * A byte stream like undici's own body (a BYOB reader works on it as on the original) that calls `pull` when the
+ * app asks for bytes: highWaterMark 0, so nothing is read ahead of the app and no buffer is added.
+ */
+export function passThroughByteStream(source: {
+  start?(controller: PassThroughController): void;
+  pull(controller: PassThroughController): Promise<void>;
+  cancel(reason: unknown): Promise<void>;
+}): ReadableStream<Uint8Array> {
+  let wrapped: PassThroughController;
+  return new ReadableStream({
+    type: 'bytes',
+    start: controller => {
+      wrapped = byteController(controller);
+      source.start?.(wrapped);
     },
-  });
+    pull: () => source.pull(wrapped),
+    cancel: reason => source.cancel(reason),
+  } as UnderlyingByteSource) as ReadableStream<Uint8Array>;
+}
+
+/** The three calls a pass-through makes; close() also ends a pending BYOB read, which would otherwise wait. */
+export interface PassThroughController {
+  enqueue(chunk: Uint8Array): void;
+  close(): void;
+  error(reason: unknown): void;
+}
+
+function byteController(controller: ReadableByteStreamController): PassThroughController {
+  return {
+    enqueue: chunk => controller.enqueue(chunk as Uint8Array<ArrayBuffer>),
+    close: () => {
+      controller.close();
+      controller.byobRequest?.respond(0);
+    },
+    error: reason => controller.error(reason),
+  };
 }

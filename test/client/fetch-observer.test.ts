@@ -5,9 +5,12 @@
 /**
  * The wire-level observer (client/fetch-observer.ts), in process against a scripted SSE server on 127.0.0.1: it
  * judges session GETs that carry Last-Event-ID, hands the caller the same bytes, leaves everything else alone and
- * takes itself off `globalThis.fetch` on disable().
+ * takes itself off `globalThis.fetch` (or, on Node 24+, undici's channels) on disable().
  */
+import * as diagnosticsChannel from 'node:diagnostics_channel';
 import { afterEach, expect, test } from 'vitest';
+import { ForkwatchInstrumentation } from '../../src';
+import { undiciPublishesBodyChunks } from '../../src/client/undici-version';
 import { METRICS, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
 import { sample } from '../support/scrape';
@@ -31,15 +34,26 @@ async function readAll(res: Response): Promise<string> {
   return new TextDecoder().decode(await new Response(res.body).arrayBuffer());
 }
 
-test('enable() puts the observer on globalThis.fetch, disable() takes it off; observeFetch: false leaves fetch alone', async () => {
+/** Where undici publishes body chunks (Node 24+), the observer subscribes to its channels and leaves fetch alone. */
+const onChannels = undiciPublishesBodyChunks(process.versions.undici);
+const undiciCreate = diagnosticsChannel.channel('undici:request:create');
+
+test('enable() installs the observer, disable() takes it off; observeFetch: false leaves fetch alone', async () => {
   const original = globalThis.fetch;
   fw = setupForkwatch({}, []);
-  expect(globalThis.fetch).not.toBe(original);
+  if (onChannels) {
+    expect(globalThis.fetch).toBe(original);
+    expect(undiciCreate.hasSubscribers).toBe(true);
+  } else {
+    expect(globalThis.fetch).not.toBe(original);
+  }
   fw.instrumentation.disable();
   expect(globalThis.fetch).toBe(original);
+  expect(undiciCreate.hasSubscribers).toBe(false);
   await fw.teardown();
   fw = setupForkwatch({ observeFetch: false }, []);
   expect(globalThis.fetch).toBe(original);
+  expect(undiciCreate.hasSubscribers).toBe(false);
 });
 
 test('a resume whose first id restarts the sequence is forked; the caller reads exactly the bytes the server sent', async () => {
@@ -91,7 +105,9 @@ test('fail-loud: the forked frame never reaches the caller, whose read fails wit
   fw = setupForkwatch({ onFork: 'abort' }, []);
   const res = await sessionGet(server.url, { 'last-event-id': '41' });
   const reader = res.body!.getReader();
-  await expect(reader.read()).rejects.toMatchObject({ name: 'StreamForkDetected' });
+  // On undici's channels the cut is undici's own abort: its `terminated` error carries forkwatch's as its cause.
+  const expected = { name: 'StreamForkDetected' };
+  await expect(reader.read()).rejects.toMatchObject(onChannels ? { message: 'terminated', cause: expected } : expected);
 });
 
 test('GETs without a session id, POSTs and rejected resumes keep their own Response body', async () => {
@@ -127,4 +143,48 @@ test('a caller that looks at body and then reads text() gets the text: the sourc
   const res = await sessionGet(server.url, { 'last-event-id': '41' });
   expect(res.body).not.toBeNull();
   expect(await res.text()).toBe(sent);
+});
+
+test("a fork through the undici package's own fetch (mcp-remote's) is counted on undici's channels, not by the wrapper", async () => {
+  server = await startScriptedServer();
+  server.scripts.push(res => {
+    openSse(res);
+    res.end(frame('1', 1));
+  });
+  fw = setupForkwatch({}, []);
+  const undici = require('undici') as { fetch: typeof globalThis.fetch };
+  const res = await undici.fetch(server.url, {
+    headers: {
+      accept: 'text/event-stream',
+      'mcp-session-id': 's-undici',
+      'mcp-protocol-version': '2025-11-25',
+      'last-event-id': '41',
+    },
+  });
+  expect(await res.text()).toBe(frame('1', 1));
+  await fw.settle();
+  const forks = sample(await fw.metrics(), METRICS.clientForks.prometheusName, { reason: 'id_regressed' });
+  expect(forks).toBe(onChannels ? 1 : 0);
+});
+
+test('a second ForkwatchInstrumentation in the process leaves the wire to the first: a fork is reported once', async () => {
+  server = await startScriptedServer();
+  server.scripts.push(res => {
+    openSse(res);
+    res.end(frame('1', 1));
+  });
+  const first: unknown[] = [];
+  const second: unknown[] = [];
+  fw = setupForkwatch({ onForkDetected: info => first.push(info) }, []);
+  const other = new ForkwatchInstrumentation({ onForkDetected: info => second.push(info) });
+  try {
+    await readAll(await sessionGet(server.url, { 'last-event-id': '41' }));
+    await fw.settle();
+    expect(first).toHaveLength(1);
+    expect(second).toEqual([]);
+  } finally {
+    other.disable();
+  }
+  // The second's disable() took nothing of the first's away.
+  expect(undiciCreate.hasSubscribers).toBe(onChannels);
 });

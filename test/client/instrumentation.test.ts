@@ -7,6 +7,7 @@
  * the Prometheus exporter's own serialisation) and a scripted SSE server on 127.0.0.1.
  */
 import { execFileSync } from 'node:child_process';
+import * as diagnosticsChannel from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import * as streamableHttp from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -25,6 +26,7 @@ import {
   StreamForkDetected,
 } from '../../src';
 import { heldClaims } from '../../src/client/patched-transport-scope';
+import { undiciPublishesBodyChunks } from '../../src/client/undici-version';
 import { METRICS, labelCombinations } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
@@ -153,7 +155,13 @@ describe('verdicts in-process', () => {
 
   test("with the fetch observer on, a patched transport's resume is judged once, and no claim outlives its GET", async () => {
     instrument({ observeFetch: true });
-    expect((globalThis.fetch as any)[Symbol.for('forkwatch.fetch-observer')]).toBe(true);
+    // The wire observer: undici's channels where they carry body chunks (Node 24+), a wrapper of fetch elsewhere.
+    if (undiciPublishesBodyChunks(process.versions.undici)) {
+      expect(diagnosticsChannel.channel('undici:request:bodyChunkReceived').hasSubscribers).toBe(false);
+      expect(diagnosticsChannel.channel('undici:request:create').hasSubscribers).toBe(true);
+    } else {
+      expect((globalThis.fetch as any)[Symbol.for('forkwatch.fetch-observer')]).toBe(true);
+    }
     dropThenResume(frame('7', 1), res => {
       openSse(res);
       res.write(frame('8', 2));

@@ -179,6 +179,7 @@ describe('a process loads the patches of the classes it has, and no others', () 
     'client/streamable-http-client.js',
     'client/sse-client.js',
     'client/session-get-observer.js',
+    'client/undici-channel-watches.js',
     'client/resumed-stream.js',
     'core/ledger.js',
     'core/sse-frame-observer.js',

@@ -1,0 +1,90 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
+/**
+ * The wire observer never changes a fetch Response: every use an app, a fetch wrapper or an APM agent makes of one
+ * (fixtures/response-transparency.cjs: clone, tee, body identity, BYOB, reading twice, cancel…) on every kind of
+ * exchange it watches gives the same values and the same errors (class and message) bare, with
+ * `new ForkwatchInstrumentation()`, and after disable(), against a real HTTP server on 127.0.0.1, in a child process
+ * of the runtime under test. It also shows the observer did observe (the resumes judged, the exchanges counted) and
+ * that disable() left nothing: fetch restored, no undici channel subscribed.
+ *
+ * Runtimes: FORKWATCH_TEST_NODE (a node binary; default: this process's), and Node 24 from /tmp/nodes when it is
+ * there, where undici's channels carry the body chunks and fetch is not wrapped at all.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, test } from 'vitest';
+import { undiciPublishesBodyChunks } from '../../src/client/undici-version';
+
+const root = join(__dirname, '../..');
+const fixture = join(__dirname, 'fixtures/response-transparency.cjs');
+const built = join(root, 'build/src/index.js');
+const NODE_24 = '/tmp/nodes/node_modules/n24/bin/node';
+const runtimes = [
+  ...new Set([process.env.FORKWATCH_TEST_NODE || process.execPath, ...(existsSync(NODE_24) ? [NODE_24] : [])]),
+];
+
+interface Run {
+  node: string;
+  undici: string;
+  bare: Record<string, unknown>;
+  instrumented: Record<string, unknown>;
+  afterDisable: Record<string, unknown>;
+  counted: { resumes: Record<string, number>; exchanges: Record<string, number> };
+  countedAfterDisable: Run['counted'];
+  installed: { fetchReplaced: boolean; channels: string[] };
+  removed: { fetchRestored: boolean; channels: string[] };
+}
+
+async function run(node: string): Promise<Run> {
+  const { stdout } = await promisify(execFile)(node, [fixture, built], { cwd: root, timeout: 90_000 });
+  return JSON.parse(stdout) as Run;
+}
+
+describe.each(runtimes)('on %s', node => {
+  test('every use of every Response gives the same values and errors bare, instrumented and after disable()', async () => {
+    const result = await run(node);
+    expect(Object.keys(result.bare).length).toBeGreaterThanOrEqual(100);
+    expect(result.instrumented).toEqual(result.bare);
+    expect(result.afterDisable).toEqual(result.bare);
+
+    // The observer did its work: the resumes judged (every body read to its end, at least), the exchanges counted.
+    const resumed = result.counted.resumes['{transport="streamable_http",outcome="resumed"}'] ?? 0;
+    expect(resumed).toBeGreaterThanOrEqual(20);
+    expect(Object.keys(result.counted.resumes).filter(k => !/outcome="(resumed|inconclusive)"/.test(k))).toEqual([]);
+    expect(result.counted.exchanges['{outcome="completed"}']).toBeGreaterThanOrEqual(40);
+    expect(result.counted.exchanges['{outcome="broken"}']).toBeUndefined();
+    // Nothing is observed once disabled.
+    expect(result.countedAfterDisable).toEqual(result.counted);
+
+    if (undiciPublishesBodyChunks(result.undici)) {
+      expect(result.installed).toEqual({
+        fetchReplaced: false,
+        channels: [
+          'undici:request:create',
+          'undici:request:headers',
+          'undici:request:trailers',
+          'undici:request:error',
+        ],
+      });
+    } else {
+      expect(result.installed).toEqual({ fetchReplaced: true, channels: [] });
+    }
+    expect(result.removed).toEqual({ fetchRestored: true, channels: [] });
+  }, 120_000);
+});
+
+test('undici publishes body chunks from 7.11.0 on (nodejs/undici#4289)', () => {
+  expect(undiciPublishesBodyChunks('6.24.1')).toBe(false);
+  expect(undiciPublishesBodyChunks('7.10.0')).toBe(false);
+  expect(undiciPublishesBodyChunks('7.11.0')).toBe(true);
+  expect(undiciPublishesBodyChunks('7.30.2')).toBe(true);
+  expect(undiciPublishesBodyChunks('8.0.0')).toBe(true);
+  expect(undiciPublishesBodyChunks('7.11.0-rc.1')).toBe(true);
+  expect(undiciPublishesBodyChunks(undefined)).toBe(false);
+  expect(undiciPublishesBodyChunks('x')).toBe(false);
+});
