@@ -10,11 +10,10 @@
  * of the runtime under test. It also shows the observer did observe (the resumes judged, the exchanges counted) and
  * that disable() left nothing: fetch restored, no undici channel subscribed.
  *
- * Runtimes: FORKWATCH_TEST_NODE (a node binary; default: this process's), and Node 24 from /tmp/nodes when it is
- * there, where undici's channels carry the body chunks and fetch is not wrapped at all.
+ * Runtime: this process's, which `npm test` makes each supported Node.js in turn (scripts/runtimes.mjs): Node 22
+ * gets the fetch wrapper (undici 6), Node 24 and 26 undici's channels, which carry the body chunks, and no wrapper.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, test } from 'vitest';
@@ -23,10 +22,7 @@ import { undiciPublishesBodyChunks } from '../../src/client/undici-version';
 const root = join(__dirname, '../..');
 const fixture = join(__dirname, 'fixtures/response-transparency.cjs');
 const built = join(root, 'build/src/index.js');
-const NODE_24 = '/tmp/nodes/node_modules/n24/bin/node';
-const runtimes = [
-  ...new Set([process.env.FORKWATCH_TEST_NODE || process.execPath, ...(existsSync(NODE_24) ? [NODE_24] : [])]),
-];
+const runtimes = [process.execPath];
 
 interface Run {
   node: string;

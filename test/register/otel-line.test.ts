@@ -29,9 +29,9 @@ test('the optional peers register names are exactly package.json peerDependencie
   expect(Object.keys(pkg.peerDependenciesMeta).sort()).toEqual([...OPTIONAL_PEERS].sort());
   for (const name of OPTIONAL_PEERS) expect(pkg.peerDependenciesMeta[name]).toEqual({ optional: true });
   // The API is the one required peer; every OpenTelemetry package register needs is a dependency of either line.
-  expect(Object.keys(pkg.peerDependencies).filter(name => !OPTIONAL_PEERS.includes(name))).toEqual([
-    '@opentelemetry/api',
-  ]);
+  expect(
+    Object.keys(pkg.peerDependencies).filter(name => !(OPTIONAL_PEERS as readonly string[]).includes(name)),
+  ).toEqual(['@opentelemetry/api']);
 });
 
 test('no dependency pins one OpenTelemetry line: each range takes 2.x and 3.x (0.2xx and 0.3xx)', () => {

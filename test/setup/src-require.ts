@@ -15,7 +15,13 @@ import { dirname, join, resolve } from 'node:path';
 
 const src = join(__dirname, '../../src');
 const loaded = import.meta.glob(
-  ['../../src/**/*.ts', '!../../src/register.ts', '!../../src/lifecycle/register.ts', '!../../src/cli/**'],
+  [
+    '../../src/**/*.ts',
+    '!../../src/register.ts',
+    '!../../src/hooks.ts',
+    '!../../src/lifecycle/register.ts',
+    '!../../src/cli/**',
+  ],
   {
     eager: true,
   },
