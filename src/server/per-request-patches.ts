@@ -4,8 +4,8 @@
  */
 /**
  * Patches of the @modelcontextprotocol/server 2.x per-request path (protocol 2026-07-28). They only hand facts to
- * the observer (server-observer.ts); arguments, return values and promises pass through unchanged, and nothing here
- * throws into the SDK.
+ * the observer (per-request-observer.ts); arguments, return values and promises pass through unchanged, and nothing
+ * here throws into the SDK.
  *
  * - `PerRequestHTTPServerTransport` (one transport per exchange; `createMcpHandler` builds one per modern POST):
  *   `handleMessage(message, extra)` starts the exchange; `close()` ends it, and reads `_terminalDelivered`,
@@ -20,7 +20,7 @@
  */
 import type { Wrap } from '../shared/internal-types';
 import type { ForkwatchRuntime } from '../shared/runtime';
-import { type AbortSignalLike, type PerRequestTransportState, perRequestServerOf } from './server-observer';
+import { type AbortSignalLike, type PerRequestTransportState, perRequestServerOf } from './per-request-observer';
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
 type Proto = Record<string, Method>;
