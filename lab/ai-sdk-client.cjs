@@ -20,7 +20,10 @@ async function main() {
   const appRequire = require('node:module').createRequire(path.join(config.resolveFrom, 'resolve-from.js'));
   const { createMCPClient } = appRequire('@ai-sdk/mcp');
   const report = await runAiSdkScenario({ createMCPClient, telemetry, ...config });
-  const observed = globalThis.fetch[Symbol.for('forkwatch.fetch-observer')] === true;
+  // The fetch wrapper (Node 22) marks fetch; undici's diagnostics channels (Node 24+) mark globalThis.
+  const observed =
+    globalThis.fetch[Symbol.for('forkwatch.fetch-observer')] === true ||
+    globalThis[Symbol.for('forkwatch.undici-channel-observer')] === true;
   writeReport({ ...report, moduleSystem: 'cjs', forkInfos, sdkPatched: observed });
   await telemetry.shutdown();
 }

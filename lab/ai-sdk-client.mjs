@@ -30,6 +30,10 @@ try {
   process.exit(1);
 }
 
+/** The fetch wrapper (Node 22) marks fetch; undici's diagnostics channels (Node 24+) mark globalThis. */
 function fetchObserved() {
-  return globalThis.fetch[Symbol.for('forkwatch.fetch-observer')] === true;
+  return (
+    globalThis.fetch[Symbol.for('forkwatch.fetch-observer')] === true ||
+    globalThis[Symbol.for('forkwatch.undici-channel-observer')] === true
+  );
 }

@@ -28,8 +28,11 @@ async function runAiSdkScenario({ createMCPClient, telemetry, proxyUrl, scenario
   const client = await createMCPClient({
     transport: { type: 'http', url: `${proxyUrl}/mcp` },
     onUncaughtError: error => {
+      // On Node 24+ (undici's channels) fail-loud aborts the fetch: undici's `TypeError: terminated` carries the
+      // StreamForkDetected as its cause.
+      const fork = error?.cause?.name === 'StreamForkDetected' ? error.cause : error;
       if (error?.message !== 'Unsupported message type')
-        errors.push({ name: error?.name, message: String(error?.message ?? error) });
+        errors.push({ name: fork?.name, message: String(fork?.message ?? fork) });
     },
   });
   const transport = client.transport;

@@ -18,7 +18,6 @@ const RANK: Record<string, number> = {
   shared: 1,
   server: 2,
   client: 3,
-  'per-request': 2,
   'cli/probe': 2,
   'cli/exporter': 3,
   cli: 4,

@@ -13,7 +13,7 @@
  * no frame, header or status changes and a body the caller never reads is never read.
  *
  * This file is the wrapper, on every fetch of the process: it reads method and headers only, and loads what observes
- * an MCP exchange (session-get-observer.ts, per-request/client-exchange.ts) on the first one, so a process that never
+ * an MCP exchange (session-get-observer.ts, per-request-exchange.ts) on the first one, so a process that never
  * fetches from an MCP server never loads them.
  *
  * Session GETs a patched SDK transport sends are claimed by it (patched-transport-scope.ts) and left to the patch.
@@ -133,6 +133,5 @@ export function observeOwnFetch(own: Fetch, runtime: ForkwatchRuntime): Fetch {
 }
 
 // Loaded on the first MCP exchange the process fetches (see the file comment).
-const clientExchange = () =>
-  require('../per-request/client-exchange') as typeof import('../per-request/client-exchange');
+const clientExchange = () => require('./per-request-exchange') as typeof import('./per-request-exchange');
 const sessionGetObserver = () => require('./session-get-observer') as typeof import('./session-get-observer');

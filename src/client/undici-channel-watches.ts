@@ -4,10 +4,10 @@
  */
 /**
  * What the undici channel observer (undici-channel-observer.ts) does with one MCP exchange: the same work as the
- * fetch wrapper's (session-get-observer.ts, per-request/client-exchange.ts), fed from the channel's events instead of
+ * fetch wrapper's (session-get-observer.ts, per-request-exchange.ts), fed from the channel's events instead of
  * a Response. Loaded on the first MCP exchange, as the wrapper's work is.
  */
-import type { PerRequestClientObserver, PerRequestPost, PerRequestStreamWatch } from '../per-request/client-exchange';
+import type { PerRequestClientObserver, PerRequestPost, PerRequestStreamWatch } from './per-request-exchange';
 import type { ForkwatchRuntime } from '../shared/runtime';
 import type { SseGet } from './fetch-observer';
 import { SessionStreamWatch, sessionGetResponded, sessionGetSent, sessionGetUnanswered } from './session-get-observer';
@@ -45,7 +45,7 @@ export function sessionGetWatch(get: SseGet, runtime: ForkwatchRuntime, cut: ((e
 }
 
 export function perRequestPostWatch(endpoint: string, header: Header, runtime: ForkwatchRuntime, maxBodyBytes: number) {
-  const exchange = require('../per-request/client-exchange') as typeof import('../per-request/client-exchange');
+  const exchange = require('./per-request-exchange') as typeof import('./per-request-exchange');
   const chunks: Uint8Array[] = [];
   let bytes = 0;
   let overflowed = false;

@@ -20,3 +20,8 @@ export const DEFAULT_LEDGER_LIMITS: LedgerLimits = { maxSessions: 10_000, maxIdl
 /** How long the server waits for a client to resume a stream. SDK client defaults: first retry after 1 s, then x1.5,
  * at most 30 s apart, 2 retries. */
 export const DEFAULT_DELIVERY_WINDOW_MS = 30_000;
+
+/** Defaults of the `perRequest` config (protocol 2026-07-28): how long a broken exchange waits for its re-issue,
+ * and how many exchanges, tasks and tool annotations are tracked at once. */
+export const DEFAULT_REISSUE_WINDOW_MS = 60_000;
+export const DEFAULT_MAX_TRACKED = 10_000;

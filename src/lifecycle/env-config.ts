@@ -10,8 +10,13 @@
  * never take the application down, and must never pass silently either.
  */
 import { BUILTIN_CODEC_NAMES, type BuiltinCodecName } from '../core/codecs';
-import { DEFAULT_DELIVERY_WINDOW_MS, DEFAULT_LEDGER_LIMITS, type LedgerLimits } from '../core/defaults';
-import { DEFAULT_MAX_TRACKED, DEFAULT_REISSUE_WINDOW_MS } from '../per-request/limits';
+import {
+  DEFAULT_DELIVERY_WINDOW_MS,
+  DEFAULT_LEDGER_LIMITS,
+  DEFAULT_MAX_TRACKED,
+  DEFAULT_REISSUE_WINDOW_MS,
+  type LedgerLimits,
+} from '../core/defaults';
 import type { OnForkMode } from '../shared/types';
 
 export type Env = Readonly<Record<string, string | undefined>>;

@@ -30,12 +30,12 @@ export function releaseDiagnostics(): void {
   loggers.clear();
 }
 
-/** A DiagLogger that forwards to `target`, or holds while register is undecided. */
+/** A DiagLogger that forwards to the logger `target()` gives at the time, or holds while register is undecided. */
 export class HeldDiagLogger implements DiagLogger {
   private held: { level: Level; message: string; args: unknown[] }[] | undefined;
   private dropped = 0;
 
-  constructor(private readonly target: DiagLogger) {
+  constructor(private readonly target: () => DiagLogger) {
     if (holding) {
       this.held = [];
       loggers.add(this);
@@ -51,13 +51,13 @@ export class HeldDiagLogger implements DiagLogger {
   release(): void {
     const held = this.held ?? [];
     this.held = undefined;
-    for (const { level, message, args } of held) this.target[level](message, ...args);
-    if (this.dropped > 0) this.target.warn(`${this.dropped} more diagnostics from start-up were dropped`);
+    for (const { level, message, args } of held) this.target()[level](message, ...args);
+    if (this.dropped > 0) this.target().warn(`${this.dropped} more diagnostics from start-up were dropped`);
     this.dropped = 0;
   }
 
   private log(level: Level, message: string, args: unknown[]): void {
-    if (!this.held) return void this.target[level](message, ...args);
+    if (!this.held) return void this.target()[level](message, ...args);
     if (this.held.length < MAX_HELD) this.held.push({ level, message, args });
     else this.dropped++;
   }

@@ -67,7 +67,7 @@ export class ForkwatchInstrumentation
 
   /** What forkwatch says, held while forkwatch/register is undecided (held-diagnostics.ts). */
   get diag(): HeldDiagLogger {
-    if (!this._heldDiag) this._heldDiag = new HeldDiagLogger(this._diag);
+    if (!this._heldDiag) this._heldDiag = new HeldDiagLogger(() => this._diag);
     return this._heldDiag;
   }
 

@@ -8,10 +8,9 @@
  * the warnings; nothing here reads the environment (env-config.ts turns FORKWATCH_* variables into a config).
  */
 import { resolveCodec } from '../core/codecs';
-import { DEFAULT_DELIVERY_WINDOW_MS } from '../core/defaults';
-import { atLeast, positive } from '../core/numbers';
+import { DEFAULT_DELIVERY_WINDOW_MS, DEFAULT_MAX_TRACKED, DEFAULT_REISSUE_WINDOW_MS } from '../core/defaults';
+import { atLeast, positive, positiveWhole } from '../core/numbers';
 import { DEFAULT_VERDICT_TIMEOUT_MS } from './env-config';
-import { resolvePerRequestLimits } from '../per-request/limits';
 import type { ResolvedSettings } from '../shared/runtime';
 import type { ForkwatchInstrumentationConfig } from '../shared/types';
 
@@ -36,6 +35,15 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
     warnings.push(`invalid deliveryWindowMs ${config.deliveryWindowMs}; using ${DEFAULT_DELIVERY_WINDOW_MS}`);
   if (config.sharedEventStore !== undefined && typeof config.sharedEventStore !== 'boolean')
     warnings.push(`invalid sharedEventStore ${JSON.stringify(config.sharedEventStore)}; using false`);
+  const perRequest = config.perRequest;
+  const reissueWindow = atLeast(perRequest?.reissueWindowMs, 0);
+  if (perRequest?.reissueWindowMs !== undefined && reissueWindow === undefined)
+    warnings.push(
+      `invalid perRequest.reissueWindowMs ${String(perRequest.reissueWindowMs)}; using ${DEFAULT_REISSUE_WINDOW_MS}`,
+    );
+  const maxTracked = positiveWhole(perRequest?.maxTracked);
+  if (perRequest?.maxTracked !== undefined && maxTracked === undefined)
+    warnings.push(`invalid perRequest.maxTracked ${String(perRequest.maxTracked)}; using ${DEFAULT_MAX_TRACKED}`);
   return {
     settings: {
       onFork: config.onFork === 'abort' ? 'abort' : 'record',
@@ -46,7 +54,10 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
       propagateContext: config.propagateContext !== false,
       observeFetch: config.observeFetch !== false,
       deliveryWindowMs: window ?? DEFAULT_DELIVERY_WINDOW_MS,
-      perRequest: resolvePerRequestLimits(config.perRequest, warnings),
+      perRequest: Object.freeze({
+        reissueWindowMs: reissueWindow ?? DEFAULT_REISSUE_WINDOW_MS,
+        maxTracked: maxTracked ?? DEFAULT_MAX_TRACKED,
+      }),
       sharedEventStore: config.sharedEventStore === true,
     },
     warnings,

@@ -105,7 +105,7 @@ export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
 
 /** The 2.x classes of the per-request path (protocol 2026-07-28), exported from the package root. */
 function perRequestServerTargets(): PatchTarget[] {
-  const patches = () => require('../per-request/server-patches') as typeof import('../per-request/server-patches');
+  const patches = () => require('../server/per-request-patches') as typeof import('../server/per-request-patches');
   return [
     lazyTarget('PerRequestHTTPServerTransport', () => {
       const m = patches();

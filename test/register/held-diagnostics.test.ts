@@ -31,14 +31,14 @@ function recorder() {
 
 test('not holding: every message goes straight through', () => {
   const { lines, logger } = recorder();
-  new HeldDiagLogger(logger).debug('patched X', 1);
+  new HeldDiagLogger(() => logger).debug('patched X', 1);
   expect(lines).toEqual(['debug patched X 1']);
 });
 
 test('holding: nothing goes through until released, then all of it, in order and at its level', () => {
   const { lines, logger } = recorder();
   holdDiagnostics();
-  const held = new HeldDiagLogger(logger);
+  const held = new HeldDiagLogger(() => logger);
   held.debug('patched A');
   held.warn('left B alone', 'why');
   expect(lines).toEqual([]);
@@ -51,7 +51,7 @@ test('holding: nothing goes through until released, then all of it, in order and
 test('bounded: 200 held, the rest counted in one line', () => {
   const { lines, logger } = recorder();
   holdDiagnostics();
-  const held = new HeldDiagLogger(logger);
+  const held = new HeldDiagLogger(() => logger);
   for (let i = 0; i < 250; i++) held.debug(`m${i}`);
   releaseDiagnostics();
   expect(lines).toHaveLength(201);

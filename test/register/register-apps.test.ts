@@ -183,7 +183,7 @@ describe('a process loads the patches of the classes it has, and no others', () 
     'client/resumed-stream.js',
     'core/ledger.js',
     'core/sse-frame-observer.js',
-    'per-request/client-exchange.js',
+    'client/per-request-exchange.js',
   ];
   // What only a server runs: its patch and observers, the delivery ledger, the 2026 per-request server.
   const SERVER_ONLY = [
@@ -191,8 +191,8 @@ describe('a process loads the patches of the classes it has, and no others', () 
     'server/session-observer.js',
     'server/server-delivery.js',
     'core/delivery-ledger.js',
-    'per-request/server-patches.js',
-    'per-request/server-observer.js',
+    'server/per-request-patches.js',
+    'server/per-request-observer.js',
   ];
 
   test('a server (SDK 1.x): its own patch, no client code and no per-request code', async () => {
@@ -200,7 +200,7 @@ describe('a process loads the patches of the classes it has, and no others', () 
     expect(loaded).toEqual(
       expect.arrayContaining(['lifecycle/instrumentation.js', 'server/streamable-http-server.js']),
     );
-    expect(loaded.filter(m => CLIENT_ONLY.includes(m) || m.startsWith('per-request/server'))).toEqual([]);
+    expect(loaded.filter(m => CLIENT_ONLY.includes(m) || m.startsWith('server/per-request'))).toEqual([]);
   });
 
   test('a client (SDK 1.x): its own patch, no server code', async () => {
