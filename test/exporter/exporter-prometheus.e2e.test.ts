@@ -152,9 +152,11 @@ describe('forkwatch exporter scraped by a real Prometheus', () => {
       for (const group of await prometheus.rules())
         for (const rule of group.rules) expect(rule.health, `${rule.name}: ${rule.lastError ?? ''}`).toBe('ok');
 
-      // Flat memory: the last sample within 30 % (and 40 MB) of the first; printed for the soak report.
+      // Flat memory: the last sample within 30 % (and 40 MB) of the first after warm-up; printed for the soak report.
+      // The very first sample comes before the exporter's first probes grew its heap to its working size: Node 24's
+      // V8 settles about 30 MB higher than Node 20's (57.6 MB, then 90.6 to 110.6 MB over the minute, seen in CI).
       expect(rss.length).toBeGreaterThanOrEqual(3);
-      const first = rss[0]!.bytes;
+      const first = rss[1]!.bytes;
       const last = rss.at(-1)!.bytes;
       process.stdout.write(
         `exporter RSS (MB) over ${Math.round(SOAK_MS / 1000)} s: ${rss.map(r => (r.bytes / 1e6).toFixed(1)).join(' ')}\n`,
