@@ -16,8 +16,8 @@ import { context, diag, propagation, trace, type TextMapPropagator } from '@open
 import type { Resource } from '@opentelemetry/resources';
 import type { IMetricReader, MeterProvider, PushMetricExporter } from '@opentelemetry/sdk-metrics';
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { positive } from '../core/numbers';
 import type { LogsExporterName, TracesExporterName } from './env-config';
+import { envList, envPositive, envString } from './otel-env';
 import { type OptionalPeer, peerInstallHint } from './otel-line';
 import type {
   LoggerProviderLike,
@@ -75,29 +75,6 @@ export interface StartedSdk {
   readonly meterProvider: MeterProvider | undefined;
   flush(): Promise<void>;
   shutdown(): Promise<void>;
-}
-
-/** Reads `name` from the environment the way OpenTelemetry does: trimmed, empty meaning unset. */
-function envString(name: string): string | undefined {
-  const value = process.env[name]?.trim();
-  return value ? value : undefined;
-}
-
-function envList(name: string): string[] | undefined {
-  return envString(name)
-    ?.split(',')
-    .map(part => part.trim())
-    .filter(part => part !== '');
-}
-
-/** A positive number from the environment, else undefined (with a warning, as NodeSDK gives). */
-function envPositive(name: string): number | undefined {
-  const raw = envString(name);
-  if (raw === undefined) return undefined;
-  const value = positive(Number(raw));
-  if (value !== undefined) return value;
-  diag.warn(`${name} (${raw}) is invalid, expected number greater than 0, using default.`);
-  return undefined;
 }
 
 export function otlpProtocol(signal: Signal): OtlpProtocol {

@@ -12,7 +12,7 @@
  */
 import { diag, type Sampler } from '@opentelemetry/api';
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { positive } from '../core/numbers';
+import { envPositive, envString } from './otel-env';
 import type { TracerProviderLike } from '../shared/internal-types';
 
 type ProviderClass = new (config: {
@@ -76,20 +76,6 @@ export function tracingSdkOf(
   };
 }
 
-function envString(name: string): string | undefined {
-  const value = process.env[name]?.trim();
-  return value ? value : undefined;
-}
-
-/** A positive number from the environment, else undefined (with a warning, as the 2.x SDK gives). */
-function envPositive(name: string): number | undefined {
-  const raw = envString(name);
-  if (raw === undefined) return undefined;
-  const value = positive(Number(raw));
-  if (value === undefined) diag.warn(`${name} (${raw}) is invalid, expected number greater than 0, using default.`);
-  return value;
-}
-
 /** OTEL_BSP_*, as sdk-trace-base 2.x reads them (undefined leaves the SDK's default). */
 export function batchOptionsFromEnv(): BatchOptions {
   const options: BatchOptions = {
@@ -126,9 +112,9 @@ export function samplerFromEnv(sdk: SdkTrace): Sampler {
     case 'parentbased_traceidratio':
       return new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(ratioFromEnv()) });
     case 'parentbased_always_on':
-      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
+      break;
     default:
       diag.warn(`OTEL_TRACES_SAMPLER value "${name}" invalid, defaulting to "parentbased_always_on".`);
-      return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
   }
+  return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
 }

@@ -248,7 +248,8 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
     expect(proc.forkwatchLines()).toEqual([]);
   });
 
-  test('ESM, SDK started in the main module, FORKWATCH_START_SDK=false: reports through the app SDK once it registers', async () => {
+  /** own-sdk-app.mjs under `--import forkwatch/register`: the app's Prometheus port and register's, and `env`. */
+  async function startOwnSdkEsmApp(env: Record<string, string>) {
     const appPort = await freePort();
     const registerPort = await freePort();
     const proc = startApp({
@@ -258,9 +259,14 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
         ...(await labEnv(lab)),
         APP_METRICS_PORT: String(appPort),
         OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort),
-        FORKWATCH_START_SDK: 'false',
+        ...env,
       },
     });
+    return { proc, appPort, registerPort };
+  }
+
+  test('ESM, SDK started in the main module, FORKWATCH_START_SDK=false: reports through the app SDK once it registers', async () => {
+    const { proc, appPort, registerPort } = await startOwnSdkEsmApp({ FORKWATCH_START_SDK: 'false' });
     expect(await proc.done()).toMatchObject(HEALTHY);
     expect(sampleValue(await scrapeText(appPort), 'forkwatch_client_resumes_total', RESUMED)).toBe(1);
     expect(await refusesConnections(registerPort)).toBe(true);
@@ -269,18 +275,7 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
   });
 
   test('ESM, SDK started in the main module after register decided: one line says what to set; the app runs on', async () => {
-    const appPort = await freePort();
-    const registerPort = await freePort();
-    const proc = startApp({
-      cwd: app.dir,
-      args: ['--import', 'forkwatch/register', 'own-sdk-app.mjs'],
-      env: {
-        ...(await labEnv(lab)),
-        APP_METRICS_PORT: String(appPort),
-        OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort),
-        APP_SDK_AFTER_MS: '200',
-      },
-    });
+    const { proc, registerPort } = await startOwnSdkEsmApp({ APP_SDK_AFTER_MS: '200' });
     expect(await proc.done()).toMatchObject(HEALTHY);
     const lines = proc.forkwatchLines();
     expect(lines).toHaveLength(1);
@@ -293,17 +288,7 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
   });
 
   test('ESM, SDK started at the main module top level: seen before register decides where the loader hooks are synchronous', async () => {
-    const appPort = await freePort();
-    const registerPort = await freePort();
-    const proc = startApp({
-      cwd: app.dir,
-      args: ['--import', 'forkwatch/register', 'own-sdk-app.mjs'],
-      env: {
-        ...(await labEnv(lab)),
-        APP_METRICS_PORT: String(appPort),
-        OTEL_EXPORTER_PROMETHEUS_PORT: String(registerPort),
-      },
-    });
+    const { proc, appPort, registerPort } = await startOwnSdkEsmApp({});
     expect(await proc.done()).toMatchObject(HEALTHY);
     expect(proc.stdout()).toBe('');
     if (SYNC_LOADER_HOOKS) {
