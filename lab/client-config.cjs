@@ -22,6 +22,7 @@ function readConfig() {
     metricsPort: config.metricsPort,
     resolveFrom: config.resolveFrom,
     sdkLine: config.sdk ?? 'v1',
+    stack: config.stack,
     forkwatchEntry: config.forkwatchEntry ?? path.join(__dirname, '../build/src/index.js'),
     instrumentation: { verdictTimeoutMs: config.verdictTimeoutMs ?? 1500, ...config.instrumentation },
   };

@@ -27,8 +27,8 @@ async function runScenario({
   resumeTo,
   keepTalkingAfterMs,
   listens = true,
+  connectApp,
 }) {
-  const { Client, StreamableHTTPClientTransport, LoggingMessageNotificationSchema } = sdk;
   const control = async (path, body) => {
     const res = await fetch(`${proxyUrl}/__lab/${path}`, {
       method: body ? 'POST' : 'GET',
@@ -41,20 +41,10 @@ async function runScenario({
   const errors = [];
   let emittedByA = 0;
 
-  const transport = new StreamableHTTPClientTransport(new URL(`${proxyUrl}/mcp`), {
-    reconnectionOptions: {
-      initialReconnectionDelay: 300,
-      maxReconnectionDelay: 600,
-      reconnectionDelayGrowFactor: 1,
-      maxRetries: 2,
-    },
-  });
-  const client = new Client({ name: 'fork-lab-app', version: '1.0.0' });
-  const onLog = n => received.push(n.params.data);
-  // 1.x takes the notification's schema, 2.x its method name.
-  if (LoggingMessageNotificationSchema) client.setNotificationHandler(LoggingMessageNotificationSchema, onLog);
-  else client.setNotificationHandler('notifications/message', onLog);
-  client.onerror = error => errors.push({ name: error?.name, message: String(error?.message ?? error) });
+  const onLog = data => received.push(data);
+  const onError = error => errors.push({ name: error?.name, message: String(error?.message ?? error) });
+  // A stack (lab/stacks/client-stacks.mjs) builds the client its own way and hands back the MCP SDK Client it made.
+  const { client, close } = await (connectApp ?? connectSdkClient)({ sdk, url: `${proxyUrl}/mcp`, onLog, onError });
 
   const emit = async count => {
     await client.callTool({ name: 'emit', arguments: { count } });
@@ -64,7 +54,6 @@ async function runScenario({
   const resumeGets = async target =>
     (await proxyLog()).filter(e => e.kind === 'resume' && (!target || e.target === target));
 
-  await client.connect(transport);
   if (listens) {
     await waitFor('the standalone SSE stream', async () =>
       (await proxyLog()).some(e => e.kind === 'get' && e.status === 200),
@@ -206,11 +195,33 @@ async function runScenario({
       lastEventId,
     })),
   });
-  await transport.close().catch(() => {});
+  await close().catch(() => {});
   await sleep(100);
   report.spans = telemetry.finishedSpans();
   report.metrics = await telemetry.scrape();
   return report;
+}
+
+/** The lab's own app: the SDK's Client on its StreamableHTTPClientTransport, reconnecting after 300 ms. */
+async function connectSdkClient({ sdk, url, onLog, onError }) {
+  const { Client, StreamableHTTPClientTransport, LoggingMessageNotificationSchema } = sdk;
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    reconnectionOptions: {
+      initialReconnectionDelay: 300,
+      maxReconnectionDelay: 600,
+      reconnectionDelayGrowFactor: 1,
+      maxRetries: 2,
+    },
+  });
+  const client = new Client({ name: 'fork-lab-app', version: '1.0.0' });
+  const onLogNotification = n => onLog(n.params.data);
+  // 1.x takes the notification's schema, 2.x its method name.
+  if (LoggingMessageNotificationSchema)
+    client.setNotificationHandler(LoggingMessageNotificationSchema, onLogNotification);
+  else client.setNotificationHandler('notifications/message', onLogNotification);
+  client.onerror = onError;
+  await client.connect(transport);
+  return { client, close: () => transport.close() };
 }
 
 module.exports = { runScenario, waitFor };

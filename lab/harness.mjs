@@ -242,7 +242,9 @@ export function serverView(servers = {}) {
  * has a second process): each { moduleSystem, sdkVersion, sdkPatched, spans, metrics }, fetched before they stop.
  * options: moduleSystem 'cjs' | 'esm' (client and servers), instrumentation (ForkwatchInstrumentation config),
  * verdictTimeoutMs, resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort,
- * client: 'sdk' (default) or 'ai-sdk' (@ai-sdk/mcp from resolveFrom: healthy, live-fork-integer-ids, fail-loud).
+ * client: 'sdk' (default) or 'ai-sdk' (@ai-sdk/mcp from resolveFrom: healthy, live-fork-integer-ids, fail-loud)
+ * or 'stack' (the client stack `stack` of lab/stacks/client-stacks.mjs from resolveFrom, ESM).
+ * serverA: overrides of server A's configuration (e.g. `{ store: { idFormat: 'integer' } }` for ids that prove order).
  * Server options: serverTelemetry (default true), serverSdk 'v1' | 'v2', serverResolveFrom (an SDK 1.x folder for
  * the servers), serverInstrumentation (their ForkwatchInstrumentation config), deliveryVerdicts (the client
  * pings the servers once more after the delivery window, as a live client would, then no stream may still be in
@@ -256,7 +258,8 @@ export async function runLabScenario(name, options = {}) {
   let proxy;
   try {
     const serverOptions = { moduleSystem: options.moduleSystem ?? 'cjs' }; // the client's default too
-    servers.A = await startServer({ name: 'A', ...scenario.a, ...serverOverrides(options) }, serverOptions);
+    const a = { name: 'A', ...scenario.a, ...options.serverA, ...serverOverrides(options) };
+    servers.A = await startServer(a, serverOptions);
     if (scenario.b)
       servers.B = await startServer({ name: 'B', ...scenario.b, ...serverOverrides(options) }, serverOptions);
     proxy = await startProxy(
@@ -268,9 +271,11 @@ export async function runLabScenario(name, options = {}) {
     const args =
       options.client === 'ai-sdk'
         ? [join(here, esm ? 'ai-sdk-client.mjs' : 'ai-sdk-client.cjs')]
-        : esm
-          ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'client.mjs')]
-          : [join(here, 'client.cjs')];
+        : options.client === 'stack'
+          ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'stacks/stack-client.mjs')]
+          : esm
+            ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'client.mjs')]
+            : [join(here, 'client.cjs')];
     const env = {
       ...process.env,
       LAB_REPORT: reportFile,
@@ -288,6 +293,7 @@ export async function runLabScenario(name, options = {}) {
         metricsPort: options.metricsPort,
         resolveFrom: options.resolveFrom,
         sdk: options.sdk,
+        stack: options.stack,
       }),
     };
     const { code, stderr } = await new Promise(resolve => {

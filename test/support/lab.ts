@@ -40,8 +40,13 @@ export interface LabOptions {
   resolveFrom?: string;
   sdk?: 'v1' | 'v2';
   metricsPort?: number;
-  /** The app's MCP client: the SDK's (default) or @ai-sdk/mcp's, loaded from resolveFrom. */
-  client?: 'sdk' | 'ai-sdk';
+  /** The app's MCP client: the SDK's (default), @ai-sdk/mcp's, or a client stack's, loaded from resolveFrom. */
+  client?: 'sdk' | 'ai-sdk' | 'stack';
+  /** With client 'stack': its name in lab/stacks/client-stacks.mjs. */
+  stack?: string;
+  /** Overrides of server A's configuration (LAB_SERVER). */
+  serverA?: Record<string, unknown>;
+  timeoutMs?: number;
 }
 
 export const runLabScenario: (name: string, options?: LabOptions) => Promise<LabReport> = harness.runLabScenario;
