@@ -247,8 +247,16 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
     eachOrder([
       ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'cluster, namespace, job, transport, reason'],
       ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'cluster, namespace, job, transport'],
-      ['ForkwatchClientExchangesReissued', 'forkwatch_client_reissues_total', 'cluster, namespace, job'],
-      ['ForkwatchClientListenStreamsDropped', 'forkwatch_client_listen_streams_total', 'cluster, namespace, job'],
+      [
+        'ForkwatchClientExchangesReissued',
+        'forkwatch_client_reissues_total{outcome="reissued"}',
+        'cluster, namespace, job',
+      ],
+      [
+        'ForkwatchClientListenStreamsDropped',
+        'forkwatch_client_listen_streams_total{outcome="dropped"}',
+        'cluster, namespace, job',
+      ],
       ['ForkwatchServerOrphanedTasks', 'forkwatch_server_orphaned_tasks_total', 'cluster, namespace, job, instance'],
     ] as const),
   )('%s without the counter-born-at-1 guard fails its unit tests (%s, %s), %s', async (alert, metric, by, order) => {
