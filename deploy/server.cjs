@@ -10,7 +10,10 @@
 //
 // Env: PORT (3000), HOST (127.0.0.1; in a container 0.0.0.0 with ALLOWED_HOSTS), ALLOWED_HOSTS (comma-separated
 // Host names the DNS-rebinding check accepts), REDIS_URL (redis://127.0.0.1:6379), DRAIN_MS (0: how long the health
-// check fails before the streams are ended; on Kubernetes a few seconds, so the pod leaves the endpoints first).
+// check fails before the streams are ended; on Kubernetes a few seconds, so the pod leaves the endpoints first),
+// SSE_KEEP_ALIVE_MS (5000; the SDK's default is 15000): how often an idle SSE stream gets a comment. Behind a
+// balancer that does not pass a client's close on, the stream of a client that left is held (and its resume answered
+// 409) until such a write fails: two periods at most (README "Dead streams").
 // SIGTERM: the health check fails first (the balancer drains the replica), then open streams are ended cleanly,
 // so their clients resume on another replica from the shared log, then the process exits.
 const { createClient } = require('redis');
@@ -33,7 +36,8 @@ async function main() {
   };
   const host = process.env.HOST ?? '127.0.0.1';
   const allowedHosts = process.env.ALLOWED_HOSTS?.split(',').filter(Boolean);
-  const replica = createReplica({ redis, buildServer, host, allowedHosts });
+  const keepAliveMs = Number(process.env.SSE_KEEP_ALIVE_MS ?? 5000);
+  const replica = createReplica({ redis, buildServer, host, allowedHosts, keepAliveMs });
   replica.app.all('/mcp', replica.handleMcp);
   const http = replica.app.listen(Number(process.env.PORT ?? 3000), host, () =>
     process.stderr.write(`listening on ${host}:${http.address().port}\n`),

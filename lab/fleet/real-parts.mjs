@@ -98,20 +98,37 @@ export async function startRedis({ track } = {}) {
   return { ...proc, port, url: `redis://127.0.0.1:${port}` };
 }
 
+const ABORT_ON_CLOSE = /^ {2}option abortonclose\n/m;
+
+/**
+ * deploy/haproxy/haproxy.cfg without its `option abortonclose` (written into `dir`): the balancer that keeps the
+ * server side of a request open after its client left, the labs' control for what the option changes.
+ */
+function configWithoutAbortOnClose(dir) {
+  const reference = readFileSync(join(root, 'deploy/haproxy/haproxy.cfg'), 'utf8');
+  if (!ABORT_ON_CLOSE.test(reference)) throw new Error('deploy/haproxy/haproxy.cfg: no `option abortonclose` line');
+  const file = join(dir, 'haproxy-without-abortonclose.cfg');
+  writeFileSync(file, reference.replace(ABORT_ON_CLOSE, ''));
+  return file;
+}
+
 /**
  * HAProxy with deploy/haproxy/haproxy.cfg. servers: { s1: 'host:port', s2, s3 }; policy 'sticky' | 'round-robin';
- * streamTimeout e.g. '4s' (the short-timeout variant) or undefined (the file's default). configFile: a variant of
- * that file (the per-request fleet's `option abortonclose`), by default the file itself.
+ * streamTimeout e.g. '4s' (the short-timeout variant) or undefined (the file's default). abortOnClose false: the
+ * file with its `option abortonclose` line removed (the control; the file itself has it). configFile: any other
+ * variant of the file.
  */
 export async function startHaproxy({
   servers,
   policy = 'sticky',
   streamTimeout,
   track,
-  configFile = join(root, 'deploy/haproxy/haproxy.cfg'),
+  abortOnClose = true,
+  configFile,
 }) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'fleet-haproxy-'));
+  configFile ??= abortOnClose ? join(root, 'deploy/haproxy/haproxy.cfg') : configWithoutAbortOnClose(dir);
   const socket = join(dir, 'admin.sock');
   const env = {
     MCP_BIND: `127.0.0.1:${port}`,
@@ -159,8 +176,12 @@ export async function startHaproxy({
   };
 }
 
-/** nginx with deploy/nginx/nginx.conf rendered (its ${...} placeholders) into a temporary prefix. */
-export async function startNginx({ servers, balance = 'sticky', streamTimeout = '1h', track }) {
+/**
+ * nginx with deploy/nginx/nginx.conf rendered (its ${...} placeholders) into a temporary prefix. buffered: the
+ * measurement's variant with `proxy_buffering on` and the SDK's `X-Accel-Buffering: no` ignored (a proxy that
+ * buffers SSE), never the reference.
+ */
+export async function startNginx({ servers, balance = 'sticky', streamTimeout = '1h', track, buffered = false }) {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'fleet-nginx-'));
   // As root, nginx's workers run as nobody: they must be able to reach the prefix.
@@ -177,7 +198,15 @@ export async function startNginx({ servers, balance = 'sticky', streamTimeout = 
   };
   const template = readFileSync(join(root, 'deploy/nginx/nginx.conf'), 'utf8');
   // envsubst with an explicit list: only these placeholders, nginx's own $variables stay.
-  const config = template.replace(/\$\{(MCP_[A-Z0-9_]+)\}/g, (m, name) => values[name] ?? m);
+  let config = template.replace(/\$\{(MCP_[A-Z0-9_]+)\}/g, (m, name) => values[name] ?? m);
+  if (buffered) {
+    const unbuffered = config.replace(
+      'proxy_buffering off;',
+      'proxy_buffering on;\n    proxy_ignore_headers X-Accel-Buffering;',
+    );
+    if (unbuffered === config) throw new Error('deploy/nginx/nginx.conf: no `proxy_buffering off;` line');
+    config = unbuffered;
+  }
   const conf = join(dir, 'nginx.conf');
   writeFileSync(conf, config);
   const proc = await startProcess(

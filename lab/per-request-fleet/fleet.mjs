@@ -10,16 +10,13 @@
 // on the replica that holds the stream. The driver asks every replica how many listen streams it holds and
 // publishes on those that hold one (a publish elsewhere is the loss forkwatch counts as `no_listener`).
 //
-// Cancellation: HAProxy 2.6 with the reference config keeps the server side of a request open after the client
-// closes its connection, until the server answers (HTTP's half-close rule), so closing a 2026-07-28 response stream
-// does not cancel the request behind it. `abortOnClose` runs the same file with `option abortonclose` added, with
-// which HAProxy closes the server side too: the spec's cancellation reaches the handler.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// Cancellation: the reference config has `option abortonclose`, with which HAProxy closes the server side of a
+// request when its client closes: the spec's cancellation reaches the handler. `abortOnClose: false` runs the same
+// file without that line, the control: HAProxy 2.6 then keeps the server side open until the server answers (HTTP's
+// half-close rule), so closing a 2026-07-28 response stream does not cancel the request behind it.
 import { trackChild } from '../fleet/children.mjs';
 import { startHaproxy } from '../fleet/real-parts.mjs';
-import { root, spawnWithForkwatch, waitPatched } from './processes.mjs';
+import { spawnWithForkwatch, waitPatched } from './processes.mjs';
 import { isExchange } from './score.mjs';
 
 const sleep = ms => new Promise(r => setTimeout(r, ms));
@@ -47,49 +44,25 @@ async function startReplica(name) {
   };
 }
 
-/** deploy/haproxy/haproxy.cfg with `option abortonclose` added to its defaults, in a temporary directory. */
-function abortOnCloseConfig() {
-  const reference = readFileSync(join(root, 'deploy/haproxy/haproxy.cfg'), 'utf8');
-  const variant = reference.replace(/^( {2}option http-server-close\n)/m, '$1  option abortonclose\n');
-  if (variant === reference) throw new Error('deploy/haproxy/haproxy.cfg: no `option http-server-close` line');
-  const dir = mkdtempSync(join(tmpdir(), 'per-request-haproxy-'));
-  writeFileSync(join(dir, 'haproxy.cfg'), variant);
-  return { file: join(dir, 'haproxy.cfg'), remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
 /**
- * HAProxy round-robin over the replicas, the reference config (or its abortonclose variant). With fewer than three
- * replicas the spare slots repeat them (s3 = the first replica for two), so the file is used unchanged.
+ * HAProxy round-robin over the replicas, the reference config (or, abortOnClose false, the control without its
+ * `option abortonclose`). With fewer than three replicas the spare slots repeat them (s3 = the first replica for
+ * two), so the file is used unchanged.
  */
-export async function startFront(replicas, { abortOnClose = false } = {}) {
+export async function startFront(replicas, { abortOnClose = true } = {}) {
   const servers = Object.fromEntries(SLOTS.map((slot, i) => [slot, replicas[i % replicas.length].address]));
-  const variant = abortOnClose ? abortOnCloseConfig() : undefined;
-  try {
-    const haproxy = await startHaproxy({
-      servers,
-      policy: 'round-robin',
-      track: trackChild,
-      configFile: variant?.file,
-    });
-    const stop = async () => {
+  const haproxy = await startHaproxy({ servers, policy: 'round-robin', track: trackChild, abortOnClose });
+  for (const slot of SLOTS) {
+    if (!(await haproxy.waitServer(slot, 'UP'))) {
       await haproxy.stop();
-      variant?.remove();
-    };
-    for (const slot of SLOTS) {
-      if (!(await haproxy.waitServer(slot, 'UP'))) {
-        await stop();
-        throw new Error(`HAProxy never saw ${slot} UP`);
-      }
+      throw new Error(`HAProxy never saw ${slot} UP`);
     }
-    return { url: `${haproxy.url}/mcp`, pid: haproxy.pid, abortOnClose, stop };
-  } catch (error) {
-    variant?.remove();
-    throw error;
   }
+  return { url: `${haproxy.url}/mcp`, pid: haproxy.pid, abortOnClose, stop: haproxy.stop };
 }
 
 /** Starts `replicas` (1 to 3) replica processes and one HAProxy front over them. */
-export async function startPerRequestFleet({ replicas: count = 3, abortOnClose = false, onProgress = () => {} } = {}) {
+export async function startPerRequestFleet({ replicas: count = 3, abortOnClose = true, onProgress = () => {} } = {}) {
   if (!(count >= 1 && count <= SLOTS.length)) throw new Error(`--replicas must be 1 to ${SLOTS.length}`);
   const replicas = [];
   let front;
@@ -104,7 +77,7 @@ export async function startPerRequestFleet({ replicas: count = 3, abortOnClose =
     if (failed) throw failed.reason;
     front = await startFront(replicas, { abortOnClose });
     onProgress(
-      `HAProxy (pid ${front.pid}${abortOnClose ? ', option abortonclose' : ''}) round-robin over ` +
+      `HAProxy (pid ${front.pid}${abortOnClose ? '' : ', without option abortonclose'}) round-robin over ` +
         replicas.map(r => `${r.name} (pid ${r.pid})`).join(', '),
     );
     return { url: front.url, front, replicas, stop };

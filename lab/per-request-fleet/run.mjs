@@ -8,7 +8,8 @@
 // against the ground truth. See docs/fleet.md, "Protocol 2026-07-28 behind HAProxy". Exits 1 on a false alarm.
 //
 //   node scripts/build.mjs && node lab/per-request-fleet/run.mjs --replicas 3 --clients 4 --rounds 50
-//   --abort-on-close        HAProxy with `option abortonclose` added (a client's cancel then reaches the handler)
+//   --without-abort-on-close  HAProxy without the reference's `option abortonclose` (a client's close never reaches
+//                           the server: the control)
 //   --cancel-every 2        a cancelled call every N rounds (0: none)   --cancel-after-ms 100   --job-ms 5000
 //   --publish-every-ms 200  --json out.json
 import { writeFileSync } from 'node:fs';
@@ -26,7 +27,7 @@ const o = {
   cancelAfterMs: Number(value('--cancel-after-ms', 100)),
   jobMs: Number(value('--job-ms', 5000)),
   publishEveryMs: Number(value('--publish-every-ms', 200)),
-  abortOnClose: args.includes('--abort-on-close'),
+  abortOnClose: !args.includes('--without-abort-on-close'),
 };
 const out = value('--json');
 const progress = line => process.stderr.write(`  · ${line}\n`);

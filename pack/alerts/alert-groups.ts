@@ -15,6 +15,7 @@ import { probeGroups } from './probe';
 import { resumesRejected, serverResumesRejected } from './rejections';
 import type { GroupSpec } from './rule-model';
 import { perRequestAlerts } from './per-request';
+import { perRequestLossAlerts } from './per-request-losses';
 import { sloAlerts } from './slo';
 
 export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
@@ -34,6 +35,7 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     ...slo.server,
     serverEventsWithoutListener(config),
     ...perRequestAlerts(config),
+    ...perRequestLossAlerts(config),
     targetWithoutMetrics(config),
     metricsAbsent(config),
   ];

@@ -115,7 +115,7 @@ export function perRequestAlerts(config: ForkwatchConfig): RuleSpec[] {
 }
 
 /** define.ts's anyIncrease, for a selector with its own matchers: any increase, or a series born above 0. */
-function anyIncreaseOf(s: Scope, window: string, m: string, ...labels: string[]): string {
+export function anyIncreaseOf(s: Scope, window: string, m: string, ...labels: string[]): string {
   return (
     `sum by (${s.by(...labels)}) (\n    (increase(${m}[${window}]) > 0)\n  or\n    (\n` +
     `      (${m} > 0 unless ${m} offset ${window})\n` +

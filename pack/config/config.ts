@@ -141,6 +141,20 @@ export interface AlertThresholds {
    * not re-listen, stay above it; a publish between one stream's drop and its re-listen stays below.
    */
   ForkwatchServerPublishesWithoutListener: { window: string; share: number; minEvents: number; for: string };
+  /**
+   * Protocol 2026-07-28, client view: share of a job's exchanges that ended early or broke and that the app did not
+   * re-issue within the re-issue window (the result is lost to the app), over `window`, once the window holds
+   * `minExchanges` exchanges. A page: a lost result, like a late one on the server side.
+   */
+  ForkwatchClientResultsLost: { window: string; share: number; minExchanges: number; for: string };
+  /** Protocol 2026-07-28, client view: any exchange the app re-issued after it broke (it may have run twice). */
+  ForkwatchClientExchangesReissued: IncreaseAlert;
+  /** Protocol 2026-07-28, client view: any subscriptions/listen stream dropped (notifications lost until re-listen). */
+  ForkwatchClientListenStreamsDropped: IncreaseAlert;
+  /** Protocol 2026-07-28, client view: the quantile of the time from a dropped listen stream to its re-listen. */
+  ForkwatchClientListenGapSecondsHigh: { window: string; quantile: number; seconds: number; for: string };
+  /** Protocol 2026-07-28 tasks (SEP-2663): any task whose creating response never reached its client. */
+  ForkwatchServerOrphanedTasks: IncreaseAlert;
 }
 
 /** The reason for each alert's default threshold, window and `for`. */
@@ -175,6 +189,16 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     'Protocol 2026-07-28: any probable re-issue of a tool not annotated idempotent may have run it twice: a ticket on any in 1h; `for` 1m rides out one scrape.',
   ForkwatchServerPublishesWithoutListener:
     "Protocol 2026-07-28: share of a process's event-bus publishes with no listen stream there. 5 % over 1h with a floor of 20 publishes: a bus that does not span the replicas stays above it; a publish between one stream's drop and its re-listen stays below. `for` 15m.",
+  ForkwatchClientResultsLost:
+    "Protocol 2026-07-28, client view: share of a job's exchanges (completed, ended early or broken; the app's own cancels and connection failures left out) that broke and were not re-issued within the re-issue window: results lost to the app. 5 % over 15m with a floor of 50 exchanges pages: above the fast burn of a 99.5 % objective (14.4 x 0.5 % = 7.2 % over 1h) a little sooner, and one lost result among few exchanges never pages. `for` 5m.",
+  ForkwatchClientExchangesReissued:
+    "Protocol 2026-07-28, client view: any exchange re-issued after it broke may have executed twice (the client does not know the tool's idempotency; the server's ForkwatchServerDuplicateExecutionRisk does where it saw the break). Healthy traffic breaks no exchange: any in 1h opens a ticket; `for` 1m rides out one scrape.",
+  ForkwatchClientListenStreamsDropped:
+    'Protocol 2026-07-28, client view: any subscriptions/listen stream that dropped (not closed by the server, not cancelled by the app): listen streams have no replay, so what was published until the re-listen is lost. Healthy traffic and graceful restarts drop none: any in 1h opens a ticket; `for` 1m.',
+  ForkwatchClientListenGapSecondsHigh:
+    'Protocol 2026-07-28, client view: p99 over 1h of the time from a dropped listen stream to the acknowledgement of its re-listen. 30 s: an app that re-listens at once stays far below it; above it, every notification of half a minute is lost. `for` 5m: gaps are rare events, the 1h window carries them.',
+  ForkwatchServerOrphanedTasks:
+    'Protocol 2026-07-28 tasks: any task whose creating response never reached the client runs for nobody (the client re-issues and creates a second one). Healthy traffic orphans none: any in 1h per process opens a ticket; `for` 1m.',
 };
 
 export interface ForkwatchConfig {
@@ -270,6 +294,11 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchMetricsAbsent: { for: '15m' },
     ForkwatchServerDuplicateExecutionRisk: { window: '1h', for: '1m' },
     ForkwatchServerPublishesWithoutListener: { window: '1h', share: 0.05, minEvents: 20, for: '15m' },
+    ForkwatchClientResultsLost: { window: '15m', share: 0.05, minExchanges: 50, for: '5m' },
+    ForkwatchClientExchangesReissued: { window: '1h', for: '1m' },
+    ForkwatchClientListenStreamsDropped: { window: '1h', for: '1m' },
+    ForkwatchClientListenGapSecondsHigh: { window: '1h', quantile: 0.99, seconds: 30, for: '5m' },
+    ForkwatchServerOrphanedTasks: { window: '1h', for: '1m' },
   },
   traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
   kubernetes: {

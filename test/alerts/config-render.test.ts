@@ -92,6 +92,7 @@ describe('a user config reaches every rule', () => {
         'ForkwatchServerDeliveryBudgetBurn',
         'ForkwatchServerResultDeliveryBudgetBurn',
         'ForkwatchServerCrossSessionReplay',
+        'ForkwatchClientResultsLost',
       ]),
     );
     const clientBurn = alerts.find(a => a.alert === 'ForkwatchResumeLossBudgetBurn');

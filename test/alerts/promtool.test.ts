@@ -247,6 +247,17 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
     eachOrder([
       ['ForkwatchForksDetected', 'forkwatch_client_forks_total', 'cluster, namespace, job, transport, reason'],
       ['ForkwatchDuplicateDeliveries', 'forkwatch_client_duplicate_events_total', 'cluster, namespace, job, transport'],
+      [
+        'ForkwatchClientExchangesReissued',
+        'forkwatch_client_reissues_total{outcome="reissued"}',
+        'cluster, namespace, job',
+      ],
+      [
+        'ForkwatchClientListenStreamsDropped',
+        'forkwatch_client_listen_streams_total{outcome="dropped"}',
+        'cluster, namespace, job',
+      ],
+      ['ForkwatchServerOrphanedTasks', 'forkwatch_server_orphaned_tasks_total', 'cluster, namespace, job, instance'],
     ] as const),
   )('%s without the counter-born-at-1 guard fails its unit tests (%s, %s), %s', async (alert, metric, by, order) => {
     const plain = `sum by (${by}) (increase(${metric}[10m])) > 0`;
@@ -260,6 +271,7 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
       ['ForkwatchResumeLossBudgetBurn'],
       ['ForkwatchServerDeliveryBudgetBurn'],
       ['ForkwatchServerEventsWithoutListener'],
+      ['ForkwatchClientResultsLost'],
     ] as const),
   )('%s without its traffic floor fails its unit tests, %s', async (alert, order) => {
     const floor = /\s*and on \([^)]*\)\s*sum by \([^)]*\) \(increase[^\n]*/;
@@ -307,6 +319,38 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
     expect(res.code, res.out).not.toBe(0);
     expect(res.out).toMatch(/probed every 30 s/);
   });
+
+  test.concurrent.each(EVAL_ORDER_NAMES)(
+    'ForkwatchClientResultsLost counting re-issued breaks as lost results fails its unit tests, %s',
+    async order => {
+      const res = await runMutated(testFilesFor('ForkwatchClientResultsLost'), order, r =>
+        r.alert === 'ForkwatchClientResultsLost'
+          ? { expr: r.expr.replace('{outcome="not_reissued"}', '{outcome=~"not_reissued|reissued"}') }
+          : undefined,
+      );
+      expect(res.code, res.out).not.toBe(0);
+      expect(res.out).toMatch(/re-issued open a ticket and never page/);
+    },
+  );
+
+  test.concurrent.each(EVAL_ORDER_NAMES)(
+    "ForkwatchClientResultsLost counting the app's cancels as lost results fails its unit tests, %s",
+    async order => {
+      const res = await runMutated(testFilesFor('ForkwatchClientResultsLost'), order, r =>
+        r.alert === 'ForkwatchClientResultsLost'
+          ? {
+              expr: r.expr.replace(
+                'increase(forkwatch_client_reissues_total{outcome="not_reissued"}[15m])',
+                '(increase(forkwatch_client_reissues_total{outcome="not_reissued"}[15m]) + ignoring(outcome) ' +
+                  'increase(forkwatch_client_exchanges_total{outcome="cancelled"}[15m]))',
+              ),
+            }
+          : undefined,
+      );
+      expect(res.code, res.out).not.toBe(0);
+      expect(res.out).toMatch(/healthy client and server traffic/);
+    },
+  );
 
   test.concurrent.each(EVAL_ORDER_NAMES)(
     'ForkwatchServerDeliveryBudgetBurn counting abandoned events as loss fails its unit tests, %s',

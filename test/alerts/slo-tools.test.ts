@@ -98,6 +98,7 @@ describe.each(CONFIGS)('the jsonnet mixin (%s), compiled with jsonnet', (_, conf
         'ForkwatchServerDeliveryBudgetBurn',
         'ForkwatchServerResultDeliveryBudgetBurn',
         'ForkwatchServerCrossSessionReplay',
+        'ForkwatchClientResultsLost',
       ]),
     );
   });

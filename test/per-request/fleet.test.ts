@@ -7,8 +7,9 @@
  * 2026-07-28, each with forkwatch/register, behind Debian's HAProxy round-robin (deploy/haproxy/haproxy.cfg), and
  * client processes with forkwatch/register sending healthy traffic through it. No loss or doubling signal may move
  * on any replica or client. Then the lossy control on the same replicas: a call aborted mid-stream counts on the
- * replica that served it when HAProxy passes the close on (`option abortonclose`), and on none behind the reference
- * config, which keeps the server side open until the answer (what forkwatch on the server cannot see).
+ * replica that served it through the reference deployment, HAProxy (its `option abortonclose` passes the close on)
+ * and nginx (`proxy_ignore_client_abort off`, buffered or not), and on none behind HAProxy without that option,
+ * which keeps the server side open until the answer (what forkwatch on the server cannot see).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { METRICS, type MetricKey, labelCombinations } from '../../src/shared/names';
@@ -16,6 +17,10 @@ import { METRICS, type MetricKey, labelCombinations } from '../../src/shared/nam
 import * as lab from '../../lab/per-request-fleet/fleet.mjs';
 // @ts-expect-error: plain ESM module without types
 import { scoreRun } from '../../lab/per-request-fleet/score.mjs';
+// @ts-expect-error: plain ESM module without types
+import { trackChild } from '../../lab/fleet/children.mjs';
+// @ts-expect-error: plain ESM module without types
+import { startNginx } from '../../lab/fleet/real-parts.mjs';
 import { sampleOne } from '../support/scrape';
 
 const { runClients, scrapeReplicas, settle, startFront, startPerRequestFleet, truthOfReplicas } = lab;
@@ -44,7 +49,7 @@ interface Front {
   stop(): Promise<void>;
 }
 interface Fleet extends Front {
-  replicas: { name: string }[];
+  replicas: { name: string; address: string }[];
 }
 type Snapshot = Record<string, { metrics: string; truth: ReplicaTruth }>;
 
@@ -78,7 +83,11 @@ const late = METRICS.serverLateMessages.prometheusName;
 const clientExchanges = METRICS.clientExchanges.prometheusName;
 
 let fleet: Fleet | undefined;
-let passingFront: Front | undefined;
+let hidingFront: Front | undefined;
+const nginxFronts: Record<'unbuffered' | 'buffered', Front | undefined> = {
+  unbuffered: undefined,
+  buffered: undefined,
+};
 const names = () => fleet!.replicas.map(r => r.name);
 async function snapshot(): Promise<Snapshot> {
   const [metrics, truths] = await Promise.all([scrapeReplicas(fleet), truthOfReplicas(fleet)]);
@@ -89,13 +98,25 @@ const delta = (before: Snapshot, after: Snapshot, replica: string, name: string,
 const grew = (before: Snapshot, after: Snapshot, replica: string, pick: (t: ReplicaTruth) => number | undefined) =>
   (pick(after[replica]!.truth) ?? 0) - (pick(before[replica]!.truth) ?? 0);
 
+/** deploy/nginx/nginx.conf round-robin over the fleet's replicas (buffered: the control that buffers SSE). */
+async function nginxFront(replicas: Fleet['replicas'], buffered: boolean): Promise<Front> {
+  const servers = { s1: replicas[0]!.address, s2: replicas[1]!.address, s3: replicas[2]!.address };
+  const nginx = await startNginx({ servers, balance: 'round-robin', track: trackChild, buffered });
+  return { url: `${nginx.url}/mcp`, stop: nginx.stop };
+}
+
 beforeAll(async () => {
   const started: Fleet = await startPerRequestFleet({ replicas: 3 });
   fleet = started;
-  passingFront = await startFront(started.replicas, { abortOnClose: true }); // the same replicas
+  // The same replicas behind the controls.
+  hidingFront = await startFront(started.replicas, { abortOnClose: false });
+  nginxFronts.unbuffered = await nginxFront(started.replicas, false);
+  nginxFronts.buffered = await nginxFront(started.replicas, true);
 });
 afterAll(async () => {
-  await passingFront?.stop();
+  await hidingFront?.stop();
+  await nginxFronts.unbuffered?.stop();
+  await nginxFronts.buffered?.stop();
   await fleet?.stop();
 });
 
@@ -154,8 +175,9 @@ describe('protocol 2026-07-28 behind HAProxy round-robin, CI size', () => {
     expect(delivered.filter(d => d > 0).length).toBeGreaterThanOrEqual(2);
     const calls = names().map(n => grew(before, after, n, t => t.http.received['tools/call']));
     expect(calls.filter(c => c > 0).length).toBeGreaterThanOrEqual(2);
-    // Every cancelled job reached a replica; behind the reference config it runs to its end (see the control).
+    // Every cancelled job reached a replica, and the reference config passed each cancel on: it stopped there.
     expect(names().reduce((n, r) => n + grew(before, after, r, t => t.executions.cooperative_job), 0)).toBe(12);
+    expect(names().reduce((n, r) => n + grew(before, after, r, t => t.honouredCancel), 0)).toBe(12);
 
     for (const n of names()) {
       for (const [name, labels] of SERVER_LOSS) {
@@ -187,10 +209,18 @@ describe('protocol 2026-07-28 behind HAProxy round-robin, CI size', () => {
     expect(score.falseAlarms).toBe(0);
   });
 
-  test('lossy control, HAProxy passing the close on: the abort counts on the replica that served the call', async () => {
-    const { before, after, served } = await abortMidStream(passingFront!);
+  test.each([
+    ['HAProxy, the reference config (option abortonclose)', () => fleet!],
+    ['nginx, the reference config (proxy_buffering off)', () => nginxFronts.unbuffered!],
+    ['nginx buffering the response (proxy_buffering on)', () => nginxFronts.buffered!],
+  ])('lossy control through %s: the abort counts on the replica that served the call', async (_, front) => {
+    const { before, after, served } = await abortMidStream(front());
     expect(grew(before, after, served, t => t.completedAfterAbort)).toBe(1); // ground truth: that result was lost
     expect(delta(before, after, served, exchanges, { outcome: 'closed_mid_stream' })).toBe(1);
+    // Not `delivered`: the replica's HTTP layer saw it closed early, and only what it answered in full counts so.
+    expect(grew(before, after, served, t => t.http.closedEarly['tools/call'])).toBe(1);
+    const answered = grew(before, after, served, t => Object.values(t.http.finished).reduce((a, b) => a + b, 0));
+    expect(delta(before, after, served, exchanges, { outcome: 'delivered' })).toBe(answered);
     expect(delta(before, after, served, late, { kind: 'result' })).toBe(1);
     for (const n of names().filter(x => x !== served)) {
       expect(delta(before, after, n, exchanges, { outcome: 'closed_mid_stream' }), n).toBe(0);
@@ -198,8 +228,8 @@ describe('protocol 2026-07-28 behind HAProxy round-robin, CI size', () => {
     }
   });
 
-  test('behind the reference config the same abort shows on no replica: HAProxy keeps the server side open', async () => {
-    const { before, after, served } = await abortMidStream(fleet!);
+  test('behind HAProxy without abortonclose the same abort shows on no replica: it keeps the server side open', async () => {
+    const { before, after, served } = await abortMidStream(hidingFront!);
     // The handler's signal never fired and its answer was written in full, to HAProxy: `delivered`.
     expect(grew(before, after, served, t => t.completedAfterAbort)).toBe(0);
     expect(grew(before, after, served, t => t.http.finished['tools/call'])).toBe(1);

@@ -95,7 +95,7 @@ export function perRequestPanels(ctx: Ctx) {
         legend: 'tasks/get miss {{reason}}',
       },
     ],
-    links: ctx.links([ALERT.serverResultDeliveryBudgetBurn]),
+    links: ctx.links([ALERT.serverResultDeliveryBudgetBurn, ALERT.serverOrphanedTasks]),
     span: 12,
     height: 8,
   });
@@ -106,7 +106,8 @@ export function perRequestPanels(ctx: Ctx) {
       'What 2026-07-28 clients instrumented by forkwatch saw: exchanges by how their response ended (`ended_early` ' +
       'and `broken` lose the request: the app must re-issue it), whether the app re-issued those within the window, ' +
       'and how listen streams ended (`dropped`: notifications are lost until the next acknowledgement). **Broken ' +
-      'without re-issue:** the app silently drops requests (no SDK re-issues for it).',
+      'without re-issue:** the app silently drops requests (no SDK re-issues for it); ForkwatchClientResultsLost ' +
+      'pages on it.',
     unit: 'reqps',
     targets: [
       { expr: `sum by (outcome) (${rate(METRICS.clientExchanges.prometheusName)})`, legend: 'exchange {{outcome}}' },
@@ -116,7 +117,14 @@ export function perRequestPanels(ctx: Ctx) {
         legend: 'listen {{outcome}}',
       },
     ],
-    links: ctx.links([ALERT.serverResultDeliveryBudgetBurn, ALERT.serverPublishesWithoutListener]),
+    links: ctx.links([
+      ALERT.serverResultDeliveryBudgetBurn,
+      ALERT.serverPublishesWithoutListener,
+      ALERT.clientResultsLost,
+      ALERT.clientExchangesReissued,
+      ALERT.clientListenStreamsDropped,
+      ALERT.clientListenGapSecondsHigh,
+    ]),
     span: 12,
     height: 8,
   });
