@@ -152,9 +152,19 @@ export const TMCP_HTTP_TRANSPORT = lazyTarget('HttpTransport', () => {
   return { methods: m.TMCP_HTTP_TRANSPORT_METHODS, patch: m.patchTmcpHttpTransport };
 });
 
+/**
+ * @hono/mcp's own `StreamableHTTPTransport` (a port of the SDK's, Hono context in, Response out; its fields all
+ * `#private`), one instance per session: the export name of the SDK 1.x Node class's sibling, in another package.
+ */
+export const HONO_STREAMABLE_HTTP_TRANSPORT = lazyTarget('StreamableHTTPTransport', () => {
+  const m = require('../server/hono-streamable-http') as typeof import('../server/hono-streamable-http');
+  return { methods: m.HONO_TRANSPORT_METHODS, patch: m.patchHonoStreamableHttp };
+});
+
 /** Stacks patched through their own transport classes, exported from the package's main module. */
 export const STACK_PACKAGES: Record<string, StackPackage> = {
   '@tmcp/transport-http': { supported: '>=0.9.0 <0.10.0', targets: [TMCP_HTTP_TRANSPORT] },
+  '@hono/mcp': { supported: '>=0.3.0 <0.4.0', targets: [HONO_STREAMABLE_HTTP_TRANSPORT] },
 };
 
 /** Every target, for the manual API, which matches classes by export name. */

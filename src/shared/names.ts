@@ -156,6 +156,7 @@ export const INFO_SDK_PACKAGES = [
   INFO_NONE,
   // Stacks with their own server transport (lifecycle/targets.ts STACK_PACKAGES).
   '@tmcp/transport-http',
+  '@hono/mcp',
 ] as const;
 export const INFO_SDK_CLASSES = [
   'StreamableHTTPClientTransport',
@@ -170,6 +171,7 @@ export const INFO_SDK_CLASSES = [
   INFO_NONE,
   // Stacks with their own server transport (lifecycle/targets.ts STACK_PACKAGES).
   'HttpTransport',
+  'StreamableHTTPTransport',
 ] as const;
 
 /** Time from losing a stream to the first frame of its resume: 10 ms to 10 min. */
