@@ -13,6 +13,7 @@ import { resumeGapEventsHigh, resumeGapSecondsHigh } from './gaps';
 import { ALERT_GROUP } from './names';
 import { probeGroups } from './probe';
 import { resumesRejected, serverResumesRejected } from './rejections';
+import { serverSessionsRevivedEmpty } from './revivals';
 import type { GroupSpec } from './rule-model';
 import { perRequestAlerts } from './per-request';
 import { perRequestLossAlerts } from './per-request-losses';
@@ -34,6 +35,7 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     duplicateDeliveries(config),
     ...slo.server,
     serverEventsWithoutListener(config),
+    serverSessionsRevivedEmpty(config),
     ...perRequestAlerts(config),
     ...perRequestLossAlerts(config),
     targetWithoutMetrics(config),

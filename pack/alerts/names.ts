@@ -36,6 +36,7 @@ export const ALERT = {
   probeNotResumable: 'ForkwatchProbeNotResumable',
   probeUntestable: 'ForkwatchProbeUntestable',
   probeStale: 'ForkwatchProbeStale',
+  serverSessionsRevivedEmpty: 'ForkwatchServerSessionsRevivedEmpty',
 } as const;
 
 export const ALERT_GROUP = 'forkwatch';

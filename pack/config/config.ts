@@ -120,6 +120,7 @@ export interface AlertThresholds {
   ForkwatchDuplicateDeliveries: IncreaseAlert;
   ForkwatchServerUnknownCursors: ShareAlert;
   ForkwatchServerCursorsIgnored: IncreaseAlert;
+  ForkwatchServerSessionsRevivedEmpty: IncreaseAlert;
   ForkwatchServerCrossSessionReplay: IncreaseAlert;
   ForkwatchServerCompletedStreamResumed: IncreaseAlert;
   ForkwatchResumesRejected: ShareAlert;
@@ -167,6 +168,8 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     "Share of a process's resumes whose cursor it does not know. 5 % for 15m: a restart or a scale-out gives a short burst of unknown cursors that must not open a ticket; a routing fault stays above it.",
   ForkwatchServerCursorsIgnored:
     'Any resume ignored for want of an event store is a configuration fault: any in 10m, `for` 1m.',
+  ForkwatchServerSessionsRevivedEmpty:
+    'Any session id answered as live with nothing restored is a silent fork (a client started over): any in 10m, `for` 1m, a ticket like ForkwatchServerCompletedStreamResumed.',
   ForkwatchServerCrossSessionReplay:
     'Any replay of another session\'s events is a data leak, lost events or not: it pages on the first one. Window 10m and `for` 1m as for the other "any" alerts: one scrape\'s jitter, no real delay.',
   ForkwatchServerCompletedStreamResumed:
@@ -283,6 +286,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchDuplicateDeliveries: { window: '10m', for: '1m' },
     ForkwatchServerUnknownCursors: { share: 0.05, for: '15m', minResumes: 20 },
     ForkwatchServerCursorsIgnored: { window: '10m', for: '1m' },
+    ForkwatchServerSessionsRevivedEmpty: { window: '10m', for: '1m' },
     ForkwatchServerCrossSessionReplay: { window: '10m', for: '1m' },
     ForkwatchServerCompletedStreamResumed: { window: '10m', for: '1m' },
     ForkwatchResumesRejected: { share: 0.05, for: '15m', minResumes: 20 },

@@ -25,3 +25,7 @@ export const DEFAULT_DELIVERY_WINDOW_MS = 30_000;
  * and how many exchanges, tasks and tool annotations are tracked at once. */
 export const DEFAULT_REISSUE_WINDOW_MS = 60_000;
 export const DEFAULT_MAX_TRACKED = 10_000;
+
+/** Session ids a server transport that serves every session (tmcp's HttpTransport) remembers having issued: about
+ * 100 bytes each, so at most about 5 MB. The oldest is forgotten first; if it comes back, it counts as revived. */
+export const MAX_HELD_SESSION_IDS = 50_000;

@@ -16,7 +16,9 @@
  * - a private ESM hook: @opentelemetry/instrumentation of the OpenTelemetry JS 1.x line (0.5x) hooks an ESM package
  *   by its main module only (`internals: false`), so the file definitions never fire there; a hook with
  *   `internals: true` on the same import-in-the-middle copy (the one whose loader forkwatch/register installs) does.
- *   On newer lines both fire, and the patcher patches a class once;
+ *   On newer lines both fire, and the patcher patches a class once. It also finds a stack's main module
+ *   (STACK_PACKAGES) imported by its file URL, which import-in-the-middle matches by the package name only with
+ *   `internals: true`;
  * - ESM dependents (SDK_V2_ESM_DEPENDENTS): the ESM build of the 2.x packages such a dependent imports, found from
  *   its folder.
  */
@@ -36,6 +38,7 @@ import {
   SDK_V2_ESM_DEPENDENTS,
   SDK_V2_PACKAGES,
   SDK_V2_SUPPORTED,
+  STACK_PACKAGES,
   type SdkFileTarget,
 } from './targets';
 
@@ -92,7 +95,15 @@ function v2Match(exports: unknown, pkg: string, version: string | undefined, rou
   return { exports, targets: SDK_V2_PACKAGES[pkg]!, packageName: pkg, version, supported: SDK_V2_SUPPORTED, route };
 }
 
-/** InstrumentationBase's hooks: the 1.x files (every version accepted here, checked by the patcher) and 2.x mains. */
+function stackMatch(exports: unknown, pkg: string, version: string | undefined, route: PatchRoute): ModuleMatch {
+  const { targets, supported } = STACK_PACKAGES[pkg]!;
+  return { exports, targets, packageName: pkg, version, supported, route };
+}
+
+/**
+ * InstrumentationBase's hooks: the 1.x files (every version accepted here, checked by the patcher), 2.x mains, and
+ * the mains of the stacks with their own transports (STACK_PACKAGES).
+ */
 export function sdkModuleDefinitions(onMatch: OnMatch, onUnmatch: OnUnmatch): InstrumentationNodeModuleDefinition[] {
   const v1Files = SDK_V1_FILES.flatMap(target =>
     (['esm', 'cjs'] as const).map(
@@ -110,19 +121,30 @@ export function sdkModuleDefinitions(onMatch: OnMatch, onUnmatch: OnUnmatch): In
   );
   return [
     new InstrumentationNodeModuleDefinition(SDK_V1_PACKAGE, ['*'], undefined, undefined, v1Files),
-    ...Object.keys(SDK_V2_PACKAGES).map(
-      pkg =>
-        new InstrumentationNodeModuleDefinition(
-          pkg,
-          ['*'],
-          (exports: unknown, version?: string) => {
-            onMatch(v2Match(exports, pkg, version, 'otel_hook'));
-            return exports;
-          },
-          (exports: unknown) => onUnmatch(exports, SDK_V2_PACKAGES[pkg]!),
-        ),
+    ...Object.keys(SDK_V2_PACKAGES).map(pkg => mainDefinition(pkg, v2Match, SDK_V2_PACKAGES[pkg]!, onMatch, onUnmatch)),
+    ...Object.keys(STACK_PACKAGES).map(pkg =>
+      mainDefinition(pkg, stackMatch, STACK_PACKAGES[pkg]!.targets, onMatch, onUnmatch),
     ),
   ];
+}
+
+/** The hook of a package's main module, every version accepted here (the patcher checks the range). */
+function mainDefinition(
+  pkg: string,
+  match: (exports: unknown, pkg: string, version: string | undefined, route: PatchRoute) => ModuleMatch,
+  targets: readonly PatchTarget[],
+  onMatch: OnMatch,
+  onUnmatch: OnUnmatch,
+): InstrumentationNodeModuleDefinition {
+  return new InstrumentationNodeModuleDefinition(
+    pkg,
+    ['*'],
+    (exports: unknown, version?: string) => {
+      onMatch(match(exports, pkg, version, 'otel_hook'));
+      return exports;
+    },
+    (exports: unknown) => onUnmatch(exports, targets),
+  );
 }
 
 interface Unhook {
@@ -183,8 +205,16 @@ function hookCommonJsFiles(onMatch: OnMatch): Unhook {
 function hookEsmFiles(onMatch: OnMatch): Unhook {
   const fromInstrumentation = createRequire(require.resolve('@opentelemetry/instrumentation'));
   const { Hook } = fromInstrumentation('import-in-the-middle') as ImportInTheMiddleModule;
-  return new Hook([SDK_V1_PACKAGE], { internals: true }, (exports, name, basedir) => {
+  const stacks = Object.keys(STACK_PACKAGES);
+  return new Hook([SDK_V1_PACKAGE, ...stacks], { internals: true }, (exports, name, basedir) => {
     const path = slashes(name);
+    // A stack's main module imported by its file URL rather than by the package name: any of its files is handed
+    // over, and only the one that exports a target class is patched.
+    const stack = basedir ? stacks.find(pkg => path === pkg || path.startsWith(`${pkg}/`)) : undefined;
+    if (stack) {
+      onMatch(stackMatch(exports, stack, readPackageVersion(basedir), 'esm_hook'));
+      return exports;
+    }
     const target = path.startsWith(`${SDK_V1_PACKAGE}/dist/esm/`)
       ? v1FileOf(path.slice(SDK_V1_PACKAGE.length + 1))
       : undefined;

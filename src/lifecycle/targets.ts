@@ -137,9 +137,43 @@ function perRequestServerTargets(): PatchTarget[] {
  */
 export const SDK_V2_ESM_DEPENDENTS: readonly string[] = ['mcp-proxy'];
 
+/** A stack with a server transport of its own (no MCP SDK class serves its HTTP): the versions tested, its classes. */
+export interface StackPackage {
+  supported: string;
+  targets: PatchTarget[];
+}
+
+/**
+ * tmcp's HTTP transport (@tmcp/transport-http, ESM only): `respond(Request) → Response` serves every session of the
+ * server. It has no event store: a resume is answered with a fresh stream, and so is a GET for any session id.
+ */
+export const TMCP_HTTP_TRANSPORT = lazyTarget('HttpTransport', () => {
+  const m = require('../server/tmcp-http-transport') as typeof import('../server/tmcp-http-transport');
+  return { methods: m.TMCP_HTTP_TRANSPORT_METHODS, patch: m.patchTmcpHttpTransport };
+});
+
+/**
+ * @hono/mcp's own `StreamableHTTPTransport` (a port of the SDK's, Hono context in, Response out; its fields all
+ * `#private`), one instance per session: the export name of the SDK 1.x Node class's sibling, in another package.
+ */
+export const HONO_STREAMABLE_HTTP_TRANSPORT = lazyTarget('StreamableHTTPTransport', () => {
+  const m = require('../server/hono-streamable-http') as typeof import('../server/hono-streamable-http');
+  return { methods: m.HONO_TRANSPORT_METHODS, patch: m.patchHonoStreamableHttp };
+});
+
+/** Stacks patched through their own transport classes, exported from the package's main module. */
+export const STACK_PACKAGES: Record<string, StackPackage> = {
+  '@tmcp/transport-http': { supported: '>=0.9.0 <0.10.0', targets: [TMCP_HTTP_TRANSPORT] },
+  '@hono/mcp': { supported: '>=0.3.0 <0.4.0', targets: [HONO_STREAMABLE_HTTP_TRANSPORT] },
+};
+
 /** Every target, for the manual API, which matches classes by export name. */
 export const ALL_TARGETS: PatchTarget[] = [
-  ...new Set([...SDK_V1_FILES.flatMap(f => f.targets), ...Object.values(SDK_V2_PACKAGES).flat()]),
+  ...new Set([
+    ...SDK_V1_FILES.flatMap(f => f.targets),
+    ...Object.values(SDK_V2_PACKAGES).flat(),
+    ...Object.values(STACK_PACKAGES).flatMap(p => p.targets),
+  ]),
 ];
 
 /** Minimal semver range check for the `>=a.b.c <d` ranges above; prerelease tags are compared as release. */

@@ -6,7 +6,7 @@
  * How each server transport flavour reads its request and its answer: the web-standard class (a Request in, a
  * Response out) and the Node class of SDK 1.24 and earlier (an IncomingMessage in, written to a ServerResponse).
  */
-import type { TextMapGetter } from '@opentelemetry/api';
+import { type Context, type TextMapGetter, context, propagation, trace } from '@opentelemetry/api';
 import type {
   HttpRequestLike,
   NodeHeadersLike,
@@ -92,3 +92,14 @@ export const nodeFlavor: Flavor = {
     });
   },
 };
+
+/**
+ * The parent of a server resume's span: the HTTP server span when an HTTP instrumentation made one; otherwise the
+ * trace context the client sent on the resume GET (forkwatch's client patch injects it), so both sides share one trace.
+ */
+export function parentContextOf(req: HttpRequestLike | undefined, flavor: Flavor): Context {
+  const active = context.active();
+  if (trace.getSpan(active)) return active;
+  const headers = req?.headers;
+  return headers ? propagation.extract(active, headers, flavor.getter) : active;
+}

@@ -20,7 +20,6 @@
  * reports them through diag, so nothing here throws into the SDK.
  */
 import type { ServerRuntime } from './server-runtime';
-import { type Context, context, propagation, trace } from '@opentelemetry/api';
 import type { StoredEvent } from '../core/delivery-ledger';
 import type {
   HttpRequestLike,
@@ -32,7 +31,7 @@ import { protocolHasResumability } from '../shared/session-id';
 import { isJsonRpcResponse } from '../core/replay-boundary';
 import { type RecordingHooks, type StoreRecorder, ensureRecordingStore } from './recording-event-store';
 import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
-import type { Flavor } from './server-flavor';
+import { type Flavor, parentContextOf } from './server-flavor';
 import { LiveWrites } from './live-writes';
 import { ServerResume } from './server-resume';
 import {
@@ -321,7 +320,7 @@ export class ServerSessionObserver implements StoreRecorder {
         protocolVersion,
         hasEventStore: Boolean(transport._eventStore),
         fromProbe: isProbeUserAgent(this.flavor.header(req, 'user-agent')),
-        parent: this.parentContext(req),
+        parent: parentContextOf(req, this.flavor),
       });
     } catch (error) {
       this.runtime.diag.error('starting a server resume failed; this request is not recorded', error);
@@ -353,17 +352,6 @@ export class ServerSessionObserver implements StoreRecorder {
         }
       },
     };
-  }
-
-  /**
-   * The server span joins the HTTP server span when an HTTP instrumentation made one; otherwise the trace context
-   * the client sent on the resume GET (forkwatch's client patch injects it), so both sides share one trace.
-   */
-  private parentContext(req: HttpRequestLike | undefined): Context {
-    const active = context.active();
-    if (trace.getSpan(active)) return active;
-    const headers = req?.headers;
-    return headers ? propagation.extract(active, headers, this.flavor.getter) : active;
   }
 }
 

@@ -92,6 +92,14 @@ export const SERVER_SHARED_UNREPLAYED_REASONS = [
 ] as const satisfies readonly ServerUndeliveredReason[];
 export type ServerSharedUnreplayedReason = (typeof SERVER_SHARED_UNREPLAYED_REASONS)[number];
 
+/**
+ * A request carrying an Mcp-Session-Id this process did not hold, answered as a live session instead of 404:
+ * `restored` (the app's hydration had state for it) or `empty` (nothing to restore: a fresh session under an old id,
+ * as tmcp's HttpTransport answers every GET with a fresh stream).
+ */
+export const SERVER_REVIVED_STATES = ['restored', 'empty'] as const;
+export type ServerRevivedState = (typeof SERVER_REVIVED_STATES)[number];
+
 /** Metric attribute (Prometheus label) keys. Plain words, so the exporter keeps them as written. */
 export const LABEL = {
   transport: 'transport',
@@ -146,6 +154,9 @@ export const INFO_SDK_PACKAGES = [
   'manual',
   'fetch',
   INFO_NONE,
+  // Stacks with their own server transport (lifecycle/targets.ts STACK_PACKAGES).
+  '@tmcp/transport-http',
+  '@hono/mcp',
 ] as const;
 export const INFO_SDK_CLASSES = [
   'StreamableHTTPClientTransport',
@@ -158,6 +169,9 @@ export const INFO_SDK_CLASSES = [
   'InMemoryServerEventBus',
   'fetch',
   INFO_NONE,
+  // Stacks with their own server transport (lifecycle/targets.ts STACK_PACKAGES).
+  'HttpTransport',
+  'StreamableHTTPTransport',
 ] as const;
 
 /** Time from losing a stream to the first frame of its resume: 10 ms to 10 min. */
@@ -385,6 +399,15 @@ export const METRICS = {
     description:
       'Events a resume on this process replayed that were not pending here: stored by another replica in a shared event store, or re-sent after a live write.',
     labels: { transport: SERVER_TRANSPORTS },
+  },
+  serverRevivedSessions: {
+    otelName: 'forkwatch.server.revived_sessions',
+    prometheusName: 'forkwatch_server_revived_sessions_total',
+    kind: 'counter',
+    unit: '{session}',
+    description:
+      'Session ids this process did not hold that it answered as a live session instead of 404 (counted once per id), by whether there was state to restore.',
+    labels: { state: SERVER_REVIVED_STATES },
   },
 } as const satisfies Record<string, MetricSpec>;
 

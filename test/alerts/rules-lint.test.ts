@@ -181,6 +181,7 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       'ForkwatchServerPublishesWithoutListener',
       'ForkwatchServerResultDeliveryBudgetBurn',
       'ForkwatchServerResumesRejected',
+      'ForkwatchServerSessionsRevivedEmpty',
       'ForkwatchServerUnknownCursors',
       'ForkwatchTargetWithoutMetrics',
     ]);

@@ -1,0 +1,55 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
+/**
+ * Patch of @hono/mcp's `StreamableHTTPTransport` (0.3: a Hono context in, a Response out; ESM and CommonJS builds).
+ * The wrappers, one per method in a table, only hand what they saw to the session's observer
+ * (hono-session-observer.ts): `handleRequest` every request, `handleGetRequest` a GET and its answer, `send` every
+ * event, `close` the end of the session. The context, the Response and the messages are only read.
+ */
+import type { ServerRuntime } from './server-runtime';
+import type { SdkMethod, Wrap } from '../shared/internal-types';
+import { type HonoContextLike, honoSessionObserverOf } from './hono-session-observer';
+
+export const HONO_TRANSPORT_METHODS = ['handleRequest', 'handleGetRequest', 'send', 'close'] as const;
+
+type HonoMethod = (typeof HONO_TRANSPORT_METHODS)[number];
+interface HonoTransportLike {
+  handleRequest(...args: unknown[]): unknown;
+}
+type Method = SdkMethod<HonoTransportLike>;
+
+export function patchHonoStreamableHttp(proto: object, runtime: ServerRuntime, wrap: Wrap): void {
+  for (const method of HONO_TRANSPORT_METHODS) {
+    wrap(proto, method, original => HONO_WRAPPERS[method](original as Method, runtime) as typeof original);
+  }
+}
+
+const HONO_WRAPPERS: Readonly<Record<HonoMethod, (original: Method, runtime: ServerRuntime) => Method>> = {
+  handleRequest: (original, runtime) =>
+    function handleRequest(this: HonoTransportLike, ctx?: unknown, ...rest: unknown[]) {
+      if (runtime.enabled) honoSessionObserverOf(this, runtime).requestReceived(ctx as HonoContextLike | undefined);
+      return original.call(this, ctx, ...rest);
+    },
+  handleGetRequest: (original, runtime) =>
+    function handleGetRequest(this: HonoTransportLike, ctx?: unknown, ...rest: unknown[]) {
+      const answered = runtime.enabled
+        ? honoSessionObserverOf(this, runtime).getReceived(ctx as HonoContextLike | undefined)
+        : undefined;
+      const result = original.call(this, ctx, ...rest);
+      if (answered) Promise.resolve(result).then(answered, () => {});
+      return result;
+    },
+  send: (original, runtime) =>
+    function send(this: HonoTransportLike, message?: unknown, options?: unknown, ...rest: unknown[]) {
+      if (runtime.enabled) honoSessionObserverOf(this, runtime).sent(message, options);
+      return original.call(this, message, options, ...rest);
+    },
+  close: (original, runtime) =>
+    function close(this: HonoTransportLike, ...args: unknown[]) {
+      const result = original.apply(this, args);
+      if (runtime.enabled) honoSessionObserverOf(this, runtime).closed();
+      return result;
+    },
+};
