@@ -31,6 +31,7 @@ export const ALERT = {
   probeNotResumable: 'ForkwatchProbeNotResumable',
   probeUntestable: 'ForkwatchProbeUntestable',
   probeStale: 'ForkwatchProbeStale',
+  cursorsDroppedAfterInconclusive: 'ForkwatchCursorsDroppedAfterInconclusive',
 } as const;
 
 export const ALERT_GROUP = 'forkwatch';

@@ -141,6 +141,11 @@ export interface AlertThresholds {
    * not re-listen, stay above it; a publish between one stream's drop and its re-listen stays below.
    */
   ForkwatchServerPublishesWithoutListener: { window: string; share: number; minEvents: number; for: string };
+  /**
+   * Client reconnects that dropped their cursor after a resume without a frame, in at least `minWindows` of the
+   * `window`s of the last `lookback`: recurring, not one restart.
+   */
+  ForkwatchCursorsDroppedAfterInconclusive: { window: string; lookback: string; minWindows: number; for: string };
 }
 
 /** The reason for each alert's default threshold, window and `for`. */
@@ -175,6 +180,8 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     'Protocol 2026-07-28: any probable re-issue of a tool not annotated idempotent may have run it twice: a ticket on any in 1h; `for` 1m rides out one scrape.',
   ForkwatchServerPublishesWithoutListener:
     "Protocol 2026-07-28: share of a process's event-bus publishes with no listen stream there. 5 % over 1h with a floor of 20 publishes: a bus that does not span the replicas stays above it; a publish between one stream's drop and its re-listen stays below. `for` 15m.",
+  ForkwatchCursorsDroppedAfterInconclusive:
+    'A rolling restart or failover leaves a burst of these in one or two 10m windows (the fleet lab: 35 and 7 in about a minute), lossless unless events were sent in the gap, which the server delivery SLO pages on: a ticket only when 3 of the 18 windows of 3h had some. `for` 1m rides out one scrape.',
 };
 
 export interface ForkwatchConfig {
@@ -270,6 +277,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchMetricsAbsent: { for: '15m' },
     ForkwatchServerDuplicateExecutionRisk: { window: '1h', for: '1m' },
     ForkwatchServerPublishesWithoutListener: { window: '1h', share: 0.05, minEvents: 20, for: '15m' },
+    ForkwatchCursorsDroppedAfterInconclusive: { window: '10m', lookback: '3h', minWindows: 3, for: '1m' },
   },
   traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
   kubernetes: {

@@ -146,6 +146,7 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
     const alerts = input.files.flatMap(f => f.groups.flatMap(g => g.rules)).filter(r => r.alert);
     const names = [...new Set(alerts.map(a => a.alert))].sort();
     expect(names).toEqual([
+      'ForkwatchCursorsDroppedAfterInconclusive',
       'ForkwatchDuplicateDeliveries',
       'ForkwatchForksDetected',
       'ForkwatchMetricsAbsent',
