@@ -7,9 +7,10 @@
 // app, all instrumented by one forkwatch, whose metrics are served on LAB_TARGET.metricsPort.
 // Run with `--import ./lab/esm-hooks.mjs`. Prints `READY <controlPort>`; POST /run plays one batch of sessions,
 // each: connect, receive, lose its stream, resume (to A, or round robin to A, B and C when forked), close.
-//   A: the session's own log (integer ids)            -> resumed
+//   A: the session's own log (a counter per stream)    -> resumed, skipped events counted (the live stream steps by
+//      one: core/density.ts; a session-wide integer counter interleaves the tool results and proves nothing)
 //   B: the SDK's example store, no log for the session -> 200 with keep-alives only: inconclusive, then the
-//      SDK reconnects without its cursor: cursor_dropped; the server records unknown_cursor
+//      SDK reconnects without its cursor: cursor_dropped_after_inconclusive; the server records unknown_cursor
 //   C: ids starting again from 1 on a fresh stream     -> forked (id_regressed), with duplicate ids
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
@@ -44,12 +45,12 @@ const start = config =>
   });
 const url = server => `http://127.0.0.1:${server.address().port}`;
 
-const servers = { A: await start({ name: 'A', store: { idFormat: 'integer' } }) };
+const servers = { A: await start({ name: 'A', store: { idFormat: 'hex-sequence' } }) };
 if (scenario === 'forked') {
   servers.B = await start({ name: 'B', store: 'sdk-example', hydrate: true });
   servers.C = await start({
     name: 'C',
-    store: { idFormat: 'integer', unknownCursor: 'fresh' },
+    store: { idFormat: 'hex-sequence', unknownCursor: 'fresh' },
     hydrate: true,
     ticker: { everyMs: 50, count: 2 },
   });

@@ -6,6 +6,7 @@
 import type { ForkwatchConfig } from '../config/config';
 import { serverCompletedStreamResumed, serverCrossSessionReplay } from './boundaries';
 import { metricsAbsent, targetWithoutMetrics } from './coverage';
+import { cursorsDroppedAfterInconclusive } from './cursor-drops';
 import { serverCursorsIgnored, serverUnknownCursors } from './cursors';
 import { serverEventsWithoutListener } from './delivery';
 import { duplicateDeliveries, forksDetected } from './forks';
@@ -40,6 +41,7 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     ...perRequestLossAlerts(config),
     targetWithoutMetrics(config),
     metricsAbsent(config),
+    cursorsDroppedAfterInconclusive(config),
   ];
   return [{ name: ALERT_GROUP, rules }, ...probeGroups(config)];
 }

@@ -37,6 +37,7 @@ export const ALERT = {
   probeUntestable: 'ForkwatchProbeUntestable',
   probeStale: 'ForkwatchProbeStale',
   serverSessionsRevivedEmpty: 'ForkwatchServerSessionsRevivedEmpty',
+  cursorsDroppedAfterInconclusive: 'ForkwatchCursorsDroppedAfterInconclusive',
 } as const;
 
 export const ALERT_GROUP = 'forkwatch';

@@ -19,13 +19,14 @@ export function resumesRejected(config: ForkwatchConfig): RuleSpec {
     ALERT.resumesRejected,
     {
       expr:
-        `sum by (${s.by('transport')}) (${series}{outcome="rejected"})\n/\n` +
+        `sum by (${s.by('transport')}) (${series}{outcome=~"rejected|rejected_stream_held"})\n/\n` +
         `sum by (${s.by('transport')}) (${series})\n> ${t.share}\n` +
         `and on (${s.by('transport')})\nsum by (${s.by('transport')}) (${series}) * ${seconds(config.rateWindow)} >= ${t.minResumes}\n`,
       for: t.for,
       comment:
         'Unrecoverable gaps, client view: the resume was answered non-2xx, so the events since the cursor are gone\n' +
-        `(loudly). The floor (${t.minResumes} resumes in the rate window) keeps one refused resume of a quiet client quiet.`,
+        `(loudly). The floor (${t.minResumes} resumes in the rate window) keeps one refused resume of a quiet client quiet.\n` +
+        'rejected_stream_held is a 409 while the stream still had a connection (a dead one a balancer holds).',
     },
     'MCP stream resumes are rejected and their gaps cannot be recovered.',
     '{{ $labels.job }}: {{ $value | humanizePercentage }} of {{ $labels.transport }} resume attempts over the last ' +

@@ -156,6 +156,11 @@ export interface AlertThresholds {
   ForkwatchClientListenGapSecondsHigh: { window: string; quantile: number; seconds: number; for: string };
   /** Protocol 2026-07-28 tasks (SEP-2663): any task whose creating response never reached its client. */
   ForkwatchServerOrphanedTasks: IncreaseAlert;
+  /**
+   * Client reconnects that dropped their cursor after a resume without a frame, in at least `minWindows` of the
+   * `window`s of the last `lookback`: recurring, not one restart.
+   */
+  ForkwatchCursorsDroppedAfterInconclusive: { window: string; lookback: string; minWindows: number; for: string };
 }
 
 /** The reason for each alert's default threshold, window and `for`. */
@@ -202,6 +207,8 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     'Protocol 2026-07-28, client view: p99 over 1h of the time from a dropped listen stream to the acknowledgement of its re-listen. 30 s: an app that re-listens at once stays far below it; above it, every notification of half a minute is lost. `for` 5m: gaps are rare events, the 1h window carries them.',
   ForkwatchServerOrphanedTasks:
     'Protocol 2026-07-28 tasks: any task whose creating response never reached the client runs for nobody (the client re-issues and creates a second one). Healthy traffic orphans none: any in 1h per process opens a ticket; `for` 1m.',
+  ForkwatchCursorsDroppedAfterInconclusive:
+    'A rolling restart or failover leaves a burst of these in one or two 10m windows (the fleet lab: 35 and 7 in about a minute), lossless unless events were sent in the gap, which the server delivery SLO pages on: a ticket only when 3 of the 18 windows of 3h had some. `for` 1m rides out one scrape.',
 };
 
 export interface ForkwatchConfig {
@@ -303,6 +310,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchClientListenStreamsDropped: { window: '1h', for: '1m' },
     ForkwatchClientListenGapSecondsHigh: { window: '1h', quantile: 0.99, seconds: 30, for: '5m' },
     ForkwatchServerOrphanedTasks: { window: '1h', for: '1m' },
+    ForkwatchCursorsDroppedAfterInconclusive: { window: '10m', lookback: '3h', minWindows: 3, for: '1m' },
   },
   traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
   kubernetes: {

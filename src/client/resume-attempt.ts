@@ -122,15 +122,21 @@ export class ResumeAttempt {
     this.finish(attrs);
   }
 
-  /** The client reconnected without the cursor it held (SDK issue #2499): forked before any frame. */
-  concludeCursorDropped(): void {
-    if (!this.begin('forked')) return;
+  /**
+   * The client reconnected without the cursor it held (SDK issue #2499): forked before any frame. Right after a
+   * resume that got no frame (`afterInconclusive`: the replica answered 200 and went away, or kept quiet), nothing
+   * tells whether events were sent in the gap: `cursor_dropped_after_inconclusive`, no fork (the span still names
+   * the reason).
+   */
+  concludeCursorDropped(afterInconclusive: boolean): void {
+    if (!this.begin(afterInconclusive ? 'cursor_dropped_after_inconclusive' : 'forked')) return;
     this.reason = 'cursor_dropped';
-    this.finish({ [ATTR.verdict]: 'forked', [ATTR.reason]: 'cursor_dropped' });
+    this.finish({ [ATTR.verdict]: this.outcome!, [ATTR.reason]: 'cursor_dropped' });
   }
 
+  /** A 409 is what the SDK's servers answer a resume while the stream still has a connection: named apart. */
   concludeRejected(status: number | undefined): void {
-    if (!this.begin('rejected')) return;
+    if (!this.begin(status === 409 ? 'rejected_stream_held' : 'rejected')) return;
     this.httpStatus = status;
     this.finish(status !== undefined ? { [ATTR.httpStatusCode]: status } : {});
   }
@@ -182,7 +188,7 @@ export class ResumeAttempt {
     if (this.httpStatus !== undefined) this.span.setAttribute(ATTR.httpStatusCode, this.httpStatus);
     if (outcome === 'forked') {
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: `session forked on resume: ${this.reason}` });
-    } else if (outcome === 'rejected' || outcome === 'failed') {
+    } else if (outcome === 'rejected' || outcome === 'rejected_stream_held' || outcome === 'failed') {
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: `resume ${outcome}` });
     }
     this.span.end();

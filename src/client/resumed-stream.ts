@@ -14,6 +14,7 @@
  * The observer is itself the frame hooks and the gate of the observed body (observed-stream.ts): nothing is
  * allocated per frame.
  */
+import { DensityWatch } from '../core/density';
 import { eventIdKey } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
 import { decideFirstFrame } from '../core/verdict';
@@ -68,6 +69,8 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
   private readonly failsLoud: boolean;
   /** When the chunk being read arrived: the time of its frames (one clock read per chunk, not per frame). */
   private chunkAt = 0;
+  /** The steps between this connection's consecutive ids: what they show of the session's numbering. */
+  private readonly density: DensityWatch;
 
   constructor(
     private readonly init: ResumedStreamInit,
@@ -75,6 +78,7 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
   ) {
     this.pending = init.attempt !== undefined && !init.attempt.isConcluded;
     this.failsLoud = runtime.settings.onFork === 'abort';
+    this.density = new DensityWatch(runtime.settings.codec);
   }
 
   get cursor(): string | undefined {
@@ -179,6 +183,7 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
       firstId: id === undefined || id === '' ? id : eventIdKey(id),
       codec: this.runtime.settings.codec,
       wasConsumed: candidate => session.hasConsumed(candidate),
+      sequenceSeenDense: session.density === 'dense',
     });
     attempt.concludeWithFirstFrame(id, verdict);
     if (verdict.verdict !== 'forked') return;
@@ -191,7 +196,9 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
 
   /** An event reached the application: a second delivery of one id in the session is a duplicate. */
   consume(id: string, now: number): void {
-    if (this.init.session.consume(eventIdKey(id), now)) {
+    const session = this.init.session;
+    session.density = this.density.observe(id, session.density);
+    if (session.consume(eventIdKey(id), now)) {
       this.runtime.instruments.clientDuplicateEvents.add(1, DUPLICATE_ATTRS[this.init.transport]);
     }
   }

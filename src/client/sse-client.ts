@@ -136,6 +136,7 @@ function onRequest(state: LegacyState, requestInit: RequestInitLike | undefined,
   const session = state.session!;
   const sent = readHeader(requestInit?.headers, 'last-event-id');
   const heldCursor = sent ?? state.heldCursor;
+  const previous = state.attempt;
   const attempt = new ResumeAttempt(runtime, {
     transport: 'sse',
     session,
@@ -147,8 +148,8 @@ function onRequest(state: LegacyState, requestInit: RequestInitLike | undefined,
   });
   state.attempt = attempt;
   if (heldCursor !== undefined && sent === undefined) {
-    attempt.concludeCursorDropped();
-    runtime.notifyFork(attempt.verdictInfo());
+    attempt.concludeCursorDropped(previous?.outcome === 'inconclusive');
+    if (attempt.outcome === 'forked') runtime.notifyFork(attempt.verdictInfo());
     return;
   }
   // A newer connection's verdict timer replaces the older one.

@@ -62,6 +62,8 @@ interface ReconnectInfo {
   lostAt: number;
   /** The span of the resume attempt the lost stream answered: the reconnect's span follows it. */
   follows: SpanContext | undefined;
+  /** True when that attempt got no frame (inconclusive): a cursor dropped now is not a proven fork. */
+  afterInconclusive: boolean;
 }
 
 const transportStates = new WeakMap<object, TransportState>();
@@ -311,6 +313,7 @@ function noteReconnection(transport: StreamableHttpClientTransportLike, options:
       heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
       lostAt: ended?.endedAt ?? nowMs(),
       follows: ended?.attempt?.span.spanContext(),
+      afterInconclusive: ended?.attempt?.outcome === 'inconclusive',
     });
   }
   return false;
@@ -365,7 +368,9 @@ function beginAttempt(
     follows: reconnect?.follows,
   });
   if (cursor === undefined) {
-    attempt.concludeCursorDropped();
+    attempt.concludeCursorDropped(reconnect?.afterInconclusive === true);
+  }
+  if (attempt.outcome === 'forked') {
     const info = attempt.verdictInfo(undefined);
     runtime.notifyFork(info);
     if (runtime.settings.onFork === 'abort') failLoudReport(transport, runtime)(info);

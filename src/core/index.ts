@@ -7,6 +7,7 @@ export * from './clip';
 export * from './codecs';
 export * from './delivery-ledger';
 export * from './delivery-rules';
+export * from './density';
 export * from './event-id';
 export * from './ledger';
 export * from './replay-boundary';

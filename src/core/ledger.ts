@@ -12,6 +12,7 @@
 import { positiveWhole } from './numbers';
 import { hashEventId } from './event-id';
 import { DEFAULT_LEDGER_LIMITS, type LedgerLimits } from './defaults';
+import type { SequenceDensity } from './density';
 
 export { DEFAULT_LEDGER_LIMITS, type LedgerLimits };
 
@@ -26,6 +27,8 @@ export class SessionRecord {
   placedAt: number;
   /** Resume attempts made for this session. */
   resumeAttempts = 0;
+  /** What the session's live streams showed of its id numbering: skipped events are counted only when `dense`. */
+  density: SequenceDensity = 'unseen';
   private readonly ring: number[];
   private ringSize = 0;
   private ringNext = 0;

@@ -26,8 +26,22 @@ export const FORK_REASONS: readonly ForkReason[] = [
  * Every way a resume attempt can end. `resumed` means continuity was proven by the ids; `unverified` means the
  * first frame was accepted but its ids could not prove continuity (a stream key shared by every session, opaque
  * ids): it is neither lossless nor a fork, and the client SLO leaves it out of both sides.
+ *
+ * `rejected_stream_held`: a resume refused 409, which the SDK's servers answer only while the stream being resumed
+ * still has a connection there (behind a balancer, the dropped one until the replica's next keep-alive write).
+ * `cursor_dropped_after_inconclusive`: a reconnect without the cursor it held (typescript-sdk #2499) right after a
+ * resume that got no frame (a replica going away, a rolling restart): the client cannot tell whether anything was
+ * sent in the gap, so it is no proven fork; the servers' delivery ledger judges that gap.
  */
-export type ResumeOutcome = 'resumed' | 'unverified' | 'forked' | 'rejected' | 'failed' | 'inconclusive';
+export type ResumeOutcome =
+  | 'resumed'
+  | 'unverified'
+  | 'forked'
+  | 'rejected'
+  | 'failed'
+  | 'inconclusive'
+  | 'rejected_stream_held'
+  | 'cursor_dropped_after_inconclusive';
 
 export const RESUME_OUTCOMES: readonly ResumeOutcome[] = [
   'resumed',
@@ -36,6 +50,8 @@ export const RESUME_OUTCOMES: readonly ResumeOutcome[] = [
   'rejected',
   'failed',
   'inconclusive',
+  'rejected_stream_held',
+  'cursor_dropped_after_inconclusive',
 ];
 
 export type FirstFrameVerdict =
@@ -43,7 +59,7 @@ export type FirstFrameVerdict =
       verdict: 'resumed';
       /** False when the ids carried nothing to check order or stream against (opaque ids). */
       continuityVerified: boolean;
-      /** Events skipped between the cursor and the first frame, for dense sequences (0 = contiguous). */
+      /** Events skipped between the cursor and the first frame, for sequences seen dense (0 = contiguous). */
       skippedEvents?: number;
       /** Set when the ids' embedded clock went backwards: allowed (clocks jump), but worth a look. */
       clockRegressed?: boolean;
@@ -60,6 +76,11 @@ export interface FirstFrameInput {
   codec?: EventIdCodec;
   /** True when the id was already consumed on any stream of this session (ids are unique per session). */
   wasConsumed: (id: string) => boolean;
+  /**
+   * True once the session's live streams were seen to advance by exactly one (core/density.ts): only then does a
+   * jump across the resume count as skipped events. A format's `dense` alone is a claim, not evidence.
+   */
+  sequenceSeenDense?: boolean;
 }
 
 export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
@@ -78,7 +99,8 @@ export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
     // from the cursor's shape alone proves nothing by its absence.
     if (after === undefined && !before.learned)
       return { verdict: 'forked', reason: 'stream_changed', codec: codec.name };
-    decoded = after === undefined ? undefined : compareDecoded(before, after, codec.name);
+    decoded =
+      after === undefined ? undefined : compareDecoded(before, after, codec.name, input.sequenceSeenDense === true);
     if (decoded?.verdict === 'forked') return decoded;
   }
   if (input.wasConsumed(firstId))
@@ -86,7 +108,12 @@ export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
   return decoded ?? { verdict: 'resumed', continuityVerified: false, ...(codec ? { codec: codec.name } : {}) };
 }
 
-function compareDecoded(before: DecodedEventId, after: DecodedEventId, codec: string): FirstFrameVerdict {
+function compareDecoded(
+  before: DecodedEventId,
+  after: DecodedEventId,
+  codec: string,
+  seenDense: boolean,
+): FirstFrameVerdict {
   if (before.learned || after.learned) return compareLearned(before, after, codec);
   let verified = false;
   if (before.stream !== undefined && after.stream !== undefined) {
@@ -99,7 +126,7 @@ function compareDecoded(before: DecodedEventId, after: DecodedEventId, codec: st
     // At or before the cursor: a replay of old events, or a sequence that started again.
     if (after.sequence <= before.sequence) return { verdict: 'forked', reason: 'id_regressed', codec };
     verified = true;
-    if (before.dense && after.dense) skippedEvents = after.sequence - before.sequence - 1;
+    if (before.dense && after.dense && seenDense) skippedEvents = after.sequence - before.sequence - 1;
   }
   const clockRegressed =
     isFiniteNumber(before.timeMs) && isFiniteNumber(after.timeMs) && after.timeMs < before.timeMs ? true : undefined;

@@ -161,6 +161,7 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       'ForkwatchClientListenGapSecondsHigh',
       'ForkwatchClientListenStreamsDropped',
       'ForkwatchClientResultsLost',
+      'ForkwatchCursorsDroppedAfterInconclusive',
       'ForkwatchDuplicateDeliveries',
       'ForkwatchForksDetected',
       'ForkwatchMetricsAbsent',

@@ -182,7 +182,8 @@ describe('verdicts in-process', () => {
 
   test('a contiguous dense sequence is resumed with 0 skipped events; a gap of 3 is measured', async () => {
     instrument();
-    dropThenResume(frame('7', 1), res => {
+    // Two live events one apart: the ids are seen dense (a lone integer could be a global counter's).
+    dropThenResume(frame('6', 0) + frame('7', 1), res => {
       openSse(res);
       res.write(frame('8', 2));
     });

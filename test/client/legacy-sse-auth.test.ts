@@ -17,6 +17,7 @@ import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporte
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { afterEach, beforeEach, expect, test } from 'vitest';
 import { ForkwatchInstrumentation } from '../../src';
+import { RESUME_OUTCOMES } from '../../src/core/verdict';
 import { METRICS } from '../../src/shared/names';
 import { sample } from '../support/lab';
 
@@ -41,9 +42,9 @@ async function scrape() {
 }
 
 function resumes(text: string): number {
-  return ['resumed', 'unverified', 'forked', 'rejected', 'failed', 'inconclusive']
-    .map(outcome => sample(text, METRICS.clientResumes.prometheusName, { transport: 'sse', outcome }) ?? 0)
-    .reduce((a, b) => a + b, 0);
+  return RESUME_OUTCOMES.map(
+    outcome => sample(text, METRICS.clientResumes.prometheusName, { transport: 'sse', outcome }) ?? 0,
+  ).reduce((a, b) => a + b, 0);
 }
 
 /** A 2024-11-05 server behind bearer auth: `Bearer good` gets in; the token endpoint trades any refresh token for it. */

@@ -17,7 +17,9 @@ describe('integer ids', () => {
       fc.property(seq, seq, (a, b) => {
         fc.pre(a !== b);
         const [c, f] = a < b ? [a, b] : [b, a];
-        expect(decideFirstFrame({ cursor: String(c), firstId: String(f), wasConsumed: never })).toEqual({
+        expect(
+          decideFirstFrame({ cursor: String(c), firstId: String(f), wasConsumed: never, sequenceSeenDense: true }),
+        ).toEqual({
           verdict: 'resumed',
           continuityVerified: true,
           skippedEvents: f - c - 1,
@@ -42,7 +44,12 @@ describe('integer ids', () => {
   test('small gaps: skipped events are exactly the gap', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 10_000 }), fc.integer({ min: 1, max: 50 }), (c, step) => {
-        const verdict = decideFirstFrame({ cursor: String(c), firstId: String(c + step), wasConsumed: never });
+        const verdict = decideFirstFrame({
+          cursor: String(c),
+          firstId: String(c + step),
+          wasConsumed: never,
+          sequenceSeenDense: true,
+        });
         expect(verdict).toMatchObject({ verdict: 'resumed', skippedEvents: step - 1 });
       }),
       RUNS,
@@ -152,6 +159,7 @@ describe('hex sequences', () => {
           cursor: `${s}:${hex(c)}`,
           firstId: `${s}:${f.toString(16)}`,
           wasConsumed: never,
+          sequenceSeenDense: true,
         });
         if (f > c) expect(verdict).toMatchObject({ verdict: 'resumed', skippedEvents: f - c - 1 });
         else expect(verdict).toMatchObject({ verdict: 'forked', reason: 'id_regressed' });

@@ -21,10 +21,17 @@ const never = () => false;
 function decide(
   cursor: string,
   firstId: string | undefined,
-  extra: { codec?: EventIdCodec; consumed?: string[] } = {},
+  extra: { codec?: EventIdCodec; consumed?: string[]; seenDense?: boolean } = {},
 ) {
   const consumed = new Set(extra.consumed ?? []);
-  return decideFirstFrame({ cursor, firstId, codec: extra.codec, wasConsumed: id => consumed.has(id) });
+  return decideFirstFrame({
+    cursor,
+    firstId,
+    codec: extra.codec,
+    wasConsumed: id => consumed.has(id),
+    // The session's live streams were seen to step by one, unless a test says otherwise (core/density.ts).
+    sequenceSeenDense: extra.seenDense ?? true,
+  });
 }
 
 describe('the textbook fork', () => {
@@ -155,6 +162,21 @@ describe('resumed', () => {
       skippedEvents: 0,
       codec: 'integer',
     });
+  });
+
+  test('a gap in a sequence not yet seen dense counts nothing: a global counter writes the same integers', () => {
+    expect(decide('5', '9', { seenDense: false })).toEqual({
+      verdict: 'resumed',
+      continuityVerified: true,
+      codec: 'integer',
+    });
+    expect(decide('abc:ff', 'abc:1ff', { seenDense: false })).toEqual({
+      verdict: 'resumed',
+      continuityVerified: true,
+      codec: 'hex-sequence',
+    });
+    // Order is still judged without density: a regression forks either way.
+    expect(decide('9', '5', { seenDense: false })).toMatchObject({ verdict: 'forked', reason: 'id_regressed' });
   });
 
   test('a gap in a dense sequence counts the skipped events', () => {

@@ -9,9 +9,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { rename, unlink, writeFile } from 'node:fs/promises';
-import { RESUME_OUTCOMES } from '../../core/verdict';
 import {
   type ConditionResult,
+  PROBE_RESUME_OUTCOMES,
   type ProbeReport,
   STREAM_CONDITIONS,
   STREAM_KINDS,
@@ -120,7 +120,7 @@ export function renderPrometheus(report: ProbeReport, options: RenderOptions | n
   );
   family(
     metrics.resumeAttempts,
-    perStream(kind => RESUME_OUTCOMES.map(o => [{ outcome: o }, streams[kind].resumes.outcomes[o]])),
+    perStream(kind => PROBE_RESUME_OUTCOMES.map(o => [{ outcome: o }, streams[kind].resumes.outcomes[o]])),
   );
   family(
     metrics.resumeForkedRatio,

@@ -3,8 +3,17 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** What `forkwatch probe` found: the conditions it checks, the overall verdict and its exit code. */
-import { RESUME_OUTCOMES, type ForkReason, type ResumeOutcome } from '../../core/verdict';
+import { RESUME_OUTCOMES, type ForkReason, type ResumeOutcome as ClientResumeOutcome } from '../../core/verdict';
 import type { StepRecord } from './mcp-http';
+
+/**
+ * The probe's own resume outcomes: the client's, but for the two a probe never gives (it retries its own 409s, and it
+ * never reconnects without its cursor), so its report and metrics keep their shape.
+ */
+export type ResumeOutcome = Exclude<ClientResumeOutcome, 'rejected_stream_held' | 'cursor_dropped_after_inconclusive'>;
+export const PROBE_RESUME_OUTCOMES = RESUME_OUTCOMES.filter(
+  (o): o is ResumeOutcome => o !== 'rejected_stream_held' && o !== 'cursor_dropped_after_inconclusive',
+);
 
 export const CONDITIONS = ['event_ids', 'replay', 'bogus_cursor_refused', 'repeated_resumes'] as const;
 export type ConditionName = (typeof CONDITIONS)[number];
@@ -154,7 +163,7 @@ export function decideVerdict(conditions: Readonly<Record<string, ConditionResul
 }
 
 export function summarizeResumes(details: ResumeAttempt[]): ResumeSummary {
-  const outcomes = Object.fromEntries(RESUME_OUTCOMES.map(o => [o, 0])) as Record<ResumeOutcome, number>;
+  const outcomes = Object.fromEntries(PROBE_RESUME_OUTCOMES.map(o => [o, 0])) as Record<ResumeOutcome, number>;
   const statusCodes: Record<string, number> = {};
   const firstEventIds: Record<string, number> = {};
   for (const d of details) {
