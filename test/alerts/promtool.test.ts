@@ -343,7 +343,8 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
   test.concurrent.each(EVAL_ORDER_NAMES)(
     'ForkwatchTargetWithoutMetrics ignoring MCP traffic no patched transport judges fails its unit tests, %s',
     async order => {
-      const unjudged = /\s*or on \([^)]*\)\s*group by \([^)]*\) \(forkwatch_instrumentation_info\{sdk_class="unjudged"\} == 1\)/;
+      const unjudged =
+        /\s*or on \([^)]*\)\s*group by \([^)]*\) \(forkwatch_instrumentation_info\{sdk_class="unjudged"\} == 1\)/;
       const res = await runMutated(testFilesFor('ForkwatchTargetWithoutMetrics'), order, r => {
         if (r.alert !== 'ForkwatchTargetWithoutMetrics') return undefined;
         expect(r.expr).toMatch(unjudged);
