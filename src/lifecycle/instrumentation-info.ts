@@ -18,13 +18,7 @@
  * unpatched class, `none` once a class is patched) instead of disappearing.
  */
 import type { Meter, ObservableResult } from '@opentelemetry/api';
-import {
-  INFO_NONE,
-  INFO_SERVER_TRANSPORT_CLASSES,
-  INFO_UNJUDGED,
-  METRICS,
-  type PATCH_ROUTES,
-} from '../shared/names';
+import { INFO_NONE, INFO_SERVER_TRANSPORT_CLASSES, INFO_UNJUDGED, METRICS, type PATCH_ROUTES } from '../shared/names';
 import { PACKAGE_VERSION } from '../shared/version';
 
 export type PatchRoute = (typeof PATCH_ROUTES)[number];
