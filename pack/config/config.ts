@@ -128,7 +128,7 @@ export interface AlertThresholds {
   ForkwatchResumeGapSecondsHigh: { quantile: number; seconds: number; for: string };
   ForkwatchResumeGapEventsHigh: { quantile: number; events: number; for: string };
   ForkwatchServerEventsWithoutListener: { window: string; share: number; minEvents: number; for: string };
-  ForkwatchTargetWithoutMetrics: { lookback: string; for: string };
+  ForkwatchTargetWithoutMetrics: { lookback: string; blindFor: string; for: string };
   ForkwatchMetricsAbsent: { for: string };
   /**
    * Protocol 2026-07-28: a probable re-issue of a tool not annotated idempotent (a broken exchange, then the same
@@ -190,7 +190,7 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
   ForkwatchServerEventsWithoutListener:
     "Share of a process's events written with no listening stream, over `window`. 1 % over 1h: a routing or client bug that may stay under the delivery budget; the traffic floor `minEvents` keeps one event of a quiet process from being 100 %.",
   ForkwatchTargetWithoutMetrics:
-    'A target up without forkwatch series, in a job that had them within `lookback` (1d: a deploy that dropped the instrumentation is caught the same day, while jobs that never had forkwatch stay quiet). `for` 15m rides out a slow start, and a process whose forkwatch patched nothing (info sdk_class="none") gets as long to patch a lazily loaded SDK.',
+    'A target up without forkwatch series, in a job that had them within `lookback` (1d: a deploy that dropped the instrumentation is caught the same day, while jobs that never had forkwatch stay quiet). `for` 15m rides out a slow start. A process whose HTTP server answers MCP that no patched transport judged (info sdk_class="unjudged") fires after `for`; one where forkwatch patched nothing and judged nothing (info sdk_class="none") only after `blindFor` (1h) of it, and `for`: an idle process has judged nothing yet, a lazily loaded SDK or the first session stream of a wire-only client comes well within the hour.',
   ForkwatchMetricsAbsent:
     'No forkwatch series at all: `for` 15m so a Prometheus restart or a first deploy stays quiet.',
   ForkwatchServerDuplicateExecutionRisk:
@@ -301,7 +301,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchResumeGapSecondsHigh: { quantile: 0.99, seconds: 30, for: '15m' },
     ForkwatchResumeGapEventsHigh: { quantile: 0.99, events: 1000, for: '15m' },
     ForkwatchServerEventsWithoutListener: { window: '1h', share: 0.01, minEvents: 100, for: '15m' },
-    ForkwatchTargetWithoutMetrics: { lookback: '1d', for: '15m' },
+    ForkwatchTargetWithoutMetrics: { lookback: '1d', blindFor: '1h', for: '15m' },
     ForkwatchMetricsAbsent: { for: '15m' },
     ForkwatchServerDuplicateExecutionRisk: { window: '1h', for: '1m' },
     ForkwatchServerPublishesWithoutListener: { window: '1h', share: 0.05, minEvents: 20, for: '15m' },

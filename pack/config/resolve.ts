@@ -25,6 +25,7 @@ const DURATION_KEYS = new Set([
   'rateWindow',
   'interval',
   'sharedStoreReplayLag',
+  'blindFor',
 ]);
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 

@@ -59,6 +59,7 @@ const DURATION_KEYS = new Set([
   'sloWindow',
   'interval',
   'sharedStoreReplayLag',
+  'blindFor',
 ]);
 
 function schemaOf(value: unknown, path: string, key: string, whole: boolean): Schema {

@@ -217,7 +217,10 @@ export function perRequestUnanswered(
   }
 }
 
-/** What the response's status and content type say, before any byte of its body: the stream to watch, if any. */
+/**
+ * What the response's status and content type say, before any byte of its body: the stream to watch, if any. A
+ * per-request exchange the wire observer watched, whatever the answer.
+ */
 export function exchangeResponded(
   status: number,
   contentType: string,
@@ -227,6 +230,7 @@ export function exchangeResponded(
   runtime: ForkwatchRuntime,
 ): PerRequestStreamWatch | undefined {
   const listen = post.listenKey !== undefined;
+  runtime.wireJudged();
   if (status < 200 || status >= 300) {
     if (!listen) observer.exchangeEnded(post, 'failed');
     return undefined;

@@ -72,17 +72,23 @@ export function sessionGetUnanswered(attempt: ResumeAttempt | undefined, aborted
   else attempt.concludeFailed(error);
 }
 
-/** Whether a response to a session GET opens a stream to observe; a resume answered otherwise is rejected. */
+/**
+ * Whether a response to a session GET opens a stream to observe; a resume answered otherwise is rejected. Either is
+ * an MCP exchange the wire observer judged (a resume concluded, a session stream watched).
+ */
 export function sessionGetResponded(
   status: number | undefined,
   contentType: string,
   hasBody: boolean,
   attempt: ResumeAttempt | undefined,
+  runtime: ForkwatchRuntime,
 ): boolean {
   if (status === undefined || status < 200 || status >= 300 || !hasBody || !contentType.includes('text/event-stream')) {
+    if (attempt) runtime.wireJudged();
     attempt?.concludeRejected(status);
     return false;
   }
+  runtime.wireJudged();
   return true;
 }
 
@@ -158,7 +164,7 @@ function watchResponse(
 ) {
   const status = typeof response?.status === 'number' ? response.status : undefined;
   const contentType = String(response?.headers?.get?.('content-type') ?? '');
-  if (!sessionGetResponded(status, contentType, !!response?.body, attempt)) return;
+  if (!sessionGetResponded(status, contentType, !!response?.body, attempt, runtime)) return;
   const observed = observeResponseBody(
     response!,
     body => observeBody(body, get, attempt, runtime),

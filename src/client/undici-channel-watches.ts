@@ -26,7 +26,7 @@ export function sessionGetWatch(get: SseGet, runtime: ForkwatchRuntime, cut: ((e
   let stream: SessionStreamWatch | undefined;
   return {
     responded(status: number | undefined, header: Header): boolean {
-      if (!sessionGetResponded(status, String(header('content-type') ?? ''), true, attempt)) return false;
+      if (!sessionGetResponded(status, String(header('content-type') ?? ''), true, attempt, runtime)) return false;
       if (compressed(header)) {
         attempt?.concludeInconclusive('unobservable');
         return false;

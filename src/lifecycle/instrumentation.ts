@@ -16,6 +16,7 @@ import type { SessionLedger } from '../core/ledger';
 import type { Wrap } from '../shared/internal-types';
 import { HeldDiagLogger } from './held-diagnostics';
 import { instrumentationInfo } from './instrumentation-info';
+import { watchUnjudgedServerTraffic } from './unjudged-server-traffic';
 import { type ForkwatchInstruments, createInstruments } from '../shared/metrics';
 import { type ModuleDiscovery, type ModuleMatch, sdkModuleDefinitions, startModuleDiscovery } from './module-discovery';
 import { ModulePatcher } from './module-patcher';
@@ -39,6 +40,7 @@ export class ForkwatchInstrumentation
   declare private _discovery: ModuleDiscovery | undefined;
   declare private _patcher: ModulePatcher | undefined;
   declare private _removeFetchObserver: (() => void) | undefined;
+  declare private _stopServerTrafficWatch: (() => void) | undefined;
   declare private _heldDiag: HeldDiagLogger | undefined;
 
   constructor(config: ForkwatchInstrumentationConfig = {}) {
@@ -85,6 +87,10 @@ export class ForkwatchInstrumentation
     return this.isEnabled();
   }
 
+  wireJudged(): void {
+    instrumentationInfo(this).wireJudged();
+  }
+
   notifyFork(info: ResumeVerdictInfo): void {
     const hook = this.getConfig().onForkDetected;
     if (typeof hook !== 'function') return;
@@ -124,6 +130,7 @@ export class ForkwatchInstrumentation
     super.enable();
     if (!this._discovery) this._discovery = startModuleDiscovery(match => this.patchModule(match), this.diag);
     this.enableFetchObserver();
+    this.watchServerTraffic();
   }
 
   override disable(): void {
@@ -131,6 +138,8 @@ export class ForkwatchInstrumentation
     this._removeFetchObserver?.();
     this._removeFetchObserver = undefined;
     instrumentationInfo(this).unpatched(globalThis);
+    this._stopServerTrafficWatch?.();
+    this._stopServerTrafficWatch = undefined;
     this._discovery?.stop();
     this._discovery = undefined;
     this._patcher?.unpatchAll();
@@ -184,9 +193,19 @@ export class ForkwatchInstrumentation
     if (this._removeFetchObserver || this.getConfig().observeFetch === false) return;
     try {
       this._removeFetchObserver = installFetchObserver(this);
-      instrumentationInfo(this).patched(globalThis, { sdk_package: 'fetch', sdk_class: 'fetch', route: 'wire' });
+      instrumentationInfo(this).wireInstalled(globalThis);
     } catch (error) {
       this.diag.error('could not observe fetch; clients without a class patch are not checked', error);
+    }
+  }
+
+  /** MCP answered by this process's HTTP servers with no server transport patched (unjudged-server-traffic.ts). */
+  private watchServerTraffic(): void {
+    if (this._stopServerTrafficWatch) return;
+    try {
+      this._stopServerTrafficWatch = watchUnjudgedServerTraffic(instrumentationInfo(this));
+    } catch (error) {
+      this.diag.error('could not watch the HTTP server; MCP traffic forkwatch cannot judge goes unreported', error);
     }
   }
 

@@ -134,8 +134,11 @@ export interface MetricSpec {
  * The instrumentation info metric's labels. One series per SDK class forkwatch patched, by the route that found it
  * (`otel_hook`: @opentelemetry/instrumentation's module hooks; `cjs_hook`, `esm_hook`: forkwatch's own file hooks for
  * SDK 1.x; `esm_dependents`: 2.x packages behind an ESM-only dependent; `require_cache`: an SDK loaded before
- * forkwatch; `manual`: manuallyInstrument()); the wire observer of fetch is `sdk_class="fetch"`, `route="wire"`. A
- * `none` series is 1 while nothing is patched or observed: forkwatch is loaded but sees nothing.
+ * forkwatch; `manual`: manuallyInstrument()); the wire observer of fetch is `sdk_class="fetch"`, `route="wire"`, and
+ * is 1 only once it judged an MCP exchange (installed in every process, it covers nothing until MCP traffic passes
+ * through it). A `none` series is 1 while nothing is patched and the wire observer judged nothing: forkwatch is
+ * loaded but has judged nothing here. `sdk_class="unjudged"` (`route="http_server"`) is 1 while this process's HTTP
+ * server answered MCP requests and no MCP server transport class is patched here: MCP traffic forkwatch cannot judge.
  */
 export const PATCH_ROUTES = [
   'otel_hook',
@@ -172,7 +175,19 @@ export const INFO_SDK_CLASSES = [
   // Stacks with their own server transport (lifecycle/targets.ts STACK_PACKAGES).
   'HttpTransport',
   'StreamableHTTPTransport',
+  'unjudged',
 ] as const;
+/** The info series of MCP traffic forkwatch cannot judge: its sdk_class, and its route (node:http's server). */
+export const INFO_UNJUDGED = { sdk_class: 'unjudged', route: 'http_server' } as const;
+/** Patched classes that judge a server's MCP traffic: while one is patched, server traffic is not `unjudged`. */
+export const INFO_SERVER_TRANSPORT_CLASSES: readonly string[] = [
+  'StreamableHTTPServerTransport',
+  'WebStandardStreamableHTTPServerTransport',
+  'PerRequestHTTPServerTransport',
+  // Stacks with their own server transport: tmcp's HttpTransport, @hono/mcp's StreamableHTTPTransport.
+  'HttpTransport',
+  'StreamableHTTPTransport',
+];
 
 /** Time from losing a stream to the first frame of its resume: 10 ms to 10 min. */
 export const GAP_SECONDS_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600] as const;
@@ -373,13 +388,15 @@ export const METRICS = {
     kind: 'gauge',
     unit: '',
     description:
-      'forkwatch is loaded: 1 for each MCP SDK class it patched and for its fetch observer (0 once removed), by ' +
-      'the route that found it; sdk_class="none" is 1 while there is neither (loaded, but seeing nothing).',
+      'forkwatch is loaded: 1 for each MCP SDK class it patched (0 once removed), by the route that found it, and ' +
+      'for its fetch observer once it judged an MCP exchange; sdk_class="none" is 1 while there is neither ' +
+      '(loaded, but judging nothing); sdk_class="unjudged" is 1 while the HTTP server answers MCP requests and no ' +
+      'MCP server transport is patched (MCP traffic forkwatch cannot judge).',
     labels: {
       version: [PACKAGE_VERSION],
       sdk_package: INFO_SDK_PACKAGES,
       sdk_class: INFO_SDK_CLASSES,
-      route: [...PATCH_ROUTES, INFO_NONE],
+      route: [...PATCH_ROUTES, INFO_NONE, INFO_UNJUDGED.route],
     },
   },
   serverSharedUnreplayedEvents: {

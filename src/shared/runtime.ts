@@ -48,6 +48,8 @@ export interface ForkwatchRuntime {
   notifyFork(info: ResumeVerdictInfo): void;
   /** False once the instrumentation is disabled: patched code then passes everything straight through. */
   readonly enabled: boolean;
+  /** The wire observer judged an MCP exchange: it now counts as coverage (forkwatch_instrumentation_info). */
+  wireJudged(): void;
 }
 
 /** Monotonic milliseconds: wall-clock jumps must not distort gap times. */

@@ -6,7 +6,7 @@
  * promtool on the real rule files: `check rules`, `test rules` on every unit test in alerts/tests, a coverage check
  * (every alert has a firing case with exact labels and annotations, and a silent one), and mutations proving the unit
  * tests would notice: an alert that never fires, a dropped `for`, a dropped counter-born-at-1 guard, a dropped
- * traffic floor.
+ * traffic floor, a blind-target alert that pages an idle process or ignores MCP traffic forkwatch cannot judge.
  *
  * Prometheus evaluates rule groups independently, so an alert may read a recording rule's value from this
  * evaluation or from the previous one. promtool without `group_eval_order` picks the group order at random (Go map
@@ -319,6 +319,53 @@ describe('the unit tests catch broken rules (mutations)', PROMTOOL_TIMEOUT, () =
     expect(res.code, res.out).not.toBe(0);
     expect(res.out).toMatch(/probed every 30 s/);
   });
+
+  // ForkwatchTargetWithoutMetrics pages a blind process, never an idle one: each guard of its two blind clauses.
+  const judgedNothingForAnHour =
+    'min_over_time(forkwatch_instrumentation_info{sdk_class="none"}[1h]) == 1 and ' +
+    'forkwatch_instrumentation_info{sdk_class="none"} offset 1h == 1';
+  const blindGuardMutants: Record<string, { clause: string; failure: RegExp }> = {
+    'paging as soon as nothing is judged': {
+      clause: 'forkwatch_instrumentation_info{sdk_class="none"} == 1',
+      failure: /idle/,
+    },
+    'without the hour-ago sample': {
+      clause: 'min_over_time(forkwatch_instrumentation_info{sdk_class="none"}[1h]) == 1',
+      failure: /nothing judged for the last hour/,
+    },
+    'without the whole hour': {
+      clause: 'forkwatch_instrumentation_info{sdk_class="none"} offset 1h == 1',
+      failure: /never judged nothing for a whole hour/,
+    },
+  };
+  test.concurrent.each(eachOrder(Object.keys(blindGuardMutants).map(m => [m] as const)))(
+    'ForkwatchTargetWithoutMetrics %s fails its unit tests, %s',
+    async (mutant, order) => {
+      const { clause, failure } = blindGuardMutants[mutant]!;
+      const res = await runMutated(testFilesFor('ForkwatchTargetWithoutMetrics'), order, r => {
+        if (r.alert !== 'ForkwatchTargetWithoutMetrics') return undefined;
+        expect(r.expr).toContain(judgedNothingForAnHour);
+        return { expr: r.expr.replace(judgedNothingForAnHour, clause) };
+      });
+      expect(res.code, res.out).not.toBe(0);
+      expect(res.out).toMatch(failure);
+    },
+  );
+
+  test.concurrent.each(EVAL_ORDER_NAMES)(
+    'ForkwatchTargetWithoutMetrics ignoring MCP traffic no patched transport judges fails its unit tests, %s',
+    async order => {
+      const unjudged =
+        /\s*or on \([^)]*\)\s*group by \([^)]*\) \(forkwatch_instrumentation_info\{sdk_class="unjudged"\} == 1\)/;
+      const res = await runMutated(testFilesFor('ForkwatchTargetWithoutMetrics'), order, r => {
+        if (r.alert !== 'ForkwatchTargetWithoutMetrics') return undefined;
+        expect(r.expr).toMatch(unjudged);
+        return { expr: r.expr.replace(unjudged, '') };
+      });
+      expect(res.code, res.out).not.toBe(0);
+      expect(res.out).toMatch(/answers MCP that forkwatch cannot judge/);
+    },
+  );
 
   test.concurrent.each(EVAL_ORDER_NAMES)(
     'ForkwatchClientResultsLost counting re-issued breaks as lost results fails its unit tests, %s',

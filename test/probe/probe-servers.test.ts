@@ -139,6 +139,31 @@ describe('the standalone GET stream', () => {
     expect(standalone.conditions.bogus_cursor_refused).toMatchObject({ status: 'pass', evidence: { status: 400 } });
   });
 
+  // Opaque ids (UUIDs, as @hono/mcp's store has) prove nothing about order, and a server that keeps sending live
+  // events puts frames on any stream it answers: only the events the probe itself made while away prove a replay.
+  test('opaque ids and live traffic, the log replayed: the replay passes on the events the probe made while away', async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'uuid', '--notify', 'tool', '--live', '200']);
+    const { report } = await probe(server.url, '--resumes', '1', '--notify-tool', 'notify');
+    const standalone = report.streams.standalone;
+    expect(standalone.trigger).toBe('notify_tool');
+    expect(standalone.cursor.real).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
+    expect(standalone.conditions.cursor_accepted.status).toBe('pass');
+    expect(standalone.conditions.replay).toMatchObject({ status: 'pass' });
+    expect(standalone.conditions.replay.detail).toMatch(/made while away.*replayed/);
+  });
+
+  test('opaque ids and live traffic, a log that starts afresh: live events after the resume are not a replay', async () => {
+    const server = await fixture('sdk-server.mjs', ['--store', 'uuid-fresh-log', '--notify', 'tool', '--live', '200']);
+    const { code, report } = await probe(server.url, '--resumes', '1', '--notify-tool', 'notify');
+    const standalone = report.streams.standalone;
+    expect(standalone.trigger).toBe('notify_tool');
+    expect(standalone.conditions.cursor_accepted.status).toBe('pass');
+    expect(standalone.conditions.replay.status).toBe('fail');
+    expect(standalone.conditions.replay.detail).toMatch(/none of the events the probe made while away/);
+    expect(standalone.verdict).not.toBe('resumable');
+    expect(code).toBe(1);
+  });
+
   test('a server the probe cannot make send on its GET stream: untestable there, never a pass (exit 2)', async () => {
     const server = await fixture('sdk-server.mjs', ['--store', 'validating', '--notify', 'none']);
     const { code, report } = await probe(server.url, '--resumes', '2', '--timeout', '600');

@@ -54,9 +54,10 @@ export function duplicateAndAlertPanels(ctx: Ctx) {
       title: 'What forkwatch instruments, per process',
       description:
         'One row per MCP SDK class forkwatch patched in each process (`forkwatch_instrumentation_info`), with the ' +
-        'route that found it, plus `fetch` for its wire observer. A process whose only row says `none` has ' +
-        'forkwatch loaded but patched nothing: its counters stay at 0 whatever happens. **A process missing here, ' +
-        'or showing only `none`, is not checked:** see the ForkwatchTargetWithoutMetrics runbook.',
+        'route that found it, plus `fetch` for its wire observer once it judged an MCP exchange. A process whose ' +
+        'only row says `none` has forkwatch loaded but judging nothing (yet): its counters stay at 0 whatever ' +
+        'happens. `unjudged` says its HTTP server answers MCP that no patched transport judges. **A process missing ' +
+        'here, or showing only `none` or `unjudged`, is not checked:** see the ForkwatchTargetWithoutMetrics runbook.',
       unit: 'short',
       targets: [{ expr: ctx.q.instrumentation }],
       links: ctx.links([ALERT.targetWithoutMetrics]),

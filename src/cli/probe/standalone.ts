@@ -11,6 +11,7 @@
 import { decideFirstFrame } from '../../core/verdict';
 import { displayEventId } from '../../core/event-id';
 import { bogusCursor } from './bogus-cursor';
+import { markerOf, markersOf } from './markers';
 import type { McpHttp } from './mcp-http';
 import { type PipelineTask, runPipelined } from './pipeline';
 import {
@@ -103,12 +104,19 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
 
   progress('standalone stream: resuming');
   let holdMs = 0;
-  const resumed = await resumeStandalone(http, cursor, consumed, awayFired, got.trigger, conditions, ms => {
-    holdMs = ms;
-    notes.push(
-      `the server held the probe's dropped standalone connection for ${(ms / 1000).toFixed(1)} s before it accepted a resume (409 meanwhile): a balancer that does not pass a client's close on, and a server that notices at its next keep-alive; a client that reconnects sooner is refused, and the SDK client gives up after 2 retries`,
-    );
-  });
+  const resumed = await resumeStandalone(
+    http,
+    { cursor, consumed, markers: got.markers },
+    awayFired,
+    got.trigger,
+    conditions,
+    ms => {
+      holdMs = ms;
+      notes.push(
+        `the server held the probe's dropped standalone connection for ${(ms / 1000).toFixed(1)} s before it accepted a resume (409 meanwhile): a balancer that does not pass a client's close on, and a server that notices at its next keep-alive; a client that reconnects sooner is refused, and the SDK client gives up after 2 retries`,
+      );
+    },
+  );
   const bogus = bogusCursor(cursor, consumed);
   progress('standalone stream: unknown cursor');
   conditions.bogus_cursor_refused = await checkBogusCursor(http, bogus, undefined, 'standalone_bogus_cursor');
@@ -205,6 +213,8 @@ interface Got {
   priming: boolean;
   unprompted: boolean;
   trigger?: Trigger;
+  /** What the trigger made the server send, by content (markers.ts): the proof of a replay when ids prove nothing. */
+  markers?: ReadonlySet<string>;
   /** The operator's notify tool answered every call and nothing it sent reached the stream. */
   silentTool?: string;
 }
@@ -222,6 +232,8 @@ async function getCursor(
   const first = await stream.next(Date.now() + PRIMING_WAIT_MS);
   const priming = first.kind === 'frame' && first.frame.data.trim() === '' && !!first.frame.id;
   const unpromptedMessage = first.kind === 'frame' && !priming;
+  // What arrives before the probe made the server send anything is live traffic: no marker of the probe's.
+  const unprompted = [...stream.frames];
   let silentTool: string | undefined;
   for (const trigger of triggers) {
     // Each call is a new connection: behind a balancer without affinity, one may reach the stream's process.
@@ -235,12 +247,13 @@ async function getCursor(
         break;
       }
       answered++;
+      const caused = stream.frames.length;
       const read = await stream.nextMessage(Date.now() + input.waitMs);
       if (read.kind === 'frame') {
         // The rest of the burst (a tool's second notification) belongs before the cursor too.
         await stream.drain(Date.now() + input.waitMs);
         if (call > 1) tried.push(`${trigger.describe}: ${call - 1} of ${call} calls sent nothing to this stream`);
-        return { priming, unprompted: false, trigger };
+        return { priming, unprompted: false, trigger, markers: markersOf(stream.frames.slice(caused), unprompted) };
       }
     }
     if (answered > 0) tried.push(`${trigger.describe}: nothing arrived within ${input.waitMs} ms (${answered}×)`);
@@ -252,8 +265,7 @@ async function getCursor(
 /** The first resume: accepted, replays what was sent while away, and keeps carrying what is sent next. */
 async function resumeStandalone(
   http: McpHttp,
-  cursor: string,
-  consumed: ReadonlySet<string>,
+  { cursor, consumed, markers }: ReplayProof,
   awayFired: boolean,
   trigger: Trigger | undefined,
   conditions: Conditions,
@@ -284,7 +296,7 @@ async function resumeStandalone(
       conditions.replay = { status: 'not_tested', detail: 'no event was known to be sent while the stream was away' };
     } else {
       const read = await stream.nextMessage(http.deadline());
-      conditions.replay = judgeReplay(read, cursor, consumed, http.timeoutMs, stream.comments);
+      conditions.replay = await judgeReplay(read, { cursor, consumed, markers }, stream, http);
       if (read.kind === 'frame' && conditions.replay.status === 'pass') firstId = read.frame.id;
       await stream.drain(http.deadline());
     }
@@ -323,17 +335,28 @@ async function continues(http: McpHttp, stream: StandaloneStream, trigger: Trigg
   return { status: 'pass', detail: `${ROUNDS} events sent after the resume arrived on it (${arrived.join(', ')})` };
 }
 
-function judgeReplay(
+/** What can prove a replay: the cursor and ids consumed before it (a codec's reading), and the probe's markers. */
+interface ReplayProof {
+  cursor: string;
+  consumed: ReadonlySet<string>;
+  markers: ReadonlySet<string> | undefined;
+}
+
+/**
+ * A replay passes only on proof: the first id continues the cursor by the codec's reading, or the events the probe
+ * made while away arrive on the resumed stream. Events that merely arrive prove nothing: a server with live
+ * traffic puts them on a fresh stream too.
+ */
+async function judgeReplay(
   read: Awaited<ReturnType<StandaloneStream['nextMessage']>>,
-  cursor: string,
-  consumed: ReadonlySet<string>,
-  timeoutMs: number,
-  comments: number,
-): ConditionResult {
+  { cursor, consumed, markers }: ReplayProof,
+  stream: StandaloneStream,
+  http: McpHttp,
+): Promise<ConditionResult> {
   if (read.kind === 'timeout')
     return {
       status: 'fail',
-      detail: `answered 200 but replayed nothing within ${timeoutMs} ms (${comments} keep-alive comments): the events sent while away are lost`,
+      detail: `answered 200 but replayed nothing within ${http.timeoutMs} ms (${stream.comments} keep-alive comments): the events sent while away are lost`,
     };
   if (read.kind !== 'frame')
     return { status: 'fail', detail: `the stream ${read.kind === 'eof' ? 'ended' : 'broke'} before any replay` };
@@ -343,7 +366,37 @@ function judgeReplay(
       status: 'fail',
       detail: `first frame (${shownId(read.frame.id)}) does not continue the cursor's log: ${verdict.reason}`,
     };
-  return { status: 'pass', detail: `replayed an event sent while away first (${shownId(read.frame.id)})` };
+  if (verdict.verdict === 'resumed' && verdict.continuityVerified)
+    return {
+      status: 'pass',
+      detail: `replayed an event sent while away first (${shownId(read.frame.id)}; its id continues the cursor)`,
+    };
+  if (markers === undefined || markers.size === 0)
+    return {
+      status: 'not_tested',
+      detail: `events arrived (first ${shownId(read.frame.id)}), but their ids do not show that they continue the cursor and the probe cannot tell the events it made while away from live ones`,
+    };
+  // Replayed events may begin with live ones the server sent while away too: read on to the first marker.
+  const seen: string[] = [];
+  // One deadline for the whole replay: live events keep coming, each would restart a per-read one.
+  const deadline = http.deadline();
+  for (let frame = read.frame; ; ) {
+    const marker = markerOf(frame);
+    if (marker !== undefined && markers.has(marker))
+      return {
+        status: 'pass',
+        detail: `the events the probe made while away were replayed (${shownId(frame.id)}, after ${seen.length} other event(s)); the ids (${shownId(read.frame.id)} first) prove no order`,
+      };
+    seen.push(shownId(frame.id));
+    const next = await stream.nextMessage(deadline);
+    if (next.kind !== 'frame')
+      return {
+        status: 'fail',
+        detail: `${seen.length} event(s) arrived on the resumed stream within ${http.timeoutMs} ms, none of the events the probe made while away, and their ids prove no continuation of the cursor: live events on a stream that lost what was sent while away`,
+        evidence: { arrived: seen.slice(0, 20) },
+      };
+    frame = next.frame;
+  }
 }
 
 function repeated(attempts: ResumeAttempt[]): ConditionResult {
