@@ -12,8 +12,9 @@
 import type { Attributes } from '@opentelemetry/api';
 import {
   BoundedRegistry,
+  type OpenExchange,
   type ReissueIdempotency,
-  ReissueWindow,
+  ReissueMatcher,
   type ServerExchangeOutcome,
   createdTaskId,
   digestJson,
@@ -47,8 +48,8 @@ export interface ServerExchange {
   readonly idempotency: ReissueIdempotency;
   readonly taskId: string | undefined;
   outcome: ServerExchangeOutcome | undefined;
-  /** Its entry in the re-issue window, once broken. */
-  broken?: { at: number; idempotency: ReissueIdempotency };
+  /** Its place among the open exchanges the re-issue matcher holds (not for MRTR retries, which never re-issue). */
+  open: OpenExchange | undefined;
 }
 
 /** The transport's private state the close decision reads (plain properties at runtime). */
@@ -72,7 +73,7 @@ export class PerRequestServerObserver {
   private readonly exchanges = new WeakMap<object, ServerExchange>();
   /** Server instances that served a per-request exchange: their notifications after close are late. */
   private readonly perRequestServers = new WeakSet<object>();
-  private readonly broken: ReissueWindow;
+  private readonly reissues: ReissueMatcher;
   private readonly tasks: BoundedRegistry;
   private readonly idempotentTools = new Map<string, boolean>();
 
@@ -80,7 +81,7 @@ export class PerRequestServerObserver {
     private readonly runtime: ForkwatchRuntime,
     readonly limits: PerRequestLimits,
   ) {
-    this.broken = new ReissueWindow(limits.reissueWindowMs, limits.maxTracked);
+    this.reissues = new ReissueMatcher(limits.reissueWindowMs, limits.maxTracked);
     this.tasks = new BoundedRegistry(limits.maxTracked);
   }
 
@@ -95,12 +96,14 @@ export class PerRequestServerObserver {
       idempotency: idempotencyOf(m.method, name === undefined ? undefined : this.idempotentTools.get(name)),
       taskId: m.method === 'tasks/get' ? name : undefined,
       outcome: undefined,
+      open: undefined,
     };
     this.exchanges.set(transport, exchange);
     const now = nowMs();
-    this.broken.expire(now);
+    this.reissues.window.expire(now);
     if (isMrtrRetry(m.params)) return;
-    const reissued = this.broken.match(exchange.key, now);
+    exchange.open = {};
+    const reissued = this.reissues.started(exchange.key, exchange.open, now);
     if (reissued) this.runtime.instruments.serverProbableReissues.add(1, REISSUE[reissued.idempotency]);
   }
 
@@ -111,12 +114,20 @@ export class PerRequestServerObserver {
     exchange.outcome = judgeExchangeClose({
       terminalDelivered: state._terminalDelivered === true,
       responseStarted: state._sse !== undefined || state._deferredResponse?.settled === true,
+      closesHidden: this.limits.balancerHidesCloses,
     });
     this.runtime.instruments.serverExchanges.add(1, EXCHANGE[exchange.outcome]);
-    if (isBrokenExchange(exchange.outcome)) {
-      exchange.broken = { at: nowMs(), idempotency: exchange.idempotency };
-      this.broken.noteBroken(exchange.key, exchange.broken);
-    }
+    if (!exchange.open) return;
+    // A break, or (behind a balancer that hides closes) a write nobody confirmed: a same-key request that came while
+    // it was open, or for a break one that comes within the window, is its probable re-issue, whichever came first.
+    const broken = isBrokenExchange(exchange.outcome);
+    const now = nowMs();
+    const end =
+      broken || exchange.outcome === 'unconfirmed'
+        ? { entry: { at: now, idempotency: exchange.idempotency }, broken }
+        : undefined;
+    const reissued = this.reissues.ended(exchange.key, exchange.open, now, end);
+    if (reissued) this.runtime.instruments.serverProbableReissues.add(1, REISSUE[reissued.idempotency]);
   }
 
   /** `send` on a transport that had already closed: the SDK returns without writing. */
@@ -151,7 +162,6 @@ export class PerRequestServerObserver {
         ? judgeLateSettlement({ resolved: false, cancellation: isCancellationResult(result, signal) })
         : 'result';
       if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
-      else this.stoppedOnCancellation(exchange);
     }
     if (taskId === undefined) return;
     this.tasks.add(taskId, nowMs());
@@ -165,13 +175,10 @@ export class PerRequestServerObserver {
     }
     if (!isBrokenExchange(exchange.outcome)) return;
     const kind = judgeLateSettlement({ resolved: false, cancellation: isCancellation(error, signal) });
+    // A handler that honoured the cancellation is no late error; its break stays a re-issue risk all the same: it
+    // may have committed its side effect before it looked at the signal ("cancelled, so it ran once" is not a fact
+    // the server has). Only the tool's idempotentHint says a second run is harmless.
     if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
-    else this.stoppedOnCancellation(exchange);
-  }
-
-  /** The handler honoured the cancellation: a re-issue of this exchange runs its work once, so it is no risk. */
-  private stoppedOnCancellation(exchange: ServerExchange): void {
-    if (exchange.broken) this.broken.forget(exchange.key, exchange.broken);
   }
 
   /** A tool registered with its annotations (McpServer.registerTool). */
