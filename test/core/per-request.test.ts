@@ -38,7 +38,9 @@ describe('server exchange decisions', () => {
     const hidden = { closesHidden: true };
     expect(judgeExchangeClose({ ...hidden, terminalDelivered: true, responseStarted: true })).toBe('unconfirmed');
     // A close the server did see is a break whatever the balancer.
-    expect(judgeExchangeClose({ ...hidden, terminalDelivered: false, responseStarted: true })).toBe('closed_mid_stream');
+    expect(judgeExchangeClose({ ...hidden, terminalDelivered: false, responseStarted: true })).toBe(
+      'closed_mid_stream',
+    );
   });
 
   test('MRTR retries are recognised by inputResponses or requestState', () => {
