@@ -87,6 +87,8 @@ export function reissueKey(principal: string, method: string, name: string | und
 export interface BrokenExchange {
   at: number;
   idempotency: ReissueIdempotency;
+  /** Its handler stopped on the cancellation before a like request came: whether it committed first is unknown. */
+  honoured?: boolean;
 }
 
 /**

@@ -12,6 +12,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import {
   BoundedRegistry,
+  type BrokenExchange,
   type OpenExchange,
   type ReissueIdempotency,
   ReissueMatcher,
@@ -50,6 +51,8 @@ export interface ServerExchange {
   outcome: ServerExchangeOutcome | undefined;
   /** Its place among the open exchanges the re-issue matcher holds (not for MRTR retries, which never re-issue). */
   open: OpenExchange | undefined;
+  /** Its entry in the re-issue window, once broken. */
+  broken?: BrokenExchange;
 }
 
 /** The transport's private state the close decision reads (plain properties at runtime). */
@@ -104,7 +107,11 @@ export class PerRequestServerObserver {
     if (isMrtrRetry(m.params)) return;
     exchange.open = {};
     const reissued = this.reissues.started(exchange.key, exchange.open, now);
-    if (reissued) this.runtime.instruments.serverProbableReissues.add(1, REISSUE[reissued.idempotency]);
+    if (!reissued) return;
+    const counter = reissued.honoured
+      ? this.runtime.instruments.serverReissuesAfterHonouredCancel
+      : this.runtime.instruments.serverProbableReissues;
+    counter.add(1, REISSUE[reissued.idempotency]);
   }
 
   /** The transport is closing (once); reads whether its terminal response went out. */
@@ -122,10 +129,12 @@ export class PerRequestServerObserver {
     // it was open, or for a break one that comes within the window, is its probable re-issue, whichever came first.
     const broken = isBrokenExchange(exchange.outcome);
     const now = nowMs();
+    if (broken) exchange.broken = { at: now, idempotency: exchange.idempotency };
     const end =
       broken || exchange.outcome === 'unconfirmed'
-        ? { entry: { at: now, idempotency: exchange.idempotency }, broken }
+        ? { entry: exchange.broken ?? { at: now, idempotency: exchange.idempotency }, broken }
         : undefined;
+    // A like request that came while this one was still open ran alongside it: a probable re-issue.
     const reissued = this.reissues.ended(exchange.key, exchange.open, now, end);
     if (reissued) this.runtime.instruments.serverProbableReissues.add(1, REISSUE[reissued.idempotency]);
   }
@@ -162,6 +171,7 @@ export class PerRequestServerObserver {
         ? judgeLateSettlement({ resolved: false, cancellation: isCancellationResult(result, signal) })
         : 'result';
       if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
+      else this.stoppedOnCancellation(exchange);
     }
     if (taskId === undefined) return;
     this.tasks.add(taskId, nowMs());
@@ -175,10 +185,18 @@ export class PerRequestServerObserver {
     }
     if (!isBrokenExchange(exchange.outcome)) return;
     const kind = judgeLateSettlement({ resolved: false, cancellation: isCancellation(error, signal) });
-    // A handler that honoured the cancellation is no late error; its break stays a re-issue risk all the same: it
-    // may have committed its side effect before it looked at the signal ("cancelled, so it ran once" is not a fact
-    // the server has). Only the tool's idempotentHint says a second run is harmless.
     if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
+    else this.stoppedOnCancellation(exchange);
+  }
+
+  /**
+   * The handler honoured the cancellation: no late error, and a like request after it is counted apart from the
+   * probable re-issues (an app that cancels and calls again looks the same to the server). It stays a signal: the
+   * handler may have committed its side effect before it looked at the signal ("cancelled, so it ran once" is not
+   * a fact the server has); only the tool's idempotentHint says a second run is harmless.
+   */
+  private stoppedOnCancellation(exchange: ServerExchange): void {
+    if (exchange.broken) exchange.broken.honoured = true;
   }
 
   /** A tool registered with its annotations (McpServer.registerTool). */

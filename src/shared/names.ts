@@ -303,6 +303,16 @@ export const METRICS = {
       'Requests with the same principal, method, name and argument digest as a broken exchange within the re-issue window, whether they arrived before or after the server heard of the break (MRTR retries excluded), by the idempotency the server declared.',
     labels: { idempotency: REISSUE_IDEMPOTENCY },
   },
+  // issue 40 (pr-server): a like request after a break whose handler had honoured the cancellation.
+  serverReissuesAfterHonouredCancel: {
+    otelName: 'forkwatch.server.reissues_after_honoured_cancel',
+    prometheusName: 'forkwatch_server_reissues_after_honoured_cancel_total',
+    kind: 'counter',
+    unit: '{request}',
+    description:
+      'Requests with the same principal, method, name and argument digest as a broken exchange within the re-issue window, after its handler had stopped on the cancellation: apart from the probable re-issues because an app that cancels and calls again looks the same; whether the first run committed its side effect before it stopped is unknown to the server.',
+    labels: { idempotency: REISSUE_IDEMPOTENCY },
+  },
   serverListenPublishes: {
     otelName: 'forkwatch.server.listen_publishes',
     prometheusName: 'forkwatch_server_listen_publishes_total',

@@ -53,12 +53,16 @@ const SIGNALS = {
   no_listener: (m: string) => sampleOne(m, M.serverListenPublishes.prometheusName, { outcome: 'no_listener' }) ?? 0,
   orphaned_task: (m: string) => sampleOne(m, M.serverOrphanedTasks.prometheusName) ?? 0,
   late_result: (m: string) => sampleOne(m, M.serverLateMessages.prometheusName, { kind: 'result' }) ?? 0,
+  reissue_after_cancel: (m: string) =>
+    sampleOne(m, M.serverReissuesAfterHonouredCancel.prometheusName, { idempotency: 'not_idempotent' }) ?? 0,
   delivered: (m: string) => sampleOne(m, M.serverExchanges.prometheusName, { outcome: 'delivered' }) ?? 0,
   unconfirmed: (m: string) => sampleOne(m, M.serverExchanges.prometheusName, { outcome: 'unconfirmed' }) ?? 0,
 };
 type Signal = keyof typeof SIGNALS;
 /** The signals some alert of the pack reads (the SLO burn, the duplicate-execution and listener tickets, ...). */
 const ALERT_READ: readonly Signal[] = ['slo_bad', 'duplicate_risk', 'no_listener', 'orphaned_task'];
+/** Server signals no alert reads: on a lossy run, the server saw something; on a lossless one, nothing pages. */
+const UNREAD: readonly Signal[] = ['late_result', 'reissue_after_cancel', 'unconfirmed'];
 
 interface Scenario {
   name: string;
@@ -76,6 +80,8 @@ interface Score {
   truthHeld: number;
   exact: number;
   alertRead: number;
+  /** Runs where any server loss signal rose, read by an alert or not. */
+  anySignal: number;
   /** The deltas of the first run whose signals were not as expected. */
   mismatch?: string;
 }
@@ -90,7 +96,14 @@ async function measure(fw: Forkwatch, scenario: Scenario): Promise<Score> {
       number
     >;
   };
-  const score: Score = { name: scenario.name, lossy: scenario.lossy, truthHeld: 0, exact: 0, alertRead: 0 };
+  const score: Score = {
+    name: scenario.name,
+    lossy: scenario.lossy,
+    truthHeld: 0,
+    exact: 0,
+    alertRead: 0,
+    anySignal: 0,
+  };
   for (let i = 0; i < RUNS; i++) {
     const before = await snapshot();
     if (await scenario.run()) score.truthHeld++;
@@ -107,6 +120,7 @@ async function measure(fw: Forkwatch, scenario: Scenario): Promise<Score> {
     if (all.every(k => delta(k) === (scenario.expected[k] ?? 0))) score.exact++;
     else score.mismatch ??= JSON.stringify(Object.fromEntries(all.map(k => [k, delta(k)])));
     if (ALERT_READ.some(k => delta(k) > 0)) score.alertRead++;
+    if ([...ALERT_READ, ...UNREAD].some(k => delta(k) > 0)) score.anySignal++;
   }
   rows.push(score);
   return score;
@@ -116,11 +130,13 @@ afterAll(() => {
   const lines = rows.map(
     r =>
       `| ${r.name} | ${r.lossy ? 'lossy' : 'lossless'} | ${r.truthHeld}/${RUNS} | ${r.exact}/${RUNS} | ` +
-      `${r.lossy ? `${r.alertRead}/${RUNS}` : '—'} | ${r.lossy ? '—' : `${r.alertRead}/${RUNS}`} |`,
+      `${r.lossy ? `${r.anySignal}/${RUNS}` : '—'} | ${r.lossy ? `${r.alertRead}/${RUNS}` : '—'} | ` +
+      `${r.lossy ? '—' : `${r.alertRead}/${RUNS}`} |`,
   );
   process.stderr.write(
-    `\n| scenario (${RUNS} runs each) | ground truth | held | signals exactly as expected | lossy runs with a server ` +
-      `signal an alert reads | false signals an alert reads |\n|---|---|---|---|---|---|\n${lines.join('\n')}\n`,
+    `\n| scenario (${RUNS} runs each) | ground truth | held | signals exactly as expected | lossy runs with any server ` +
+      'signal | lossy runs with a server signal an alert reads | false signals an alert reads on lossless runs |\n' +
+      `|---|---|---|---|---|---|---|\n${lines.join('\n')}\n`,
   );
 });
 
@@ -224,7 +240,8 @@ describe('issue 40: breaks the server hears late or never, and breaks that lose 
         {
           name: 'honoured cancel after commit, re-issued: committed twice',
           lossy: true,
-          expected: { duplicate_risk: 1, slo_bad: 1, delivered: 1 },
+          // Counted apart from the probable re-issues: the app's own cancel-and-call-again looks the same.
+          expected: { reissue_after_cancel: 1, delivered: 1 },
           run: async () => {
             const args = { ms: 300, key: `c${key++}` };
             const stopped = a.truth.honouredCancel;
