@@ -53,6 +53,8 @@ export interface ServerExchange {
   open: OpenExchange | undefined;
   /** Its entry in the re-issue window, once broken. */
   broken?: BrokenExchange;
+  /** A like request came while it was open and it then broke: counted once its handler settles (how it ended). */
+  followed?: BrokenExchange;
 }
 
 /** The transport's private state the close decision reads (plain properties at runtime). */
@@ -107,11 +109,15 @@ export class PerRequestServerObserver {
     if (isMrtrRetry(m.params)) return;
     exchange.open = {};
     const reissued = this.reissues.started(exchange.key, exchange.open, now);
-    if (!reissued) return;
-    const counter = reissued.honoured
+    if (reissued) this.countReissue(reissued);
+  }
+
+  /** A like request after a break: apart when the break's handler had stopped on the cancellation. */
+  private countReissue(entry: BrokenExchange): void {
+    const counter = entry.honoured
       ? this.runtime.instruments.serverReissuesAfterHonouredCancel
       : this.runtime.instruments.serverProbableReissues;
-    counter.add(1, REISSUE[reissued.idempotency]);
+    counter.add(1, REISSUE[entry.idempotency]);
   }
 
   /** The transport is closing (once); reads whether its terminal response went out. */
@@ -134,9 +140,13 @@ export class PerRequestServerObserver {
       broken || exchange.outcome === 'unconfirmed'
         ? { entry: exchange.broken ?? { at: now, idempotency: exchange.idempotency }, broken }
         : undefined;
-    // A like request that came while this one was still open ran alongside it: a probable re-issue.
+    // A like request that came while this one was still open: behind hidden closes its re-issue now (the handler
+    // already answered); after a break, once its handler settles, since concurrent like calls of which one is
+    // cancelled on purpose look the same until the cancelled one's handler says whether it stopped.
     const reissued = this.reissues.ended(exchange.key, exchange.open, now, end);
-    if (reissued) this.runtime.instruments.serverProbableReissues.add(1, REISSUE[reissued.idempotency]);
+    if (!reissued) return;
+    if (broken) exchange.followed = reissued;
+    else this.countReissue(reissued);
   }
 
   /** `send` on a transport that had already closed: the SDK returns without writing. */
@@ -172,6 +182,7 @@ export class PerRequestServerObserver {
         : 'result';
       if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
       else this.stoppedOnCancellation(exchange);
+      this.settledFollowed(exchange);
     }
     if (taskId === undefined) return;
     this.tasks.add(taskId, nowMs());
@@ -187,6 +198,15 @@ export class PerRequestServerObserver {
     const kind = judgeLateSettlement({ resolved: false, cancellation: isCancellation(error, signal) });
     if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
     else this.stoppedOnCancellation(exchange);
+    this.settledFollowed(exchange);
+  }
+
+  /** The handler of a broken exchange a like request followed settled: that request is counted now. */
+  private settledFollowed(exchange: ServerExchange): void {
+    const followed = exchange.followed;
+    if (!followed) return;
+    exchange.followed = undefined;
+    this.countReissue(followed);
   }
 
   /**

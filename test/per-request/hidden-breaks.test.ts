@@ -141,7 +141,14 @@ afterAll(() => {
 });
 
 /** Calls `name` through `client`, cuts `cutter` once the tool runs; resolves whether the call still succeeded. */
-async function callAndCut(replica: Replica, client: any, cutter: Cutter, name: string, args: object) {
+async function callAndCut(
+  replica: Replica,
+  client: any,
+  cutter: Cutter,
+  name: string,
+  args: object,
+  onCut: () => void = () => {},
+) {
   const before = replica.truth.executions[name] ?? 0;
   const call = client.callTool({ name, arguments: args }).then(
     () => true,
@@ -149,6 +156,7 @@ async function callAndCut(replica: Replica, client: any, cutter: Cutter, name: s
   );
   await until(() => (replica.truth.executions[name] ?? 0) > before, `${name} to start`);
   cutter.cut();
+  onCut();
   return call;
 }
 
@@ -214,8 +222,10 @@ describe('issue 40: breaks the server hears late or never, and breaks that lose 
           run: async () => {
             const args = { ms: 2_000, key: `f${key++}` };
             const before = runs('write_record');
-            const cutAt = Date.now();
-            const broken = !(await callAndCut(a, viaLate, lateCutter, 'write_record', args));
+            let cutAt = 0;
+            const broken = !(await callAndCut(a, viaLate, lateCutter, 'write_record', args, () => {
+              cutAt = Date.now();
+            }));
             const again = viaLate.callTool({ name: 'write_record', arguments: args });
             await until(() => runs('write_record') === before + 2, 'the re-issue to start');
             // The order this scenario is about: the re-issue ran before the server's close notice.
