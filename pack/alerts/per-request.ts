@@ -4,12 +4,14 @@
  */
 /**
  * Protocol 2026-07-28 (per-request MCP, no sessions): the delivered-results SLO with its burn-rate alerts, and two
- * tickets. SLI: of the terminal responses handlers produced on the per-request path, the share that never reached
- * the client (`forkwatch_server_late_messages_total{kind=~"result|error"}`: produced after the exchange closed) over
- * those produced (delivered exchanges plus the late ones). Exchanges closed before a handler produced anything (a
- * cancellation it honoured) are on neither side.
+ * tickets. SLI (issue 40): of the exchanges clients asked for, the share lost by the transport to a client that still
+ * wanted its result: `forkwatch_server_probable_reissues_total` (an exchange that broke, asked for again by the same
+ * principal, in whichever order the server heard of the two) over those plus the exchanges whose terminal response
+ * was written (`delivered`, `unconfirmed`). A late result nobody asked for again is on neither side: the 2.x client
+ * cancels by closing the request's stream, so an app's cancel, a client timeout and a client that died look like a
+ * break to the server, and page nobody (the client's own outcomes tell them apart).
  */
-import { METRICS, SERVER_LATE_TERMINAL_KINDS } from '../../src/shared/names';
+import { METRICS, SERVER_EXCHANGE_WRITTEN_OUTCOMES } from '../../src/shared/names';
 import type { ForkwatchConfig } from '../config/config';
 import { sloWindows } from '../config/links';
 import { scope } from '../config/scope';
@@ -24,8 +26,11 @@ export const RESULT_LOSS_RATIO = (window: string) => `job:forkwatch_server_resul
 
 function resultSli(config: ForkwatchConfig): Sli {
   const s = scope(config);
-  const lost = s.sel(METRICS.serverLateMessages.prometheusName, `kind=~"${SERVER_LATE_TERMINAL_KINDS.join('|')}"`);
-  const delivered = s.sel(METRICS.serverExchanges.prometheusName, 'outcome="delivered"');
+  const lost = s.sel(METRICS.serverProbableReissues.prometheusName);
+  const delivered = s.sel(
+    METRICS.serverExchanges.prometheusName,
+    `outcome=~"${SERVER_EXCHANGE_WRITTEN_OUTCOMES.join('|')}"`,
+  );
   const sum = (fn: string, w: string, series: string) => `sum by (${s.by()}) (${fn}(${series}[${w}]))`;
   return {
     ratio: w => `${sum('rate', w, lost)}\n/\n(${sum('rate', w, lost)} + ${sum('rate', w, delivered)})\n`,
@@ -41,8 +46,9 @@ export function perRequestRecordingRules(config: ForkwatchConfig): RuleSpec[] {
     ...(i === 0
       ? {
           comment:
-            'Per-request (2026-07-28) delivered-results SLI: of the terminal responses handlers produced, the share\n' +
-            'produced after their exchange had closed (the SDK drops them without an error).',
+            'Per-request (2026-07-28) delivered-results SLI: of the exchanges clients asked for, the share that broke\n' +
+            'and was asked for again (probable re-issues, in either order), over those plus the exchanges written.\n' +
+            'A late result nobody asked for again (a cancel, a timeout, a client that died) is on neither side.',
         }
       : {}),
   }));
@@ -57,16 +63,17 @@ export function perRequestAlerts(config: ForkwatchConfig): RuleSpec[] {
     resultSli(config),
     RESULT_LOSS_RATIO,
     {
-      summary: 'MCP servers produce results that never reach the client (per-request, 2026-07-28).',
+      summary: 'MCP servers lose results that clients then ask for again (per-request, 2026-07-28).',
       describe: w =>
-        `the terminal responses per-request handlers produced in the last ${windowWords(w.long)} came after the ` +
-        'client had left',
+        `the per-request exchanges clients asked for in the last ${windowWords(w.long)} broke and were asked for ` +
+        'again',
       sloName: 'delivered-results SLO',
     },
   );
   (burn[0] as RuleSpec).comment =
-    `Results lost behind closed per-request exchanges. SLO: ${percent(config.serverResultObjective)} of the terminal\n` +
-    'responses handlers produce reach the client. Same windows, factors and traffic floors as the other SLOs.';
+    `Results lost by the transport behind per-request exchanges. SLO: ${percent(config.serverResultObjective)} of the\n` +
+    'exchanges clients ask for reach them without a re-issue. Same windows, factors and traffic floors as the other\n' +
+    'SLOs. Cancels and clients that died are no bad events (no re-issue follows them).';
 
   const dup = config.alerts.ForkwatchServerDuplicateExecutionRisk;
   const duplicateRisk = defineAlert(

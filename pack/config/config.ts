@@ -239,8 +239,8 @@ export interface ForkwatchConfig {
   /** The server delivery SLO: share of events written that are not lost to a live client. */
   serverDeliveryObjective: number;
   /**
-   * Protocol 2026-07-28, the delivered-results SLO: share of the terminal responses handlers produced on the
-   * per-request path that reached the client (a result or error produced after the exchange closed is lost).
+   * Protocol 2026-07-28, the delivered-results SLO: share of the per-request exchanges clients asked for that reached
+   * them without a re-issue (an exchange that broke and was asked for again is lost; a cancel is not).
    */
   serverResultObjective: number;
   /**

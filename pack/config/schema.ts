@@ -31,7 +31,7 @@ const DOCS: Record<string, string> = {
   clientResumeObjective: 'Client SLO: share of 2xx resumes whose ids can prove continuity that continue the log.',
   serverDeliveryObjective: 'Server SLO: share of the events written that reach a live client.',
   serverResultObjective:
-    'Protocol 2026-07-28 SLO: share of the terminal responses handlers produced that reached the client.',
+    'Protocol 2026-07-28 SLO: share of the exchanges clients asked for that reached them without a re-issue.',
   sloWindow: "The SLOs' compliance window (Sloth, Pyrra, OpenSLO).",
   sharedStoreReplayLag:
     'Fleets with a shared event store (sharedEventStore): how much longer than an SLO window the fleet balance looks back for replays by other replicas.',

@@ -8,8 +8,12 @@
  * of a broken one, and what a `tasks/get` miss means. No I/O, no clock: callers pass times in.
  */
 
-/** How a per-request exchange (one JSON-RPC request, one HTTP response) ended on the server. */
-export type ServerExchangeOutcome = 'delivered' | 'closed_before_response' | 'closed_mid_stream';
+/**
+ * How a per-request exchange (one JSON-RPC request, one HTTP response) ended on the server. `unconfirmed`: its
+ * terminal response was written while its request was open, but the server's peer keeps that request open after the
+ * client's side broke (a balancer that hides closes, declared in the settings), so nothing shows it had a reader.
+ */
+export type ServerExchangeOutcome = 'delivered' | 'unconfirmed' | 'closed_before_response' | 'closed_mid_stream';
 
 /** What the transport knew when it closed. */
 export interface ExchangeCloseState {
@@ -17,14 +21,17 @@ export interface ExchangeCloseState {
   terminalDelivered: boolean;
   /** The HTTP response (JSON body or SSE stream) had been handed to the HTTP layer. */
   responseStarted: boolean;
+  /** The server's peer does not pass a client's close on (HAProxy without `option abortonclose`). */
+  closesHidden: boolean;
 }
 
 /**
- * Closed with its terminal response: delivered. Closed before: before any HTTP response (createMcpHandler answers
- * 499) or while its SSE stream was open.
+ * Closed with its terminal response while the request was open: delivered, unless the peer hides closes (then an
+ * open request proves no reader: unconfirmed). Closed before: before any HTTP response (createMcpHandler answers 499)
+ * or while its SSE stream was open.
  */
 export function judgeExchangeClose(state: ExchangeCloseState): ServerExchangeOutcome {
-  if (state.terminalDelivered) return 'delivered';
+  if (state.terminalDelivered) return state.closesHidden ? 'unconfirmed' : 'delivered';
   return state.responseStarted ? 'closed_mid_stream' : 'closed_before_response';
 }
 
@@ -80,6 +87,8 @@ export function reissueKey(principal: string, method: string, name: string | und
 export interface BrokenExchange {
   at: number;
   idempotency: ReissueIdempotency;
+  /** Its handler stopped on the cancellation before a like request came: whether it committed first is unknown. */
+  honoured?: boolean;
 }
 
 /**
@@ -117,11 +126,6 @@ export class ReissueWindow<T extends BrokenExchange = BrokenExchange> {
     return now - entry.at <= this.windowMs ? entry : undefined;
   }
 
-  /** Drops this break (its handler stopped on the cancellation: nothing ran twice if it is re-issued). */
-  forget(key: string, entry: T): void {
-    if (this.entries.get(key) === entry) this.entries.delete(key);
-  }
-
   /** Removes and returns the entries whose window has passed (insertion order is time order). */
   expire(now: number): T[] {
     const expired: T[] = [];
@@ -136,6 +140,77 @@ export class ReissueWindow<T extends BrokenExchange = BrokenExchange> {
   /** When the oldest entry's window ends, or undefined when empty. */
   nextExpiry(): number | undefined {
     for (const entry of this.entries.values()) return entry.at + this.windowMs;
+    return undefined;
+  }
+}
+
+/** An exchange in flight as the re-issue matcher sees it: when a request with its key started during it, if one did. */
+export interface OpenExchange {
+  followedAt?: number;
+}
+
+/** How an exchange ended, for the matcher: its break (or unconfirmed write) to match, or nothing to match. */
+export interface ExchangeEnd<T extends BrokenExchange> {
+  entry: T;
+  /** Broken: a later request with its key is its re-issue. Unconfirmed: only one that came while it was open. */
+  broken: boolean;
+}
+
+/**
+ * Re-issue matching that does not depend on whether the server hears of a break before the re-issue arrives. A
+ * request whose key matches a break in the window re-issues it (the break came first); one that starts while an
+ * exchange with its key is open follows that exchange, and if that exchange then breaks within `windowMs` (the close
+ * notice came late, e.g. a proxy that closes the server's side after the client's), the follower was its re-issue.
+ * One follower per exchange, one re-issue per break. Bounded: at most `maxEntries` keys of open exchanges.
+ */
+export class ReissueMatcher<T extends BrokenExchange = BrokenExchange> {
+  readonly window: ReissueWindow<T>;
+  private readonly open = new Map<string, Set<OpenExchange>>();
+
+  constructor(
+    readonly windowMs: number,
+    readonly maxEntries: number,
+  ) {
+    this.window = new ReissueWindow<T>(windowMs, maxEntries);
+  }
+
+  /** Open exchanges tracked (all keys). */
+  get openSize(): number {
+    let n = 0;
+    for (const set of this.open.values()) n += set.size;
+    return n;
+  }
+
+  /** A request started: the break it re-issues when the break came first; else it may follow an open exchange. */
+  started(key: string, self: OpenExchange, now: number): T | undefined {
+    const matched = this.window.match(key, now);
+    const same = this.open.get(key);
+    if (!matched && same) {
+      for (const earlier of same) {
+        if (earlier.followedAt === undefined) {
+          earlier.followedAt = now;
+          break;
+        }
+      }
+    }
+    if (same) same.add(self);
+    else {
+      this.open.set(key, new Set([self]));
+      if (this.open.size > this.maxEntries) this.open.delete(this.open.keys().next().value as string);
+    }
+    return matched;
+  }
+
+  /**
+   * An exchange ended. Returns its entry when a request with its key followed it within the window (the re-issue
+   * came before the close notice); else remembers a break for a later re-issue.
+   */
+  ended(key: string, self: OpenExchange, now: number, end: ExchangeEnd<T> | undefined): T | undefined {
+    const same = this.open.get(key);
+    if (same?.delete(self) && same.size === 0) this.open.delete(key);
+    if (!end) return undefined;
+    if (self.followedAt !== undefined && now - self.followedAt <= this.windowMs) return end.entry;
+    if (end.broken) this.window.noteBroken(key, end.entry);
     return undefined;
   }
 }

@@ -49,7 +49,7 @@ export interface EnvInstrumentationConfig {
   propagateContext?: boolean;
   deliveryWindowMs?: number;
   sharedEventStore?: boolean;
-  perRequest?: { reissueWindowMs?: number; maxTracked?: number };
+  perRequest?: { reissueWindowMs?: number; maxTracked?: number; balancerHidesCloses?: boolean };
 }
 
 export interface RegisterEnvConfig {
@@ -86,6 +86,7 @@ export const FORKWATCH_ENV = {
   sharedEventStore: 'FORKWATCH_SHARED_EVENT_STORE',
   perRequestReissueWindowMs: 'FORKWATCH_PER_REQUEST_REISSUE_WINDOW_MS',
   perRequestMaxTracked: 'FORKWATCH_PER_REQUEST_MAX_TRACKED',
+  perRequestBalancerHidesCloses: 'FORKWATCH_PER_REQUEST_BALANCER_HIDES_CLOSES',
   startSdk: 'FORKWATCH_START_SDK',
 } as const;
 
@@ -126,7 +127,7 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
   if (deliveryWindowMs !== undefined) instrumentation.deliveryWindowMs = deliveryWindowMs;
   const sharedEventStore = r.bool(FORKWATCH_ENV.sharedEventStore, false);
   if (sharedEventStore !== undefined) instrumentation.sharedEventStore = sharedEventStore;
-  const perRequest: { reissueWindowMs?: number; maxTracked?: number } = {};
+  const perRequest: { reissueWindowMs?: number; maxTracked?: number; balancerHidesCloses?: boolean } = {};
   const reissueWindowMs = r.int(
     FORKWATCH_ENV.perRequestReissueWindowMs,
     0,
@@ -137,6 +138,8 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
   // Each of the three bounded tables holds up to this many entries: keep a typo from taking the heap.
   const maxTracked = r.int(FORKWATCH_ENV.perRequestMaxTracked, 1, 10_000_000, DEFAULT_MAX_TRACKED);
   if (maxTracked !== undefined) perRequest.maxTracked = maxTracked;
+  const hidesCloses = r.bool(FORKWATCH_ENV.perRequestBalancerHidesCloses, false);
+  if (hidesCloses !== undefined) perRequest.balancerHidesCloses = hidesCloses;
   if (Object.keys(perRequest).length > 0) instrumentation.perRequest = perRequest;
 
   const otlpEndpoint = (signal: string) =>

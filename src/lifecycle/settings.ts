@@ -44,6 +44,9 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
   const maxTracked = positiveWhole(perRequest?.maxTracked);
   if (perRequest?.maxTracked !== undefined && maxTracked === undefined)
     warnings.push(`invalid perRequest.maxTracked ${String(perRequest.maxTracked)}; using ${DEFAULT_MAX_TRACKED}`);
+  const hidesCloses = perRequest?.balancerHidesCloses;
+  if (hidesCloses !== undefined && typeof hidesCloses !== 'boolean')
+    warnings.push(`invalid perRequest.balancerHidesCloses ${JSON.stringify(hidesCloses)}; using false`);
   return {
     settings: {
       onFork: config.onFork === 'abort' ? 'abort' : 'record',
@@ -57,6 +60,7 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
       perRequest: Object.freeze({
         reissueWindowMs: reissueWindow ?? DEFAULT_REISSUE_WINDOW_MS,
         maxTracked: maxTracked ?? DEFAULT_MAX_TRACKED,
+        balancerHidesCloses: hidesCloses === true,
       }),
       sharedEventStore: config.sharedEventStore === true,
     },

@@ -12,8 +12,10 @@
 import type { Attributes } from '@opentelemetry/api';
 import {
   BoundedRegistry,
+  type BrokenExchange,
+  type OpenExchange,
   type ReissueIdempotency,
-  ReissueWindow,
+  ReissueMatcher,
   type ServerExchangeOutcome,
   createdTaskId,
   digestJson,
@@ -47,8 +49,12 @@ export interface ServerExchange {
   readonly idempotency: ReissueIdempotency;
   readonly taskId: string | undefined;
   outcome: ServerExchangeOutcome | undefined;
+  /** Its place among the open exchanges the re-issue matcher holds (not for MRTR retries, which never re-issue). */
+  open: OpenExchange | undefined;
   /** Its entry in the re-issue window, once broken. */
-  broken?: { at: number; idempotency: ReissueIdempotency };
+  broken?: BrokenExchange;
+  /** A like request came while it was open and it then broke: counted once its handler settles (how it ended). */
+  followed?: BrokenExchange;
 }
 
 /** The transport's private state the close decision reads (plain properties at runtime). */
@@ -72,7 +78,7 @@ export class PerRequestServerObserver {
   private readonly exchanges = new WeakMap<object, ServerExchange>();
   /** Server instances that served a per-request exchange: their notifications after close are late. */
   private readonly perRequestServers = new WeakSet<object>();
-  private readonly broken: ReissueWindow;
+  private readonly reissues: ReissueMatcher;
   private readonly tasks: BoundedRegistry;
   private readonly idempotentTools = new Map<string, boolean>();
 
@@ -80,7 +86,7 @@ export class PerRequestServerObserver {
     private readonly runtime: ForkwatchRuntime,
     readonly limits: PerRequestLimits,
   ) {
-    this.broken = new ReissueWindow(limits.reissueWindowMs, limits.maxTracked);
+    this.reissues = new ReissueMatcher(limits.reissueWindowMs, limits.maxTracked);
     this.tasks = new BoundedRegistry(limits.maxTracked);
   }
 
@@ -95,13 +101,23 @@ export class PerRequestServerObserver {
       idempotency: idempotencyOf(m.method, name === undefined ? undefined : this.idempotentTools.get(name)),
       taskId: m.method === 'tasks/get' ? name : undefined,
       outcome: undefined,
+      open: undefined,
     };
     this.exchanges.set(transport, exchange);
     const now = nowMs();
-    this.broken.expire(now);
+    this.reissues.window.expire(now);
     if (isMrtrRetry(m.params)) return;
-    const reissued = this.broken.match(exchange.key, now);
-    if (reissued) this.runtime.instruments.serverProbableReissues.add(1, REISSUE[reissued.idempotency]);
+    exchange.open = {};
+    const reissued = this.reissues.started(exchange.key, exchange.open, now);
+    if (reissued) this.countReissue(reissued);
+  }
+
+  /** A like request after a break: apart when the break's handler had stopped on the cancellation. */
+  private countReissue(entry: BrokenExchange): void {
+    const counter = entry.honoured
+      ? this.runtime.instruments.serverReissuesAfterHonouredCancel
+      : this.runtime.instruments.serverProbableReissues;
+    counter.add(1, REISSUE[entry.idempotency]);
   }
 
   /** The transport is closing (once); reads whether its terminal response went out. */
@@ -111,12 +127,26 @@ export class PerRequestServerObserver {
     exchange.outcome = judgeExchangeClose({
       terminalDelivered: state._terminalDelivered === true,
       responseStarted: state._sse !== undefined || state._deferredResponse?.settled === true,
+      closesHidden: this.limits.balancerHidesCloses,
     });
     this.runtime.instruments.serverExchanges.add(1, EXCHANGE[exchange.outcome]);
-    if (isBrokenExchange(exchange.outcome)) {
-      exchange.broken = { at: nowMs(), idempotency: exchange.idempotency };
-      this.broken.noteBroken(exchange.key, exchange.broken);
-    }
+    if (!exchange.open) return;
+    // A break, or (behind a balancer that hides closes) a write nobody confirmed: a same-key request that came while
+    // it was open, or for a break one that comes within the window, is its probable re-issue, whichever came first.
+    const broken = isBrokenExchange(exchange.outcome);
+    const now = nowMs();
+    if (broken) exchange.broken = { at: now, idempotency: exchange.idempotency };
+    const end =
+      broken || exchange.outcome === 'unconfirmed'
+        ? { entry: exchange.broken ?? { at: now, idempotency: exchange.idempotency }, broken }
+        : undefined;
+    // A like request that came while this one was still open: behind hidden closes its re-issue now (the handler
+    // already answered); after a break, once its handler settles, since concurrent like calls of which one is
+    // cancelled on purpose look the same until the cancelled one's handler says whether it stopped.
+    const reissued = this.reissues.ended(exchange.key, exchange.open, now, end);
+    if (!reissued) return;
+    if (broken) exchange.followed = reissued;
+    else this.countReissue(reissued);
   }
 
   /** `send` on a transport that had already closed: the SDK returns without writing. */
@@ -152,6 +182,7 @@ export class PerRequestServerObserver {
         : 'result';
       if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
       else this.stoppedOnCancellation(exchange);
+      this.settledFollowed(exchange);
     }
     if (taskId === undefined) return;
     this.tasks.add(taskId, nowMs());
@@ -167,11 +198,25 @@ export class PerRequestServerObserver {
     const kind = judgeLateSettlement({ resolved: false, cancellation: isCancellation(error, signal) });
     if (kind) this.runtime.instruments.serverLateMessages.add(1, LATE[kind]);
     else this.stoppedOnCancellation(exchange);
+    this.settledFollowed(exchange);
   }
 
-  /** The handler honoured the cancellation: a re-issue of this exchange runs its work once, so it is no risk. */
+  /** The handler of a broken exchange a like request followed settled: that request is counted now. */
+  private settledFollowed(exchange: ServerExchange): void {
+    const followed = exchange.followed;
+    if (!followed) return;
+    exchange.followed = undefined;
+    this.countReissue(followed);
+  }
+
+  /**
+   * The handler honoured the cancellation: no late error, and a like request after it is counted apart from the
+   * probable re-issues (an app that cancels and calls again looks the same to the server). It stays a signal: the
+   * handler may have committed its side effect before it looked at the signal ("cancelled, so it ran once" is not
+   * a fact the server has); only the tool's idempotentHint says a second run is harmless.
+   */
   private stoppedOnCancellation(exchange: ServerExchange): void {
-    if (exchange.broken) this.broken.forget(exchange.key, exchange.broken);
+    if (exchange.broken) exchange.broken.honoured = true;
   }
 
   /** A tool registered with its annotations (McpServer.registerTool). */

@@ -67,8 +67,17 @@ export const SERVER_UNDELIVERED_LOSS_REASONS = [
   'dropped',
 ] as const satisfies readonly ServerUndeliveredReason[];
 
-/** Protocol 2026-07-28 (per-request MCP): how a server exchange ended. `delivered` are the SLO's good events. */
-export const SERVER_EXCHANGE_OUTCOMES = ['delivered', 'closed_before_response', 'closed_mid_stream'] as const;
+/**
+ * Protocol 2026-07-28 (per-request MCP): how a server exchange ended. `unconfirmed` (issue 40): written to a request
+ * still open, behind a balancer declared to hide client closes (`perRequest.balancerHidesCloses`): no evidence of a
+ * reader either way.
+ */
+export const SERVER_EXCHANGE_OUTCOMES = [
+  'delivered',
+  'closed_before_response',
+  'closed_mid_stream',
+  'unconfirmed',
+] as const;
 /** Messages a handler produced for an exchange that had already closed (the SDK drops them silently). */
 export const SERVER_LATE_MESSAGE_KINDS = ['result', 'error', 'notification'] as const;
 /** The late kinds that are terminal responses lost (the delivered-results SLO's bad events). */
@@ -78,6 +87,19 @@ export const REISSUE_IDEMPOTENCY = ['not_idempotent', 'idempotent', 'not_a_tool'
 /** A publish on the server event bus: reached at least one listen stream on this process, or none. */
 export const LISTEN_PUBLISH_OUTCOMES = ['listened', 'no_listener'] as const;
 export const TASK_MISS_REASONS = ['expired', 'unknown'] as const;
+// --- issue 40 (server side, pr-server): the delivered-results SLO's events ---
+/**
+ * The exchanges whose terminal response was written (the delivered-results SLO's good events and the rest of its
+ * total). Its bad events are `forkwatch_server_probable_reissues_total` (every idempotency): an exchange the client
+ * lost and asked for again. A late result with no re-issue is not a bad event: the 2.x client cancels by closing the
+ * request's stream, so an app's cancel, a client's timeout and a client that died look like a break to the server
+ * and lose nothing a live client still wanted.
+ */
+export const SERVER_EXCHANGE_WRITTEN_OUTCOMES = [
+  'delivered',
+  'unconfirmed',
+] as const satisfies readonly (typeof SERVER_EXCHANGE_OUTCOMES)[number][];
+// --- end issue 40 (server side) ---
 export const CLIENT_EXCHANGE_OUTCOMES = ['completed', 'ended_early', 'broken', 'cancelled', 'failed'] as const;
 export const CLIENT_REISSUE_OUTCOMES = ['reissued', 'not_reissued'] as const;
 export const LISTEN_STREAM_OUTCOMES = ['closed', 'dropped', 'cancelled'] as const;
@@ -288,7 +310,7 @@ export const METRICS = {
     kind: 'counter',
     unit: '{exchange}',
     description:
-      'Per-request MCP exchanges (protocol 2026-07-28) served by this process, by how they ended: with their terminal response, or closed before it (before any HTTP response: the 499s; or mid-stream).',
+      'Per-request MCP exchanges (protocol 2026-07-28) served by this process, by how they ended: with their terminal response (delivered; unconfirmed behind a balancer declared to hide client closes), or closed before it (before any HTTP response: the 499s; or mid-stream).',
     labels: { outcome: SERVER_EXCHANGE_OUTCOMES },
     tallied: true,
   },
@@ -307,7 +329,17 @@ export const METRICS = {
     kind: 'counter',
     unit: '{request}',
     description:
-      'Requests with the same principal, method, name and argument digest as a broken exchange within the re-issue window (MRTR retries excluded), by the idempotency the server declared.',
+      'Requests with the same principal, method, name and argument digest as a broken exchange within the re-issue window, whether they arrived before or after the server heard of the break (MRTR retries excluded), by the idempotency the server declared.',
+    labels: { idempotency: REISSUE_IDEMPOTENCY },
+  },
+  // issue 40 (pr-server): a like request after a break whose handler had honoured the cancellation.
+  serverReissuesAfterHonouredCancel: {
+    otelName: 'forkwatch.server.reissues_after_honoured_cancel',
+    prometheusName: 'forkwatch_server_reissues_after_honoured_cancel_total',
+    kind: 'counter',
+    unit: '{request}',
+    description:
+      'Requests with the same principal, method, name and argument digest as a broken exchange within the re-issue window, after its handler had stopped on the cancellation: apart from the probable re-issues because an app that cancels and calls again looks the same; whether the first run committed its side effect before it stopped is unknown to the server.',
     labels: { idempotency: REISSUE_IDEMPOTENCY },
   },
   serverListenPublishes: {

@@ -18,6 +18,11 @@ export interface PerRequestLimits {
   reissueWindowMs: number;
   /** Broken exchanges, task ids and tool names remembered at most (each). */
   maxTracked: number;
+  /**
+   * The server's peer keeps a request open after the client's side broke (HAProxy without `option abortonclose`):
+   * a response written to an open request is `unconfirmed`, not `delivered`.
+   */
+  balancerHidesCloses: boolean;
 }
 
 export interface ResolvedSettings {

@@ -72,7 +72,11 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
   /**
    * Protocol 2026-07-28 (per-request MCP). `reissueWindowMs`: how long after a broken exchange a request with the
    * same principal, method, name and arguments counts as its re-issue (default 60 000). `maxTracked`: broken
-   * exchanges, task ids and tool names remembered at most, each (default 10 000).
+   * exchanges, task ids and tool names remembered at most, each (default 10 000). `balancerHidesCloses`: set it when
+   * the server's HTTP peer keeps the server's connection open after the client's side broke (HAProxy without
+   * `option abortonclose`): the server cannot see a client leave, so a result written to an open request counts
+   * `unconfirmed` instead of `delivered`, and a request with the same key that came while it was open counts as its
+   * probable re-issue (default false).
    */
-  perRequest?: { reissueWindowMs?: number; maxTracked?: number };
+  perRequest?: { reissueWindowMs?: number; maxTracked?: number; balancerHidesCloses?: boolean };
 }

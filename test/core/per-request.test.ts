@@ -7,6 +7,7 @@ import { describe, expect, test } from 'vitest';
 import {
   BoundedRegistry,
   ListenGaps,
+  ReissueMatcher,
   ReissueWindow,
   SseDataScanner,
   canonicalJson,
@@ -26,11 +27,20 @@ import {
 } from '../../src/core';
 
 describe('server exchange decisions', () => {
-  test('close: delivered, before any response (499), mid-stream', () => {
-    expect(judgeExchangeClose({ terminalDelivered: true, responseStarted: true })).toBe('delivered');
-    expect(judgeExchangeClose({ terminalDelivered: true, responseStarted: false })).toBe('delivered');
-    expect(judgeExchangeClose({ terminalDelivered: false, responseStarted: false })).toBe('closed_before_response');
-    expect(judgeExchangeClose({ terminalDelivered: false, responseStarted: true })).toBe('closed_mid_stream');
+  test('close: delivered, before any response (499), mid-stream; unconfirmed behind a balancer that hides closes', () => {
+    const seen = { closesHidden: false };
+    expect(judgeExchangeClose({ ...seen, terminalDelivered: true, responseStarted: true })).toBe('delivered');
+    expect(judgeExchangeClose({ ...seen, terminalDelivered: true, responseStarted: false })).toBe('delivered');
+    expect(judgeExchangeClose({ ...seen, terminalDelivered: false, responseStarted: false })).toBe(
+      'closed_before_response',
+    );
+    expect(judgeExchangeClose({ ...seen, terminalDelivered: false, responseStarted: true })).toBe('closed_mid_stream');
+    const hidden = { closesHidden: true };
+    expect(judgeExchangeClose({ ...hidden, terminalDelivered: true, responseStarted: true })).toBe('unconfirmed');
+    // A close the server did see is a break whatever the balancer.
+    expect(judgeExchangeClose({ ...hidden, terminalDelivered: false, responseStarted: true })).toBe(
+      'closed_mid_stream',
+    );
   });
 
   test('MRTR retries are recognised by inputResponses or requestState', () => {
@@ -84,12 +94,54 @@ describe('server exchange decisions', () => {
     expect(w.nextExpiry()).toBe(1020);
     expect(w.expire(1025).map(e => e.at)).toEqual([20]);
     expect(w.size).toBe(1);
-    const stopped = { at: 1100, idempotency: 'not_idempotent' as const };
-    w.noteBroken('s', stopped);
-    w.forget('s', { ...stopped }); // another entry: kept
-    expect(w.size).toBe(2);
-    w.forget('s', stopped);
-    expect(w.match('s', 1200)).toBeUndefined();
+  });
+
+  test('re-issue matching does not depend on whether the break or the re-issue reaches the server first', () => {
+    const m = new ReissueMatcher(1000, 10);
+    const risk = (at: number) => ({ at, idempotency: 'not_idempotent' as const });
+    // Break first, then the re-issue.
+    const a = {};
+    m.started('k', a, 0);
+    expect(m.ended('k', a, 100, { entry: risk(100), broken: true })).toBeUndefined();
+    expect(m.started('k', {}, 150)?.at).toBe(100);
+    // The re-issue first (the close notice came 500 ms late), then the break: matched at the break.
+    const b = {};
+    m.started('f', b, 1000);
+    const reissue = {};
+    expect(m.started('f', reissue, 1100)).toBeUndefined();
+    expect(m.ended('f', b, 1600, { entry: risk(1600), broken: true })?.at).toBe(1600);
+    // Consumed: a third like request is no second re-issue of that break.
+    expect(m.started('f', {}, 1700)).toBeUndefined();
+    // Two like requests that both end with their response: nothing.
+    const c = {};
+    m.started('h', c, 2000);
+    m.started('h', {}, 2010);
+    expect(m.ended('h', c, 2050, undefined)).toBeUndefined();
+    // A follower long before the late close notice (beyond the window) is no re-issue; the break waits for one.
+    const d = {};
+    m.started('l', d, 3000);
+    m.started('l', {}, 3001);
+    expect(m.ended('l', d, 5000, { entry: risk(5000), broken: true })).toBeUndefined();
+    expect(m.started('l', {}, 5100)?.at).toBe(5000);
+    // Unconfirmed (closes hidden): only a request that came while it was open is its re-issue; none after.
+    const u = {};
+    m.started('u', u, 6000);
+    expect(m.ended('u', u, 6100, { entry: risk(6100), broken: false })).toBeUndefined();
+    expect(m.started('u', {}, 6200)).toBeUndefined();
+    const v = {};
+    m.started('v', v, 7000);
+    m.started('v', {}, 7050);
+    expect(m.ended('v', v, 7100, { entry: risk(7100), broken: false })?.at).toBe(7100);
+  });
+
+  test('the matcher holds a bounded number of keys of open exchanges', () => {
+    const m = new ReissueMatcher(1000, 3);
+    for (let i = 0; i < 10; i++) m.started(`k${i}`, {}, i);
+    expect(m.openSize).toBe(3);
+    const x = {};
+    m.started('x', x, 20);
+    m.ended('x', x, 30, undefined);
+    expect(m.openSize).toBe(2);
   });
 
   test('tasks: created ids, misses expired against unknown, the bounded registry', () => {

@@ -113,7 +113,8 @@ test('999,000-character tool names and URIs: the re-issue window keeps a few doz
   t.cleanups.push(() => server.close());
   const reissues = async (idempotency: string) =>
     sampleOne(await t.fw!.metrics(), METRICS.serverProbableReissues.prometheusName, { idempotency }) ?? 0;
-  const brokenKeys = () => [...(perRequestServerOf(t.fw!.instrumentation) as any).broken.entries.keys()] as string[];
+  const brokenKeys = () =>
+    [...(perRequestServerOf(t.fw!.instrumentation) as any).reissues.window.entries.keys()] as string[];
 
   const CALLS = 6;
   for (let n = 0; n < CALLS; n++) {

@@ -42,6 +42,8 @@ export interface Truth {
   tasksCreated: string[];
   /** Notifications a handler tried to send after its exchange closed (the SDK threw "Not connected" to it). */
   notifyFailed: number;
+  /** Side effects `commit_then_check` committed, by key (it commits first, then honours the cancellation). */
+  commits: Record<string, number>;
 }
 
 export interface Replica {
@@ -84,7 +86,14 @@ export async function startReplica(
 
 /** The lab's createMcpHandler with its tools and ground truth, and its Node request listener. */
 export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; responseMode?: 'sse' | 'json' } = {}) {
-  const truth: Truth = { executions: {}, completedAfterAbort: 0, honouredCancel: 0, tasksCreated: [], notifyFailed: 0 };
+  const truth: Truth = {
+    executions: {},
+    completedAfterAbort: 0,
+    honouredCancel: 0,
+    tasksCreated: [],
+    notifyFailed: 0,
+    commits: {},
+  };
   const tasks = new Map<string, { status: string }>();
   let taskCounter = 0;
   const ran = (name: string) => {
@@ -131,6 +140,23 @@ export function createLabHandler(options: { legacy?: 'reject' | 'stateless'; res
           throw error;
         }
         return text('done');
+      },
+    );
+    // Commits its side effect at once, then honours the cancellation while it finishes up (issue 40): a handler
+    // that stopped on the abort signal may still have run its write.
+    server.registerTool(
+      'commit_then_check',
+      { inputSchema: z.object({ ms: z.number(), key: z.string() }) },
+      async ({ ms, key }: { ms: number; key: string }, ctx: ToolCtx) => {
+        ran('commit_then_check');
+        truth.commits[key] = (truth.commits[key] ?? 0) + 1;
+        try {
+          await sleep(ms, ctx.mcpReq.signal);
+        } catch (error) {
+          truth.honouredCancel++;
+          throw error;
+        }
+        return text(`committed ${key}`);
       },
     );
     // MRTR: asks for a confirmation round (requestState only), completes on the retry.
@@ -203,29 +229,58 @@ export interface Cutter {
   close(): Promise<void>;
 }
 
-export async function startCutter(upstreamUrl: string): Promise<Cutter> {
+/**
+ * `upstreamCloseDelayMs`: on a cut, the client's side closes at once and the upstream's only after this delay (a
+ * proxy that tells the server late): the client can re-issue before the server hears of the break.
+ */
+export async function startCutter(
+  upstreamUrl: string,
+  { upstreamCloseDelayMs = 0 }: { upstreamCloseDelayMs?: number } = {},
+): Promise<Cutter> {
   const upstream = new URL(upstreamUrl);
   const pairs = new Set<[Socket, Socket]>();
+  const late = new Map<ReturnType<typeof setTimeout>, Socket>();
+  /** The upstream's side of a pair whose client side closed: at once, or after the delay. */
+  const closeUpstream = (target: Socket) => {
+    if (upstreamCloseDelayMs === 0) {
+      target.destroy();
+      return;
+    }
+    const timer = setTimeout(() => {
+      late.delete(timer);
+      target.destroy();
+    }, upstreamCloseDelayMs);
+    late.set(timer, target);
+  };
   const server: NetServer = createNetServer(client => {
     const target = connect(Number(upstream.port), upstream.hostname);
     const pair: [Socket, Socket] = [client, target];
     pairs.add(pair);
     client.pipe(target);
     target.pipe(client);
-    const drop = () => {
+    const clientGone = () => {
+      if (!pairs.delete(pair)) return;
+      client.unpipe(target);
+      target.unpipe(client);
+      client.destroy();
+      closeUpstream(target);
+    };
+    const upstreamGone = () => {
       pairs.delete(pair);
       client.destroy();
       target.destroy();
     };
-    client.on('error', drop).on('close', drop);
-    target.on('error', drop).on('close', drop);
+    client.on('error', clientGone).on('close', clientGone);
+    target.on('error', upstreamGone).on('close', upstreamGone);
   });
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   const cut = () => {
     for (const [a, b] of [...pairs]) {
+      a.unpipe(b);
+      b.unpipe(a);
       a.destroy();
-      b.destroy();
+      closeUpstream(b);
     }
     pairs.clear();
   };
@@ -234,6 +289,11 @@ export async function startCutter(upstreamUrl: string): Promise<Cutter> {
     cut,
     async close() {
       cut();
+      for (const [timer, socket] of late) {
+        clearTimeout(timer);
+        socket.destroy();
+      }
+      late.clear();
       await new Promise<void>(resolve => server.close(() => resolve()));
     },
   };

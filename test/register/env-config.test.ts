@@ -55,6 +55,7 @@ describe('FORKWATCH_* settings', () => {
       FORKWATCH_SHARED_EVENT_STORE: 'true',
       FORKWATCH_PER_REQUEST_REISSUE_WINDOW_MS: '120000',
       FORKWATCH_PER_REQUEST_MAX_TRACKED: '500',
+      FORKWATCH_PER_REQUEST_BALANCER_HIDES_CLOSES: 'true',
       FORKWATCH_START_SDK: 'false',
     });
     expect(config.diagnostics).toEqual([]);
@@ -68,7 +69,7 @@ describe('FORKWATCH_* settings', () => {
       ledger: { maxSessions: 500, maxIdleMs: 60000, recentIds: 16 },
       propagateContext: false,
       sharedEventStore: true,
-      perRequest: { reissueWindowMs: 120000, maxTracked: 500 },
+      perRequest: { reissueWindowMs: 120000, maxTracked: 500, balancerHidesCloses: true },
     });
   });
 
