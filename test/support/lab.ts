@@ -40,8 +40,10 @@ export interface LabOptions {
   resolveFrom?: string;
   sdk?: 'v1' | 'v2';
   metricsPort?: number;
-  /** The app's MCP client: the SDK's (default) or @ai-sdk/mcp's, loaded from resolveFrom. */
-  client?: 'sdk' | 'ai-sdk';
+  /** The app's MCP client: the SDK's (default), @ai-sdk/mcp's or mcp-remote's process, from resolveFrom. */
+  client?: 'sdk' | 'ai-sdk' | 'mcp-remote';
+  /** The lab servers' event store in place of the scenario's (lab/harness.mjs: serverStore). */
+  serverStore?: { idFormat: 'integer' | 'sdk' | 'hex-sequence' };
 }
 
 export const runLabScenario: (name: string, options?: LabOptions) => Promise<LabReport> = harness.runLabScenario;
