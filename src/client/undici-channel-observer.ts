@@ -72,6 +72,8 @@ interface Watched {
   tapping?: unknown;
   /** Takes the tap off the request, if one was put on. */
   untap?: () => void;
+  /** Whether a chunk of the request body was published (undici 6 publishes none). */
+  bodyPublished?: true;
 }
 
 const CHANNELS = {
@@ -98,6 +100,9 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
   const watches = new WeakMap<object, Watched>();
   // The prototypes of undici's requests seen publishing body chunks: their requests need no tap.
   const publishing = new WeakSet<object>();
+  // The prototypes seen sending a POST body without publishing it (undici 6): their POSTs cannot be judged here, and
+  // are not watched (on Node 22 the fetch wrapper observes the global fetch's).
+  const silentBodies = new WeakSet<object>();
   let watching = 0;
   let chunksSubscribed = false;
   // Cleared on uninstall: a tap still on a request in flight then hands nothing on.
@@ -114,9 +119,12 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
       }
     };
 
-  const onChunkSent = guard<{ request: object; chunk: Uint8Array | string }>('request body', m =>
-    watches.get(m.request)?.watch.sent?.(m.chunk),
-  );
+  const onChunkSent = guard<{ request: object; chunk: Uint8Array | string }>('request body', m => {
+    const watched = watches.get(m.request);
+    if (!watched) return;
+    watched.bodyPublished = true;
+    watched.watch.sent?.(m.chunk);
+  });
   const onChunkReceived = guard<{ request: object; chunk: Uint8Array }>('response body', m => {
     const watched = watches.get(m.request);
     if (!watched) return;
@@ -145,6 +153,7 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
 
   const onCreate = guard<{ request: UndiciRequest }>('request', ({ request }) => {
     if (!runtime.enabled || typeof request?.method !== 'string') return;
+    if (silentBodies.has(Object.getPrototypeOf(request)) && request.method.toUpperCase() === 'POST') return;
     const watch = watchOf(request, runtime);
     if (!watch) return;
     const watched: Watched = { watch };
@@ -159,7 +168,12 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
     watching++;
     chunkChannels(true);
   });
-  const onBodySent = guard<{ request: object }>('request body', m => watches.get(m.request)?.watch.bodySent?.());
+  const onBodySent = guard<{ request: object }>('request body', m => {
+    const watched = watches.get(m.request);
+    if (!watched?.watch.bodySent) return;
+    if (!watched.bodyPublished) silentBodies.add(Object.getPrototypeOf(m.request));
+    watched.watch.bodySent();
+  });
   const onHeaders = guard<{ request: object; response: UndiciResponse }>('response headers', m => {
     const watch = watches.get(m.request)?.watch;
     if (!watch) return;
