@@ -106,7 +106,8 @@ async function runAiSdkScenario({ createMCPClient, telemetry, proxyUrl, scenario
   });
   await client.close().catch(() => {});
   await sleep(100);
-  report.spans = telemetry.finishedSpans();
+  // Awaited: mcp-remote's telemetry is read from its process (mcp-remote-client.cjs).
+  report.spans = await telemetry.finishedSpans();
   report.metrics = await telemetry.scrape();
   return report;
 }

@@ -207,6 +207,7 @@ function serverOverrides(options) {
     sdk: options.serverSdk,
     resolveFrom: options.serverResolveFrom,
     instrumentation: options.serverInstrumentation,
+    store: options.serverStore,
   };
   return Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
 }
@@ -242,11 +243,13 @@ export function serverView(servers = {}) {
  * has a second process): each { moduleSystem, sdkVersion, sdkPatched, spans, metrics }, fetched before they stop.
  * options: moduleSystem 'cjs' | 'esm' (client and servers), instrumentation (ForkwatchInstrumentation config),
  * verdictTimeoutMs, resolveFrom (a folder whose node_modules holds the SDK version to test), metricsPort,
- * client: 'sdk' (default) or 'ai-sdk' (@ai-sdk/mcp from resolveFrom: healthy, live-fork-integer-ids, fail-loud)
- * or 'stack' (the client stack `stack` of lab/stacks/client-stacks.mjs from resolveFrom, ESM).
+ * client: 'sdk' (default), 'ai-sdk' (@ai-sdk/mcp from resolveFrom: healthy, live-fork-integer-ids, fail-loud),
+ * 'mcp-remote' (its process, from resolveFrom, driven over stdio: the AI SDK client's steps) or 'stack' (the client
+ * stack `stack` of lab/stacks/client-stacks.mjs from resolveFrom, ESM).
  * serverA: overrides of server A's configuration (e.g. `{ store: { idFormat: 'integer' } }` for ids that prove order).
  * Server options: serverTelemetry (default true), serverSdk 'v1' | 'v2', serverResolveFrom (an SDK 1.x folder for
- * the servers), serverInstrumentation (their ForkwatchInstrumentation config), deliveryVerdicts (the client
+ * the servers), serverInstrumentation (their ForkwatchInstrumentation config), serverStore (their event store in
+ * place of the scenario's, e.g. { idFormat: 'integer' }: ids a healthy resume can be verified on), deliveryVerdicts (the client
  * pings the servers once more after the delivery window, as a live client would, then no stream may still be in
  * its window), closeSessions (the servers then expire their sessions, no DELETE).
  */
@@ -273,15 +276,20 @@ export async function runLabScenario(name, options = {}) {
         ? [join(here, esm ? 'ai-sdk-client.mjs' : 'ai-sdk-client.cjs')]
         : options.client === 'stack'
           ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'stacks/stack-client.mjs')]
-          : esm
-            ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'client.mjs')]
-            : [join(here, 'client.cjs')];
+          : options.client === 'mcp-remote'
+            ? [join(here, 'mcp-remote-client.cjs')]
+            : esm
+              ? ['--import', join(here, 'esm-hooks.mjs'), join(here, 'client.mjs')]
+              : [join(here, 'client.cjs')];
     const env = {
       ...process.env,
       LAB_REPORT: reportFile,
       LAB_CLIENT: JSON.stringify({
         proxyUrl: proxy.url,
-        scenario: options.client === 'ai-sdk' ? (scenario.aiSdkClient ?? scenario.client) : scenario.client,
+        scenario:
+          options.client === 'ai-sdk' || options.client === 'mcp-remote'
+            ? (scenario.aiSdkClient ?? scenario.client)
+            : scenario.client,
         resumeTo: scenario.resumeTo ?? 'B',
         listens: scenario.routes?.get !== 'refuse',
         verdictTimeoutMs: options.verdictTimeoutMs ?? 1500,

@@ -24,7 +24,7 @@ import { headerReader, perRequestVersionOf } from '../shared/fetch-request';
 import type { FetchLike, RequestInitLike } from '../shared/internal-types';
 import type { ForkwatchRuntime } from '../shared/runtime';
 import { protocolHasResumability } from '../shared/session-id';
-import { claimOwnFetchPost, isOwnFetchPost, isPatchedTransportGet } from './patched-transport-scope';
+import { claimOwnFetchPost, claimWrappedGet, isOwnFetchPost, isPatchedTransportGet } from './patched-transport-scope';
 import { undiciPublishesBodyChunks } from './undici-version';
 
 /** A fetch, and forkwatch's mark on the one it installed. */
@@ -65,18 +65,26 @@ export function sessionGetOf(method: string, header: (name: string) => string | 
 
 /**
  * Where the runtime's undici publishes body chunks (Node 24 and later), forkwatch observes fetch through those
- * channels and leaves `fetch` alone (undici-channel-observer.ts); elsewhere it wraps `globalThis.fetch`. Decided
- * once: the runtime's undici does not change.
+ * channels alone and leaves `fetch` alone (undici-channel-observer.ts). Elsewhere (Node 22) it also wraps
+ * `globalThis.fetch`, whose Response it can read. Decided once: the runtime's undici does not change.
  */
 const observesThroughChannels = undiciPublishesBodyChunks(process.versions.undici);
 
-/** Installs the wire observer; returns the function that takes it off again (fetch restored, channels left). */
+/**
+ * Installs the wire observer; returns the function that takes it off again (fetch restored, channels unsubscribed).
+ * undici's channels are subscribed on every line: the `undici` npm package's fetch (mcp-remote's) never goes
+ * through `globalThis.fetch`, and its requests are published there whatever the runtime bundles. The requests the
+ * wrapper observes are claimed while their fetch runs, so the channels leave them alone: each is observed once.
+ */
 export function installFetchObserver(runtime: ForkwatchRuntime): () => void {
-  if (observesThroughChannels) {
-    const channels = require('./undici-channel-observer') as typeof import('./undici-channel-observer');
-    return channels.installUndiciChannelObserver(runtime);
-  }
-  return installFetchWrapper(runtime);
+  const channels = require('./undici-channel-observer') as typeof import('./undici-channel-observer');
+  const unsubscribe = channels.installUndiciChannelObserver(runtime);
+  if (observesThroughChannels) return unsubscribe;
+  const unwrap = installFetchWrapper(runtime);
+  return () => {
+    unwrap();
+    unsubscribe();
+  };
 }
 
 /** Wraps `globalThis.fetch`; returns the function that takes the wrapper off again. */
@@ -89,13 +97,19 @@ function installFetchWrapper(runtime: ForkwatchRuntime): () => void {
     if (perRequestVersionOf(init) !== undefined && !isOwnFetchPost((init as { body: string }).body)) {
       const exchange = clientExchange();
       const post = exchange.perRequestPostOf(input, init);
-      if (post) return exchange.observePerRequestPost(original, this, input, init, post, runtime);
+      if (post) {
+        return whileClaimed(claimOwnFetchPost((init as { body: string }).body), () =>
+          exchange.observePerRequestPost(original, this, input, init, post, runtime),
+        );
+      }
     }
     const get = sseGetOf(input, init);
     if (!get || !protocolHasResumability(get.protocolVersion) || isPatchedTransportGet(get.sessionId, get.cursor)) {
       return original.call(this, input, init);
     }
-    return sessionGetObserver().observeSessionGet(original, this, input, init, get, runtime);
+    return whileClaimed(claimWrappedGet(get.sessionId, get.cursor), () =>
+      sessionGetObserver().observeSessionGet(original, this, input, init, get, runtime),
+    );
   };
   Object.defineProperty(observed, FETCH_MARK, { value: true });
   globalThis.fetch = observed as unknown as typeof globalThis.fetch;
@@ -103,6 +117,19 @@ function installFetchWrapper(runtime: ForkwatchRuntime): () => void {
     // Someone wrapped fetch after forkwatch: leave their wrapper in place; ours passes through once disabled.
     if (globalThis.fetch === (observed as unknown)) globalThis.fetch = original as unknown as typeof globalThis.fetch;
   };
+}
+
+/** Runs `send` (a fetch) and releases the claim once its promise settled, or at once if it throws. */
+function whileClaimed(release: () => void, send: () => unknown): unknown {
+  let result: unknown;
+  try {
+    result = send();
+  } catch (error) {
+    release();
+    throw error;
+  }
+  Promise.resolve(result).then(release, release);
+  return result;
 }
 
 /**
@@ -117,16 +144,9 @@ export function observeOwnFetch(own: Fetch, runtime: ForkwatchRuntime): Fetch {
     const exchange = clientExchange();
     const post = exchange.perRequestPostOf(input, init);
     if (!post) return own.call(this, input, init);
-    const release = claimOwnFetchPost((init as { body: string }).body);
-    let result: unknown;
-    try {
-      result = exchange.observePerRequestPost(own, this, input, init, post, runtime);
-    } catch (error) {
-      release();
-      throw error;
-    }
-    Promise.resolve(result).then(release, release);
-    return result;
+    return whileClaimed(claimOwnFetchPost((init as { body: string }).body), () =>
+      exchange.observePerRequestPost(own, this, input, init, post, runtime),
+    );
   };
   Object.defineProperty(observed, FETCH_MARK, { value: true });
   return observed as unknown as Fetch;

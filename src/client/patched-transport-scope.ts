@@ -8,7 +8,10 @@
  * - a session GET, by session id and cursor, held from the patched `_startOrAuthSse` call until its promise settles
  *   (the SDK's fetch runs in between, after an await);
  * - a protocol 2026-07-28 POST sent through a transport's own fetch (its `fetch` option), by its body (its JSON-RPC
- *   id makes it unique), while that fetch runs: an app's fetch that calls the global one is observed once.
+ *   id makes it unique), while that fetch runs: an app's fetch that calls the global one is observed once;
+ * - a session GET or a POST the fetch wrapper observes (Node 22), while its fetch runs: undici's channels, subscribed
+ *   on every line for the `undici` package's fetch, see the same request when it goes through an undici 7.11+
+ *   dispatcher, and leave it to the wrapper.
  *
  * Not an AsyncLocalStorage: on Node 20 the first `run` of one turns on a promise hook for every promise of the
  * process, for good, and SSE streams are made of promises (it was most of the client's cost in the outside-in bench).
@@ -34,6 +37,7 @@ function claim(key: string): () => void {
 const isClaimed = (key: string) => claims.size > 0 && claims.has(key);
 const getKey = (sessionId: string | undefined, cursor: string | undefined) =>
   `get\n${sessionId ?? ''}\n${cursor ?? ''}`;
+const wrappedGetKey = (sessionId: string, cursor: string | undefined) => `wrapped-get\n${sessionId}\n${cursor ?? ''}`;
 const postKey = (body: string) => `post\n${body}`;
 
 /** Claims the GET a patched transport is about to send; returns the release, to call once it settled. */
@@ -46,7 +50,17 @@ export function isPatchedTransportGet(sessionId: string, cursor: string | undefi
   return isClaimed(getKey(sessionId, cursor));
 }
 
-/** Claims a POST a transport's own fetch is observed for; returns the release, to call once it settled. */
+/** Claims the session GET the fetch wrapper observes; returns the release, to call once its fetch settled. */
+export function claimWrappedGet(sessionId: string, cursor: string | undefined): () => void {
+  return claim(wrappedGetKey(sessionId, cursor));
+}
+
+/** True when a patched transport or the fetch wrapper observes this session GET: undici's channels leave it alone. */
+export function isObservedGet(sessionId: string, cursor: string | undefined): boolean {
+  return isClaimed(getKey(sessionId, cursor)) || isClaimed(wrappedGetKey(sessionId, cursor));
+}
+
+/** Claims a POST a transport's own fetch (or the fetch wrapper) observes; returns the release, to call once it settled. */
 export function claimOwnFetchPost(body: string): () => void {
   return claim(postKey(body));
 }

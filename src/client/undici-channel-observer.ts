@@ -3,11 +3,18 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * The wire observer where undici publishes response body chunks on diagnostics_channel (undici 7.11 and later:
- * Node 24 and later bundle it): it reads the MCP exchanges off undici's channels, as
- * @opentelemetry/instrumentation-undici does, and never touches `fetch` nor a Response. The same subscription sees
- * the `undici` npm package's own fetch and request() (7.11 or later), which some MCP clients use instead of the
- * global fetch.
+ * The wire observer on undici's diagnostics channels, on every Node line: it reads the MCP exchanges off undici's
+ * channels, as @opentelemetry/instrumentation-undici does, and never touches `fetch` nor a Response. It sees every
+ * request undici dispatches, whichever undici: the runtime's (global fetch) and the `undici` npm package's own fetch
+ * and request(), which some MCP clients use instead of the global fetch (mcp-remote). The requests the fetch wrapper
+ * observes (Node 22: fetch-observer.ts) or a patched SDK transport sends are claimed (patched-transport-scope.ts)
+ * and left to them.
+ *
+ * Which undici publishes a request is its dispatcher's, not its fetch's: every copy shares one global dispatcher,
+ * made by whichever loaded first (on Node 22 the package's fetch runs on the runtime's undici 6 when the global fetch
+ * was called first). undici 7.11 and later publish each response body chunk; an earlier one does not, and its
+ * request's `onData` (the method its client hands each chunk to) is shadowed on that one request object instead,
+ * until its prototype is seen publishing: bodyChunksOf().
  *
  * Per request: `create` (method and headers: a session GET or a protocol 2026-07-28 POST, else ignored), the POST's
  * body chunks (`bodyChunkSent`, up to MAX_POST_BODY_BYTES) parsed once sent (`bodySent`), `headers` (status and
@@ -25,7 +32,7 @@ import * as diagnosticsChannel from 'node:diagnostics_channel';
 import { protocolHasResumability } from '../shared/session-id';
 import type { ForkwatchRuntime } from '../shared/runtime';
 import { sessionGetOf } from './fetch-observer';
-import { isPatchedTransportGet } from './patched-transport-scope';
+import { isObservedGet } from './patched-transport-scope';
 
 /** A request body longer than this is not parsed: that exchange is not observed. */
 const MAX_POST_BODY_BYTES = 1 << 20;
@@ -58,6 +65,17 @@ interface Watch {
   ended(error: unknown, aborted: boolean): void;
 }
 
+/** A watch and how its body chunks reach it. */
+interface Watched {
+  watch: Watch;
+  /** The chunk the tap of `onData` is handing over now: its publish on the channel (if any) is the same chunk. */
+  tapping?: unknown;
+  /** Takes the tap off the request, if one was put on. */
+  untap?: () => void;
+  /** Whether a chunk of the request body was published (undici 6 publishes none). */
+  bodyPublished?: true;
+}
+
 const CHANNELS = {
   create: 'undici:request:create',
   bodyChunkSent: 'undici:request:bodyChunkSent',
@@ -79,9 +97,16 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
   const global = globalThis as { [INSTALLED]?: true };
   if (global[INSTALLED]) return () => {};
   global[INSTALLED] = true;
-  const watches = new WeakMap<object, Watch>();
+  const watches = new WeakMap<object, Watched>();
+  // The prototypes of undici's requests seen publishing body chunks: their requests need no tap.
+  const publishing = new WeakSet<object>();
+  // The prototypes seen sending a POST body without publishing it (undici 6): their POSTs cannot be judged here, and
+  // are not watched (on Node 22 the fetch wrapper observes the global fetch's).
+  const silentBodies = new WeakSet<object>();
   let watching = 0;
   let chunksSubscribed = false;
+  // Cleared on uninstall: a tap still on a request in flight then hands nothing on.
+  let subscribed = true;
 
   const guard =
     <M>(what: string, fn: (message: M) => void) =>
@@ -94,11 +119,21 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
       }
     };
 
-  const onChunkSent = guard<{ request: object; chunk: Uint8Array | string }>('request body', m =>
-    watches.get(m.request)?.sent?.(m.chunk),
-  );
-  const onChunkReceived = guard<{ request: object; chunk: Uint8Array }>('response body', m =>
-    watches.get(m.request)?.push?.(m.chunk),
+  const onChunkSent = guard<{ request: object; chunk: Uint8Array | string }>('request body', m => {
+    const watched = watches.get(m.request);
+    if (!watched) return;
+    watched.bodyPublished = true;
+    watched.watch.sent?.(m.chunk);
+  });
+  const onChunkReceived = guard<{ request: object; chunk: Uint8Array }>('response body', m => {
+    const watched = watches.get(m.request);
+    if (!watched) return;
+    publishing.add(Object.getPrototypeOf(m.request));
+    if (watched.tapping === m.chunk) watched.tapping = undefined;
+    else watched.watch.push?.(m.chunk);
+  });
+  const onChunkTapped = guard<{ watched: Watched; chunk: Uint8Array }>('response body', m =>
+    m.watched.watch.push?.(m.chunk),
   );
   const chunkChannels = (on: boolean) => {
     if (on === chunksSubscribed) return;
@@ -108,33 +143,50 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
     change(CHANNELS.bodyChunkReceived, onChunkReceived);
   };
   const stop = (request: object) => {
-    if (!watches.delete(request)) return;
+    const watched = watches.get(request);
+    if (!watched) return;
+    watches.delete(request);
+    watched.untap?.();
     watching--;
     if (watching === 0) chunkChannels(false);
   };
 
   const onCreate = guard<{ request: UndiciRequest }>('request', ({ request }) => {
     if (!runtime.enabled || typeof request?.method !== 'string') return;
+    if (silentBodies.has(Object.getPrototypeOf(request)) && request.method.toUpperCase() === 'POST') return;
     const watch = watchOf(request, runtime);
     if (!watch) return;
-    watches.set(request, watch);
+    const watched: Watched = { watch };
+    if (!publishing.has(Object.getPrototypeOf(request))) {
+      watched.untap = tapBodyChunks(request, chunk => {
+        if (!subscribed || watches.get(request) !== watched) return;
+        watched.tapping = chunk;
+        onChunkTapped({ watched, chunk });
+      });
+    }
+    watches.set(request, watched);
     watching++;
     chunkChannels(true);
   });
-  const onBodySent = guard<{ request: object }>('request body', m => watches.get(m.request)?.bodySent?.());
+  const onBodySent = guard<{ request: object }>('request body', m => {
+    const watched = watches.get(m.request);
+    if (!watched?.watch.bodySent) return;
+    if (!watched.bodyPublished) silentBodies.add(Object.getPrototypeOf(m.request));
+    watched.watch.bodySent();
+  });
   const onHeaders = guard<{ request: object; response: UndiciResponse }>('response headers', m => {
-    const watch = watches.get(m.request);
+    const watch = watches.get(m.request)?.watch;
     if (!watch) return;
     const status = typeof m.response?.statusCode === 'number' ? m.response.statusCode : undefined;
     // A response that opens no stream to watch (an error, JSON, a redirect: its next hop is a request of its own).
     if (!watch.responded(status, headerReaderOf(m.response?.headers))) stop(m.request);
   });
   const onTrailers = guard<{ request: object }>('response end', m => {
-    watches.get(m.request)?.ended(undefined, false);
+    watches.get(m.request)?.watch.ended(undefined, false);
     stop(m.request);
   });
   const onError = guard<{ request: object; error: unknown }>('request error', m => {
-    watches.get(m.request)?.ended(m.error ?? new Error('request failed'), isAbort(m.error));
+    watches.get(m.request)?.watch.ended(m.error ?? new Error('request failed'), isAbort(m.error));
     stop(m.request);
   });
 
@@ -147,9 +199,30 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
   ];
   for (const [name, fn] of always) diagnosticsChannel.subscribe(name, fn);
   return () => {
+    subscribed = false;
     for (const [name, fn] of always) diagnosticsChannel.unsubscribe(name, fn);
     chunkChannels(false);
     delete global[INSTALLED];
+  };
+}
+
+/**
+ * Shadows `onData` on this one request object (undici 5 to 7 hand each response body chunk to it; 7.11 and later
+ * also publish it from there, undici 8 has no such method and always publishes): `tap` gets the chunk first, then
+ * undici's own method runs, unchanged, with the same arguments. Returns the function that takes the shadow off
+ * (undici's prototype method shows through again); undefined when the request has no such method.
+ */
+function tapBodyChunks(request: object, tap: (chunk: Uint8Array) => void): (() => void) | undefined {
+  const original = (request as { onData?: unknown }).onData;
+  if (typeof original !== 'function') return undefined;
+  const shadow = function onData(this: unknown, ...args: unknown[]) {
+    tap(args[0] as Uint8Array);
+    return original.apply(this, args);
+  };
+  Object.defineProperty(request, 'onData', { value: shadow, writable: true, configurable: true });
+  return () => {
+    if (Object.getOwnPropertyDescriptor(request, 'onData')?.value === shadow)
+      delete (request as { onData?: unknown }).onData;
   };
 }
 
@@ -169,7 +242,7 @@ function watchOf(request: UndiciRequest, runtime: ForkwatchRuntime): Watch | und
   const header = headerReaderOf(request.headers);
   if (method === 'GET') {
     const get = sessionGetOf(method, header);
-    if (!get || !protocolHasResumability(get.protocolVersion) || isPatchedTransportGet(get.sessionId, get.cursor)) {
+    if (!get || !protocolHasResumability(get.protocolVersion) || isObservedGet(get.sessionId, get.cursor)) {
       return undefined;
     }
     return channelWatches().sessionGetWatch(get, runtime, cutOf(request));

@@ -40,13 +40,15 @@ export interface LabOptions {
   resolveFrom?: string;
   sdk?: 'v1' | 'v2';
   metricsPort?: number;
-  /** The app's MCP client: the SDK's (default), @ai-sdk/mcp's, or a client stack's, loaded from resolveFrom. */
-  client?: 'sdk' | 'ai-sdk' | 'stack';
+  /** The app's MCP client: the SDK's (default), @ai-sdk/mcp's, mcp-remote's process, or a client stack's, loaded from resolveFrom. */
+  client?: 'sdk' | 'ai-sdk' | 'mcp-remote' | 'stack';
   /** With client 'stack': its name in lab/stacks/client-stacks.mjs. */
   stack?: string;
   /** Overrides of server A's configuration (LAB_SERVER). */
   serverA?: Record<string, unknown>;
   timeoutMs?: number;
+  /** The lab servers' event store in place of the scenario's (lab/harness.mjs: serverStore). */
+  serverStore?: { idFormat: 'integer' | 'sdk' | 'hex-sequence' };
 }
 
 export const runLabScenario: (name: string, options?: LabOptions) => Promise<LabReport> = harness.runLabScenario;
