@@ -25,3 +25,7 @@ export const DEFAULT_DELIVERY_WINDOW_MS = 30_000;
  * and how many exchanges, tasks and tool annotations are tracked at once. */
 export const DEFAULT_REISSUE_WINDOW_MS = 60_000;
 export const DEFAULT_MAX_TRACKED = 10_000;
+
+/** A GET stream that ends with no event within this long of opening is an empty answer: the reconnect after it is
+ * an empty reconnect (a storm when it repeats). An idle stream a balancer closes after its timeout lives longer. */
+export const EMPTY_STREAM_WINDOW_MS = 5_000;
