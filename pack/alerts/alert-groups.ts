@@ -13,6 +13,7 @@ import { resumeGapEventsHigh, resumeGapSecondsHigh } from './gaps';
 import { ALERT_GROUP } from './names';
 import { probeGroups } from './probe';
 import { resumesRejected, serverResumesRejected } from './rejections';
+import { reconnectStorm, sessionsRevived } from './revived';
 import type { GroupSpec } from './rule-model';
 import { perRequestAlerts } from './per-request';
 import { sloAlerts } from './slo';
@@ -34,6 +35,8 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     ...slo.server,
     serverEventsWithoutListener(config),
     ...perRequestAlerts(config),
+    sessionsRevived(config),
+    reconnectStorm(config),
     targetWithoutMetrics(config),
     metricsAbsent(config),
   ];

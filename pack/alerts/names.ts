@@ -31,6 +31,8 @@ export const ALERT = {
   probeNotResumable: 'ForkwatchProbeNotResumable',
   probeUntestable: 'ForkwatchProbeUntestable',
   probeStale: 'ForkwatchProbeStale',
+  sessionsRevived: 'ForkwatchSessionsRevived',
+  reconnectStorm: 'ForkwatchReconnectStorm',
 } as const;
 
 export const ALERT_GROUP = 'forkwatch';

@@ -141,6 +141,10 @@ export interface AlertThresholds {
    * not re-listen, stay above it; a publish between one stream's drop and its re-listen stays below.
    */
   ForkwatchServerPublishesWithoutListener: { window: string; share: number; minEvents: number; for: string };
+  /** Issue 41: sessions a server answered as new after losing them (client view, or a server's empty hydration). */
+  ForkwatchSessionsRevived: IncreaseAlert;
+  /** Issue 41: empty reconnects (client) or GETs repeated after an empty answer (server), per second, per job. */
+  ForkwatchReconnectStorm: { window: string; perSecond: number; for: string };
 }
 
 /** The reason for each alert's default threshold, window and `for`. */
@@ -175,6 +179,10 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     'Protocol 2026-07-28: any probable re-issue of a tool not annotated idempotent may have run it twice: a ticket on any in 1h; `for` 1m rides out one scrape.',
   ForkwatchServerPublishesWithoutListener:
     "Protocol 2026-07-28: share of a process's event-bus publishes with no listen stream there. 5 % over 1h with a floor of 20 publishes: a bus that does not span the replicas stays above it; a publish between one stream's drop and its re-listen stays below. `for` 15m.",
+  ForkwatchSessionsRevived:
+    'Any session answered as new after it had worked lost its state on the server (subscriptions, log level, pending events) without an error: a ticket on the first one. Window 1h so one revival is seen; `for` 1m rides out one scrape. A server hydration that restored a log (state="restored") is not counted.',
+  ForkwatchReconnectStorm:
+    "A storm reconnects about once a second per session, forever (the SDK client's retry count resets on every graceful close). 0.5/s per job over 5m, `for` 10m: one session storming trips it; a single empty answer, a restart's burst of reconnects, or idle streams a balancer closes after its timeout (longer than forkwatch's 5 s empty-stream window, so not counted at all) stay below.",
 };
 
 export interface ForkwatchConfig {
@@ -270,6 +278,8 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchMetricsAbsent: { for: '15m' },
     ForkwatchServerDuplicateExecutionRisk: { window: '1h', for: '1m' },
     ForkwatchServerPublishesWithoutListener: { window: '1h', share: 0.05, minEvents: 20, for: '15m' },
+    ForkwatchSessionsRevived: { window: '1h', for: '1m' },
+    ForkwatchReconnectStorm: { window: '5m', perSecond: 0.5, for: '10m' },
   },
   traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
   kubernetes: {
