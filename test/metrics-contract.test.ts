@@ -43,6 +43,8 @@ describe('the label contract', () => {
       METRICS.clientResumeSkippedEvents.prometheusName,
       METRICS.clientReissueDelaySeconds.prometheusName,
       METRICS.clientListenGapSeconds.prometheusName,
+      // Recorded when a run of empty reconnects ends (test/revived/ observes it); this lab has no reconnect storm.
+      METRICS.clientEmptyReconnectStreak.prometheusName,
     ]);
     for (const spec of METRIC_SPECS) {
       if (!notObserved.has(spec.prometheusName)) expect(seen.has(spec.prometheusName), spec.prometheusName).toBe(true);

@@ -14,7 +14,7 @@ import { resumeGapEventsHigh, resumeGapSecondsHigh } from './gaps';
 import { ALERT_GROUP } from './names';
 import { probeGroups } from './probe';
 import { resumesRejected, serverResumesRejected } from './rejections';
-import { serverSessionsRevivedEmpty } from './revivals';
+import { reconnectStorm, sessionsRevived } from './revived';
 import type { GroupSpec } from './rule-model';
 import { perRequestAlerts } from './per-request';
 import { perRequestLossAlerts } from './per-request-losses';
@@ -36,9 +36,10 @@ export function alertGroups(config: ForkwatchConfig): GroupSpec[] {
     duplicateDeliveries(config),
     ...slo.server,
     serverEventsWithoutListener(config),
-    serverSessionsRevivedEmpty(config),
     ...perRequestAlerts(config),
     ...perRequestLossAlerts(config),
+    sessionsRevived(config),
+    reconnectStorm(config),
     targetWithoutMetrics(config),
     metricsAbsent(config),
     cursorsDroppedAfterInconclusive(config),

@@ -36,8 +36,9 @@ export const ALERT = {
   probeNotResumable: 'ForkwatchProbeNotResumable',
   probeUntestable: 'ForkwatchProbeUntestable',
   probeStale: 'ForkwatchProbeStale',
-  serverSessionsRevivedEmpty: 'ForkwatchServerSessionsRevivedEmpty',
   cursorsDroppedAfterInconclusive: 'ForkwatchCursorsDroppedAfterInconclusive',
+  sessionsRevived: 'ForkwatchSessionsRevived',
+  reconnectStorm: 'ForkwatchReconnectStorm',
 } as const;
 
 export const ALERT_GROUP = 'forkwatch';

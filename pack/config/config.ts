@@ -120,7 +120,6 @@ export interface AlertThresholds {
   ForkwatchDuplicateDeliveries: IncreaseAlert;
   ForkwatchServerUnknownCursors: ShareAlert;
   ForkwatchServerCursorsIgnored: IncreaseAlert;
-  ForkwatchServerSessionsRevivedEmpty: IncreaseAlert;
   ForkwatchServerCrossSessionReplay: IncreaseAlert;
   ForkwatchServerCompletedStreamResumed: IncreaseAlert;
   ForkwatchResumesRejected: ShareAlert;
@@ -161,6 +160,10 @@ export interface AlertThresholds {
    * `window`s of the last `lookback`: recurring, not one restart.
    */
   ForkwatchCursorsDroppedAfterInconclusive: { window: string; lookback: string; minWindows: number; for: string };
+  /** Issue 41: sessions a server answered as new after losing them (client view, or a server's empty hydration). */
+  ForkwatchSessionsRevived: IncreaseAlert;
+  /** Issue 41: empty reconnects (client) or GETs repeated after an empty answer (server), per second, per job. */
+  ForkwatchReconnectStorm: { window: string; perSecond: number; for: string };
 }
 
 /** The reason for each alert's default threshold, window and `for`. */
@@ -173,8 +176,6 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     "Share of a process's resumes whose cursor it does not know. 5 % for 15m: a restart or a scale-out gives a short burst of unknown cursors that must not open a ticket; a routing fault stays above it.",
   ForkwatchServerCursorsIgnored:
     'Any resume ignored for want of an event store is a configuration fault: any in 10m, `for` 1m.',
-  ForkwatchServerSessionsRevivedEmpty:
-    'Any session id answered as live with nothing restored is a silent fork (a client started over): any in 10m, `for` 1m, a ticket like ForkwatchServerCompletedStreamResumed.',
   ForkwatchServerCrossSessionReplay:
     'Any replay of another session\'s events is a data leak, lost events or not: it pages on the first one. Window 10m and `for` 1m as for the other "any" alerts: one scrape\'s jitter, no real delay.',
   ForkwatchServerCompletedStreamResumed:
@@ -209,6 +210,10 @@ export const THRESHOLD_REASONS: Record<keyof AlertThresholds, string> = {
     'Protocol 2026-07-28 tasks: any task whose creating response never reached the client runs for nobody (the client re-issues and creates a second one). Healthy traffic orphans none: any in 1h per process opens a ticket; `for` 1m.',
   ForkwatchCursorsDroppedAfterInconclusive:
     'A rolling restart or failover leaves a burst of these in one or two 10m windows (the fleet lab: 35 and 7 in about a minute), lossless unless events were sent in the gap, which the server delivery SLO pages on: a ticket only when 3 of the 18 windows of 3h had some. `for` 1m rides out one scrape.',
+  ForkwatchSessionsRevived:
+    'Any session answered as new after it had worked lost its state on the server (subscriptions, log level, pending events) without an error: a ticket on the first one. Window 1h so one revival is seen; `for` 1m rides out one scrape. A server hydration that restored a log (state="restored") is not counted.',
+  ForkwatchReconnectStorm:
+    "A storm reconnects about once a second per session, forever (the SDK client's retry count resets on every graceful close). 0.5/s per job over 5m, `for` 10m: one session storming trips it; a single empty answer, a restart's burst of reconnects, or idle streams a balancer closes after its timeout (longer than forkwatch's 5 s empty-stream window, so not counted at all) stay below.",
 };
 
 export interface ForkwatchConfig {
@@ -293,7 +298,6 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchDuplicateDeliveries: { window: '10m', for: '1m' },
     ForkwatchServerUnknownCursors: { share: 0.05, for: '15m', minResumes: 20 },
     ForkwatchServerCursorsIgnored: { window: '10m', for: '1m' },
-    ForkwatchServerSessionsRevivedEmpty: { window: '10m', for: '1m' },
     ForkwatchServerCrossSessionReplay: { window: '10m', for: '1m' },
     ForkwatchServerCompletedStreamResumed: { window: '10m', for: '1m' },
     ForkwatchResumesRejected: { share: 0.05, for: '15m', minResumes: 20 },
@@ -311,6 +315,8 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchClientListenGapSecondsHigh: { window: '1h', quantile: 0.99, seconds: 30, for: '5m' },
     ForkwatchServerOrphanedTasks: { window: '1h', for: '1m' },
     ForkwatchCursorsDroppedAfterInconclusive: { window: '10m', lookback: '3h', minWindows: 3, for: '1m' },
+    ForkwatchSessionsRevived: { window: '1h', for: '1m' },
+    ForkwatchReconnectStorm: { window: '5m', perSecond: 0.5, for: '10m' },
   },
   traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
   kubernetes: {

@@ -49,6 +49,8 @@ export interface ResumedStreamInit {
    * frames are needed only for the first-frame verdict, and the body only while one is pending.
    */
   idsFromClient?: boolean;
+  /** The stream took in its first event (ends a run of empty reconnects: reconnect-storms.ts). */
+  onFirstEvent?: () => void;
 }
 
 /** Metric attributes, shared: nothing is allocated per duplicate. */
@@ -60,6 +62,7 @@ const DUPLICATE_ATTRS: Readonly<Record<ClientTransportLabel, { transport: Client
 export class ResumedStream implements StreamObserverHooks, StreamGate {
   /** Last id seen on the stream: what the SDK would resume from. */
   lastId: string | undefined = undefined;
+  readonly openedAt = nowMs();
   endedAt: number | undefined = undefined;
   private pending: boolean;
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
@@ -134,6 +137,7 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
     this.firstFrame(id);
     // A frame withheld in fail-loud mode never reached the application: it was not consumed.
     if (this.isCut || !id || this.init.idsFromClient) return;
+    if (this.lastId === undefined) this.init.onFirstEvent?.();
     this.lastId = id;
     this.consume(id, this.chunkAt);
   }
@@ -146,6 +150,7 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
   /** The client took in an event with this id (called by the SDK, after its parser, before the app sees it). */
   onClientEvent(id: unknown): void {
     if (this.isCut || typeof id !== 'string' || id === '') return;
+    if (this.lastId === undefined) this.init.onFirstEvent?.();
     this.lastId = id;
     this.consume(id, nowMs());
   }

@@ -34,10 +34,15 @@ import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 import { protocolHasResumability } from '../shared/session-id';
 import type { ResumeVerdictInfo } from '../shared/types';
 import { observeOwnFetch } from './fetch-observer';
+import { httpStatusOf } from './http-status';
 import { noteSentMessage } from './foreign-responses';
 import { claimPatchedGet } from './patched-transport-scope';
+import { type EmptyStreak, reconnectAfter, streakEnded } from './reconnect-storms';
 import { ResumeAttempt } from './resume-attempt';
 import { type ForkReport, ResumedStream } from './resumed-stream';
+import { type RevivalState, watchSentMessage } from './revived-sessions';
+
+export { httpStatusOf };
 
 export const STREAMABLE_HTTP_CLIENT_METHODS = [
   '_startOrAuthSse',
@@ -47,7 +52,7 @@ export const STREAMABLE_HTTP_CLIENT_METHODS = [
   'send',
 ] as const;
 
-interface TransportState {
+interface TransportState extends EmptyStreak, RevivalState {
   fallbackKey: string;
   /** The stream that ended last; `_scheduleReconnection` runs right after, for that stream. */
   lastEnded: ResumedStream | undefined;
@@ -83,6 +88,8 @@ function stateOf(transport: object): TransportState {
       lastEnded: undefined,
       suppressNextReconnect: false,
       sendingResume: undefined,
+      emptyStreak: 0,
+      revivedCounted: undefined,
     };
     transportStates.set(transport, state);
   }
@@ -107,16 +114,6 @@ function cursorOf(options: unknown): string | undefined {
 const sessionIdOf = (t: StreamableHttpClientTransportLike) => readString(() => t.sessionId ?? t._sessionId);
 const protocolVersionOf = (t: StreamableHttpClientTransportLike) =>
   readString(() => t.protocolVersion ?? t._protocolVersion);
-
-/** HTTP status carried by the SDK's errors: `code` in 1.x (StreamableHTTPError), `status` in 2.x (SdkHttpError). */
-export function httpStatusOf(error: unknown): number | undefined {
-  if (!error || typeof error !== 'object') return undefined;
-  const e = error as { status?: unknown; code?: unknown; data?: { status?: unknown } };
-  for (const v of [e.status, e.data?.status, e.code]) {
-    if (typeof v === 'number' && v >= 100 && v <= 599) return v;
-  }
-  return undefined;
-}
 
 type Method = SdkMethod<StreamableHttpClientTransportLike>;
 
@@ -144,11 +141,15 @@ const CLIENT_WRAPPERS: Readonly<
 /** Every message sent: request ids, so a response to none of them is foreign (foreign-responses.ts). */
 function wrapSend(original: Method, runtime: ForkwatchRuntime): Method {
   return function send(this: StreamableHttpClientTransportLike, message: unknown, ...rest: unknown[]) {
-    if (runtime.enabled) {
-      noteSentMessage(this, message, runtime);
-      if (runtime.settings.observeFetch) adoptOwnFetch(this, runtime);
-    }
-    return original.call(this, message, ...rest);
+    if (!runtime.enabled) return original.call(this, message, ...rest);
+    noteSentMessage(this, message, runtime);
+    if (runtime.settings.observeFetch) adoptOwnFetch(this, runtime);
+    const sessionBefore = sessionIdOf(this);
+    const result = original.call(this, message, ...rest);
+    guarded(runtime, 'watching a sent message', () =>
+      watchSentMessage(stateOf(this), message, sessionBefore, () => sessionIdOf(this), result, runtime),
+    );
+    return result;
   };
 }
 
@@ -279,7 +280,7 @@ function wrapScheduleReconnection(original: Method, runtime: ForkwatchRuntime): 
       let suppress = false;
       guarded(runtime, 'tracking a reconnection', () => {
         streamEnded(options);
-        suppress = noteReconnection(this, options);
+        suppress = noteReconnection(this, options, runtime);
       });
       // Fail-loud mode: the forked stream was cut on purpose; the application re-establishes the session.
       if (suppress) return undefined;
@@ -300,7 +301,11 @@ function streamEnded(options: unknown): void {
 }
 
 /** Remembers the cursor a reconnect should carry; true when fail-loud mode must stop this reconnect. */
-function noteReconnection(transport: StreamableHttpClientTransportLike, options: unknown): boolean {
+function noteReconnection(
+  transport: StreamableHttpClientTransportLike,
+  options: unknown,
+  runtime: ForkwatchRuntime,
+): boolean {
   const state = stateOf(transport);
   if (state.suppressNextReconnect) {
     state.suppressNextReconnect = false;
@@ -309,6 +314,7 @@ function noteReconnection(transport: StreamableHttpClientTransportLike, options:
   if (options && typeof options === 'object' && !reconnects.has(options)) {
     const ended = state.lastEnded;
     state.lastEnded = undefined;
+    if (ended) reconnectAfter(state, ended, cursorOf(options), runtime);
     reconnects.set(options, {
       heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
       lostAt: ended?.endedAt ?? nowMs(),
@@ -427,6 +433,7 @@ function observeClientStream(
       reportFork: failLoudReport(transport, runtime),
       endedInto: state,
       idsFromClient,
+      onFirstEvent: () => streakEnded(state, runtime),
     },
     runtime,
   );

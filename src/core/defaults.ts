@@ -29,3 +29,7 @@ export const DEFAULT_MAX_TRACKED = 10_000;
 /** Session ids a server transport that serves every session (tmcp's HttpTransport) remembers having issued: about
  * 100 bytes each, so at most about 5 MB. The oldest is forgotten first; if it comes back, it counts as revived. */
 export const MAX_HELD_SESSION_IDS = 50_000;
+
+/** A GET stream that ends with no event within this long of opening is an empty answer: the reconnect after it is
+ * an empty reconnect (a storm when it repeats). An idle stream a balancer closes after its timeout lives longer. */
+export const EMPTY_STREAM_WINDOW_MS = 5_000;

@@ -21,6 +21,8 @@ import { standaloneStreamId, streamHasRequestInFlight } from './transport-delive
 /** Where a resume reports what it replayed: the transport's session observer (session-observer.ts). */
 export interface ReplaySink {
   replaySent(streamId: string, events: number): void;
+  /** The resume concluded with this outcome (a revived session's first resume decides its state). */
+  resumeConcluded?(outcome: ServerResumeOutcome): void;
 }
 
 export interface ServerResumeInit {
@@ -183,6 +185,7 @@ export class ServerResume {
     const record = this.record;
     const m = this.runtime.instruments;
     m.serverResumes.add(1, { transport, outcome });
+    this.init.session.resumeConcluded?.(outcome);
     // Another session's events reached nobody of theirs here, and settle nothing of this session.
     const ownEvents = record.replayedEvents - record.foreignEvents;
     const fromTheLog = outcome === 'replayed' || outcome === 'cross_session' || outcome === 'completed_stream';

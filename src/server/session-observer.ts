@@ -26,7 +26,7 @@ import type {
   StreamableHttpServerTransportLike,
   TransportSendOptionsLike,
 } from '../shared/internal-types';
-import { type ServerTransportLabel, isProbeUserAgent } from '../shared/names';
+import { type ServerResumeOutcome, type ServerTransportLabel, isProbeUserAgent } from '../shared/names';
 import { protocolHasResumability } from '../shared/session-id';
 import { isJsonRpcResponse } from '../core/replay-boundary';
 import { type RecordingHooks, type StoreRecorder, ensureRecordingStore } from './recording-event-store';
@@ -34,6 +34,7 @@ import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
 import { type Flavor, parentContextOf } from './server-flavor';
 import { LiveWrites } from './live-writes';
 import { ServerResume } from './server-resume';
+import { SessionRevival } from './session-revival';
 import {
   isPrimingMessage,
   sendTarget,
@@ -67,6 +68,8 @@ export class ServerSessionObserver implements StoreRecorder {
   private liveWritesMade: LiveWrites | undefined = undefined;
   /** The store's share, as of its last storeEvent call. */
   private share: StoreShare | undefined = undefined;
+  /** Whether this transport serves a revived session, and whether its GETs are answered empty (issue 41). */
+  readonly revival = new SessionRevival();
   /** Counts the priming events and events of non-string streams: nothing to record about their delivery. */
   private readonly countOnly = () => this.eventCounted();
 
@@ -103,6 +106,29 @@ export class ServerSessionObserver implements StoreRecorder {
     }
   }
 
+  /**
+   * Every request, before the SDK handles it: true for the transport's first request when it carries a session id
+   * (a session this process never held, revived by the app's hydration if the transport accepts it).
+   */
+  requestStarted(req: HttpRequestLike | undefined): boolean {
+    try {
+      return this.revival.requestStarted(this.flavor.header(req, 'mcp-session-id'));
+    } catch (error) {
+      this.runtime.diag.error('reading a request failed; this request is not recorded', error);
+      return false;
+    }
+  }
+
+  /** The answer to the first request (see requestStarted). */
+  firstRequestAnswered(status: number | undefined): void {
+    this.revival.answered(status, this.runtime);
+  }
+
+  /** A resume of this transport concluded (from server-resume.ts). */
+  resumeConcluded(outcome: ServerResumeOutcome): void {
+    this.revival.resumeConcluded(outcome, this.runtime);
+  }
+
   /** A request other than a GET: a GET may be a late resume, which is no proof that events were lost. */
   requestReceived(req: HttpRequestLike | undefined): void {
     if (req?.method !== 'GET' && this.resumable) this.runtime.serverDelivery.requestReceived(this.transport);
@@ -112,6 +138,8 @@ export class ServerSessionObserver implements StoreRecorder {
   getReceived(req: HttpRequestLike | undefined, args: unknown[]): StandaloneConnection | undefined {
     if (!this.resumable) return undefined;
     this.runtime.serverDelivery.getReceived(this.transport);
+    this.revival.getReceived(this.runtime);
+    if (this.flavor.header(req, 'last-event-id') === undefined) this.revival.freshGet(this.runtime);
     try {
       return this.watchStandaloneConnection(req, args);
     } catch (error) {
@@ -204,6 +232,7 @@ export class ServerSessionObserver implements StoreRecorder {
       this.liveWrites.written(streamId);
       if (this.share?.shared) boundaryWatchOf(this.runtime).stored(transport, this.flavor.writtenEventId(c, d));
       const event = storedEventOf(this.flavor.wrote(result), true, streamId === standaloneId);
+      if (streamId === standaloneId) this.revival.delivered(1);
       this.runtime.serverDelivery.eventStored(transport, streamId, event);
     } catch (error) {
       this.runtime.diag.error('recording a written event failed', error);
@@ -279,6 +308,7 @@ export class ServerSessionObserver implements StoreRecorder {
   sseEventWritten(result: unknown): void {
     try {
       if (!this.transport._eventStore && this.flavor.wrote(result) && this.resumable) {
+        this.revival.delivered(1);
         this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       }
     } catch (error) {
@@ -291,12 +321,14 @@ export class ServerSessionObserver implements StoreRecorder {
     // Events still expected on the stream are in the store after the client's cursor: this replay or the reconnected
     // stream delivers them.
     this.liveWritesMade?.take(streamId);
+    this.revival.delivered(events);
     this.runtime.serverDelivery.replaySent(this.transport, streamId, events);
   }
 
   /** The SDK's close() tears its streams down synchronously; nothing can come back for pending events now. */
   closed(): void {
     this.liveWritesMade?.clear();
+    this.revival.closed(this.runtime);
     this.runtime.serverDelivery.sessionClosed(this.transport);
   }
 
@@ -347,6 +379,7 @@ export class ServerSessionObserver implements StoreRecorder {
         try {
           carries =
             status === 200 && (resumedStreamId === undefined || resumedStreamId === standaloneStreamId(transport));
+          this.revival.getAnswered(status);
         } catch (error) {
           runtime.diag.error('watching a GET connection failed; this request is not recorded', error);
         }

@@ -124,12 +124,23 @@ const SERVER_WRAPPERS: Readonly<Record<ServerMethod, (original: Method, patch: S
 /** Every request of the session; a GET is recorded by handleGetRequest. */
 function wrapHandleRequest(original: Method, { runtime, flavor, hooks }: ServerPatch): Method {
   return function handleRequest(this: StreamableHttpServerTransportLike, req?: unknown, ...rest: unknown[]) {
-    if (runtime.enabled) {
-      const session = sessionObserverOf(this, runtime, flavor);
-      session.prepare(req as HttpRequestLike | undefined, hooks);
-      session.requestReceived(req as HttpRequestLike | undefined);
+    if (!runtime.enabled) return original.call(this, req, ...rest);
+    const session = sessionObserverOf(this, runtime, flavor);
+    session.prepare(req as HttpRequestLike | undefined, hooks);
+    session.requestReceived(req as HttpRequestLike | undefined);
+    const first = session.requestStarted(req as HttpRequestLike | undefined);
+    const result = original.call(this, req, ...rest);
+    if (first) {
+      const args = [req, ...rest];
+      whenSettled(
+        result,
+        value => session.firstRequestAnswered(flavor.status(value, args)),
+        () => {},
+        'watching a revived session failed',
+        runtime,
+      );
     }
-    return original.call(this, req, ...rest);
+    return result;
   };
 }
 

@@ -115,12 +115,26 @@ export const SERVER_SHARED_UNREPLAYED_REASONS = [
 export type ServerSharedUnreplayedReason = (typeof SERVER_SHARED_UNREPLAYED_REASONS)[number];
 
 /**
- * A request carrying an Mcp-Session-Id this process did not hold, answered as a live session instead of 404:
- * `restored` (the app's hydration had state for it) or `empty` (nothing to restore: a fresh session under an old id,
- * as tmcp's HttpTransport answers every GET with a fresh stream).
+ * Revived sessions and reconnect storms (issue 41). A revived session is one a server answered as live after losing
+ * it: the client sees it answer as a new session (`new_session_id`: a response carried another Mcp-Session-Id than the
+ * one the session held; `not_initialized`: a request after the session worked was answered "initialize first"). The
+ * server counts a request for a session id this process never held that the app's hydration accepted, by whether the
+ * hydrated session had state to restore (`restored`: an event store, and a first resume it could replay) or not
+ * (`empty`: a fresh session under an old id).
  */
+export const CLIENT_REVIVED_REASONS = ['new_session_id', 'not_initialized'] as const;
+export type ClientRevivedReason = (typeof CLIENT_REVIVED_REASONS)[number];
 export const SERVER_REVIVED_STATES = ['restored', 'empty'] as const;
 export type ServerRevivedState = (typeof SERVER_REVIVED_STATES)[number];
+/**
+ * The kind of a reconnect that follows a GET stream that ended with no event, soon after it opened: `resume` (the GET
+ * carried Last-Event-ID), `dropped_after_empty` (none, though the empty stream was itself a resume with a cursor: the
+ * SDK's reconnect after an empty 200, typescript-sdk #2499), `fresh` (no cursor was ever held).
+ */
+export const EMPTY_RECONNECT_KINDS = ['resume', 'dropped_after_empty', 'fresh'] as const;
+export type EmptyReconnectKind = (typeof EMPTY_RECONNECT_KINDS)[number];
+/** Lengths of runs of empty reconnects of one session (1 = a single empty answer). */
+export const EMPTY_STREAK_BUCKETS = [1, 2, 3, 5, 10, 25, 50, 100, 250, 1000, 10000] as const;
 
 /** Metric attribute (Prometheus label) keys. Plain words, so the exporter keeps them as written. */
 export const LABEL = {
@@ -129,6 +143,7 @@ export const LABEL = {
   reason: 'reason',
   kind: 'kind',
   idempotency: 'idempotency',
+  state: 'state',
 } as const;
 
 export type MetricKind = 'counter' | 'histogram' | 'gauge';
@@ -449,14 +464,50 @@ export const METRICS = {
       'Events a resume on this process replayed that were not pending here: stored by another replica in a shared event store, or re-sent after a live write.',
     labels: { transport: SERVER_TRANSPORTS },
   },
+  clientRevivedSessions: {
+    otelName: 'forkwatch.client.revived_sessions',
+    prometheusName: 'forkwatch_client_revived_sessions_total',
+    kind: 'counter',
+    unit: '{session}',
+    description:
+      'Sessions the server answered as a new one after they had worked (a new Mcp-Session-Id, or "not initialized"): its state on the server is gone, by reason.',
+    labels: { transport: CLIENT_TRANSPORTS, reason: CLIENT_REVIVED_REASONS },
+  },
   serverRevivedSessions: {
     otelName: 'forkwatch.server.revived_sessions',
     prometheusName: 'forkwatch_server_revived_sessions_total',
     kind: 'counter',
     unit: '{session}',
     description:
-      'Session ids this process did not hold that it answered as a live session instead of 404 (counted once per id), by whether there was state to restore.',
+      "Session ids this process never held that it answered as a live session instead of 404 (the app's hydration, or a transport such as tmcp's that serves any id), counted once per id, by whether it had state to restore.",
     labels: { state: SERVER_REVIVED_STATES },
+  },
+  clientEmptyReconnects: {
+    otelName: 'forkwatch.client.empty_reconnects',
+    prometheusName: 'forkwatch_client_empty_reconnects_total',
+    kind: 'counter',
+    unit: '{reconnect}',
+    description:
+      'Reconnects of a GET stream that ended with no event soon after it opened (an empty answer), by whether the reconnect carried Last-Event-ID: at about one a second, a reconnect storm.',
+    labels: { transport: CLIENT_TRANSPORTS, kind: EMPTY_RECONNECT_KINDS },
+  },
+  clientEmptyReconnectStreak: {
+    otelName: 'forkwatch.client.empty_reconnect.streak',
+    prometheusName: 'forkwatch_client_empty_reconnect_streak',
+    kind: 'histogram',
+    unit: '{reconnect}',
+    description: 'Empty reconnects in a row of one session, recorded when a stream of the session delivers again.',
+    labels: {},
+    buckets: EMPTY_STREAK_BUCKETS,
+  },
+  serverEmptyRepeatGets: {
+    otelName: 'forkwatch.server.empty_repeat_gets',
+    prometheusName: 'forkwatch_server_empty_repeat_gets_total',
+    kind: 'counter',
+    unit: '{request}',
+    description:
+      "GETs of a session that came soon after the session's previous GET was answered 200 and delivered nothing: the answers of a reconnect storm.",
+    labels: { transport: SERVER_TRANSPORTS },
   },
 } as const satisfies Record<string, MetricSpec>;
 

@@ -68,6 +68,8 @@ describe('the scrape the lint trusts', () => {
     const perRequestOnly = new Set<string>([
       METRICS.clientReissueDelaySeconds.prometheusName,
       METRICS.clientListenGapSeconds.prometheusName,
+      // Recorded when a run of empty reconnects ends (test/revived/ observes it): the fork lab has no storm.
+      METRICS.clientEmptyReconnectStreak.prometheusName,
     ]);
     for (const spec of Object.values(METRICS)) {
       if (perRequestOnly.has(spec.prometheusName)) continue;
@@ -168,6 +170,7 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       'ForkwatchProbeNotResumable',
       'ForkwatchProbeStale',
       'ForkwatchProbeUntestable',
+      'ForkwatchReconnectStorm',
       'ForkwatchResumeGapEventsHigh',
       'ForkwatchResumeGapSecondsHigh',
       'ForkwatchResumeLossBudgetBurn',
@@ -182,8 +185,8 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       'ForkwatchServerPublishesWithoutListener',
       'ForkwatchServerResultDeliveryBudgetBurn',
       'ForkwatchServerResumesRejected',
-      'ForkwatchServerSessionsRevivedEmpty',
       'ForkwatchServerUnknownCursors',
+      'ForkwatchSessionsRevived',
       'ForkwatchTargetWithoutMetrics',
     ]);
     for (const a of alerts) {

@@ -1,0 +1,75 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
+/**
+ * Revived sessions, as the client sees them (issue 41): a server that lost a session and answers it as a new one
+ * instead of the spec's 404. Everything the old session had there (subscriptions, log level, pending events) is gone
+ * and nothing errors. Seen on every message the transport sends after the session worked (it held a session id):
+ *
+ * - `new_session_id`: the answer carried another Mcp-Session-Id, and the SDK adopted it silently;
+ * - `not_initialized`: the answer was "initialize first" (the SDK's own 400 "Server not initialized" from a
+ *   transport the app created for the id without hydrating it; other stacks say "not initialized" too).
+ *
+ * Once per session id of a transport. An `initialize` is never counted: a client that starts over knows it did.
+ */
+import type { StreamableHttpClientTransportLike } from '../shared/internal-types';
+import type { ClientRevivedReason } from '../shared/names';
+import type { ForkwatchRuntime } from '../shared/runtime';
+import { httpStatusOf } from './http-status';
+
+export interface RevivalState {
+  /** The session id last counted revived: a session is counted once. */
+  revivedCounted: string | undefined;
+}
+
+const ATTRS: Readonly<Record<ClientRevivedReason, { transport: 'streamable_http'; reason: ClientRevivedReason }>> = {
+  new_session_id: { transport: 'streamable_http', reason: 'new_session_id' },
+  not_initialized: { transport: 'streamable_http', reason: 'not_initialized' },
+};
+
+const NOT_INITIALIZED =
+  /not initiali[sz]ed|initiali[sz]ation (?:was not|is not|not) complete|before initiali[sz]ation/i;
+
+function isInitialize(message: unknown): boolean {
+  return (message as { method?: unknown } | null)?.method === 'initialize';
+}
+
+/**
+ * Watches the answer to one message sent while the transport held `sessionBefore`; `sessionNow` reads the id the
+ * transport holds after it. Never touches the promise the SDK's caller gets.
+ */
+export function watchSentMessage(
+  state: RevivalState,
+  message: unknown,
+  sessionBefore: string | undefined,
+  sessionNow: () => string | undefined,
+  result: unknown,
+  runtime: ForkwatchRuntime,
+): void {
+  if (sessionBefore === undefined || isInitialize(message)) return;
+  const count = (reason: ClientRevivedReason) => {
+    if (state.revivedCounted === sessionBefore) return;
+    state.revivedCounted = sessionBefore;
+    runtime.instruments.clientRevivedSessions.add(1, ATTRS[reason]);
+  };
+  Promise.resolve(result)
+    .then(
+      () => {
+        const now = sessionNow();
+        if (now !== undefined && now !== sessionBefore) count('new_session_id');
+      },
+      (error: unknown) => {
+        const status = httpStatusOf(error);
+        if (status !== undefined && status >= 400 && status < 500 && NOT_INITIALIZED.test(messageOf(error))) {
+          count('not_initialized');
+        }
+      },
+    )
+    .then(undefined, error => runtime.diag.error('watching a sent message failed', error));
+}
+
+function messageOf(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : '';
+}

@@ -1,0 +1,111 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
+/**
+ * Reconnect storms (issue 41), both sides, in the lab: real SDK clients (1.32.2, 2.4) against real SDK servers
+ * (1.32.2, 2.x) on 127.0.0.1 (lab/revived/servers.mjs). The storm: the server's store lost the log, so the resume
+ * gets the SDK's own 200 with an empty stream; the reconnect after it carries no cursor (typescript-sdk #2499) and
+ * every fresh GET stream is closed at once: the client reconnects at its first delay forever, its retry count reset
+ * by every graceful close. Beside it, a normal resume and an idle stream a balancer closes after its timeout.
+ * The clients reconnect ten times faster than the SDK's defaults (100 ms instead of 1 s), with its 2 retries.
+ */
+import { afterEach, describe, expect, test } from 'vitest';
+// @ts-expect-error: plain ESM module without types
+import { startStreamServer } from '../../lab/revived/servers.mjs';
+import { EMPTY_STREAM_WINDOW_MS } from '../../src/core/defaults';
+import { METRICS } from '../../src/shared/names';
+import type { Forkwatch } from '../support/forkwatch';
+import { sample } from '../support/lab';
+import { CLIENTS, SERVERS, connect, setupLab, sleep, until } from './support';
+
+const emptyReconnects = METRICS.clientEmptyReconnects.prometheusName;
+const streak = METRICS.clientEmptyReconnectStreak.prometheusName;
+const emptyGets = METRICS.serverEmptyRepeatGets.prometheusName;
+const t = { transport: 'streamable_http' };
+
+let fw: Forkwatch | undefined;
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+  await fw?.teardown();
+  fw = undefined;
+});
+
+async function scenario(server: (typeof SERVERS)[number], client: (typeof CLIENTS)[number], options: object) {
+  fw = setupLab();
+  const lab = await startStreamServer({ sdk: server.sdk, ...options });
+  cleanups.push(() => lab.close());
+  const session = await connect(client, lab.url);
+  cleanups.push(() => session.client.close());
+  return { lab, session };
+}
+
+/** A counter's series, which exists at 0 from the start. */
+function present(value: number | undefined): number {
+  if (value === undefined) throw new Error('series missing');
+  return value;
+}
+
+async function counts() {
+  const m = await fw!.metrics();
+  return {
+    sent: present(sample(m, emptyReconnects, { ...t, kind: 'resume' })),
+    droppedAfterEmpty: present(sample(m, emptyReconnects, { ...t, kind: 'dropped_after_empty' })),
+    none: present(sample(m, emptyReconnects, { ...t, kind: 'fresh' })),
+    // A histogram has no series before its first recording.
+    streaks: sample(m, `${streak}_count`) ?? 0,
+    serverEmptyGets: present(sample(m, emptyGets, t)),
+  };
+}
+
+// The storm is the 2.x server's own answer to an unknown cursor (200, and the stream closed at once). The 1.32.2
+// server keeps such a stream open with keep-alives only (a dead stream, judged inconclusive elsewhere): no storm.
+const STORM_SERVERS = SERVERS.filter(s => s.label.includes('server 2'));
+
+describe.each(SERVERS)('$label', server => {
+  describe.each(CLIENTS)('$label', client => {
+    if (STORM_SERVERS.includes(server))
+      test('the storm: every empty reconnect counted on the client, the cursor-less one after the empty 200 named, and the repeated GETs on the server', async () => {
+        const { lab, session } = await scenario(server, client, { streams: 'storm' });
+        await until(() => lab.truth.emptyAnswers >= 15, 'fifteen empty answers');
+        await session.client.close();
+        await sleep(50);
+        const c = await counts();
+        // Ground truth: one notification, then nothing but empty answers; the SDK never gave up (maxRetries is 2).
+        expect(lab.truth.notifications).toBe(1);
+        expect(session.errors.filter(e => /Maximum reconnection/.test(String(e)))).toEqual([]);
+        // The first reconnect resumed from the notification's id (a full stream, not counted); the store had lost it:
+        // the SDK's own empty 200; the reconnect after it went out without Last-Event-ID, then only fresh GETs.
+        expect(c.droppedAfterEmpty).toBe(1);
+        expect(c.sent).toBe(0);
+        const counted = c.droppedAfterEmpty + c.none;
+        // Every empty answer but the last (its reconnect may not have been scheduled yet) is one empty reconnect.
+        expect(counted).toBeGreaterThanOrEqual(lab.truth.emptyAnswers - 1);
+        expect(counted).toBeLessThanOrEqual(lab.truth.emptyAnswers);
+        // The storm never ended: no streak was recorded.
+        expect(c.streaks).toBe(0);
+        // The server: every GET after an empty answer, within the window, is an empty repeat.
+        expect(c.serverEmptyGets).toBeGreaterThanOrEqual(lab.truth.emptyAnswers - 1);
+        expect(c.serverEmptyGets).toBeLessThanOrEqual(lab.truth.emptyAnswers);
+      });
+
+    test('the healthy control: a stream cut once and resumed with its log, nothing empty on either side', async () => {
+      const { lab } = await scenario(server, client, { streams: 'healthy' });
+      await until(() => lab.truth.resumes >= 1 && lab.truth.notifications >= 2, 'the resume and a live notification');
+      await sleep(300);
+      const c = await counts();
+      expect(lab.truth.cut).toBe(1);
+      expect(c).toEqual({ sent: 0, droppedAfterEmpty: 0, none: 0, streaks: 0, serverEmptyGets: 0 });
+    });
+
+    test('an idle stream closed after a quiet period longer than the window: reconnects with nothing new, not a storm', async () => {
+      const idleMs = EMPTY_STREAM_WINDOW_MS + 500;
+      const { lab } = await scenario(server, client, { streams: 'idle', idleMs });
+      await until(() => lab.truth.cut >= 2 && lab.truth.gets >= 3, 'two idle closes and their reconnects', 3 * idleMs);
+      const c = await counts();
+      expect(lab.truth.notifications).toBe(1);
+      expect(c).toEqual({ sent: 0, droppedAfterEmpty: 0, none: 0, streaks: 0, serverEmptyGets: 0 });
+    }, 30_000); // Two idle periods of the real window (5.5 s each) on a shared machine.
+  });
+});
