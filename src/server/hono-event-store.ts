@@ -6,8 +6,8 @@
  * The event store of @hono/mcp's `StreamableHTTPTransport`, watched. The transport keeps the store it is given
  * (`options.eventStore`) in a `#private` field, out of reach of prototype wrappers, so forkwatch watches the
  * construction instead: the module's export is replaced by a `Proxy` of the class whose `construct` trap hands the
- * constructor an options object that inherits from the user's and has one own property, `eventStore`, a recording
- * wrapper of the user's store (the store object itself is left untouched). `instanceof`, `name`, statics and the
+ * constructor a view of the user's options in which `eventStore` reads as a recording wrapper of the user's store
+ * (the options and the store object themselves are left untouched). `instanceof`, `name`, statics and the
  * prototype are the class's own; a subclass passes through with its own `new.target`. Any failure here constructs
  * with the caller's own arguments.
  *
@@ -30,13 +30,18 @@ type Constructor = new (...args: unknown[]) => object;
 export function watchHonoConstruction<T extends object>(cls: T, runtime: ServerRuntime): T {
   const stand: T = new Proxy(cls, {
     construct(target, args, newTarget) {
+      const as = (newTarget === stand ? target : newTarget) as Constructor;
       const watched = runtime.enabled ? watchedArguments(args, runtime) : undefined;
-      const instance = Reflect.construct(
-        target as Constructor,
-        watched?.args ?? args,
-        (newTarget === stand ? target : newTarget) as Constructor,
-      );
-      if (watched) bind(watched.store, instance, runtime);
+      if (watched === undefined) return Reflect.construct(target as Constructor, args, as);
+      let instance: object;
+      try {
+        instance = Reflect.construct(target as Constructor, watched.args, as);
+      } catch (error) {
+        // Whatever failed with forkwatch's view of the options fails or succeeds now as without forkwatch.
+        runtime.diag.error('constructing an @hono/mcp transport with its store watched failed; not recorded', error);
+        return Reflect.construct(target as Constructor, args, as);
+      }
+      bind(watched.store, instance, runtime);
       return instance;
     },
   });
@@ -54,8 +59,13 @@ function watchedArguments(
     const store = (options as { eventStore?: unknown }).eventStore;
     if (!isEventStore(store)) return { args, store: undefined };
     const recording = new HonoRecordingStore(store, runtime);
-    const watchedOptions = Object.create(options) as object;
-    Object.defineProperty(watchedOptions, 'eventStore', { value: recording, enumerable: true });
+    // Every other read goes to the caller's options, their getters run on them (a class with #private fields
+    // included). The target is an empty object of forkwatch's own, so a frozen options object raises no Proxy
+    // invariant.
+    const watchedOptions = new Proxy(Object.create(null) as object, {
+      get: (_, key) => (key === 'eventStore' ? recording : Reflect.get(options, key)),
+      has: (_, key) => key === 'eventStore' || Reflect.has(options, key),
+    });
     return { args: [watchedOptions, ...args.slice(1)], store: recording };
   } catch (error) {
     runtime.diag.error('watching an @hono/mcp event store failed; this session is not recorded', error);

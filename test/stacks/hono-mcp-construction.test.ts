@@ -56,6 +56,18 @@ describe('@hono/mcp StreamableHTTPTransport construction', () => {
     expect(store.storeEvent).toBe(hono.MemoryEventStore.prototype.storeEvent);
   });
 
+  test('options whose getters read #private fields are read on themselves', () => {
+    fw = setupForkwatch({}, [hono]);
+    class Options {
+      #generator = () => 'a';
+      readonly eventStore = new hono.MemoryEventStore();
+      get sessionIdGenerator() {
+        return this.#generator;
+      }
+    }
+    expect(new hono.StreamableHTTPTransport(new Options())).toBeInstanceOf(Original);
+  });
+
   test('disabled: the module exports the class itself again', () => {
     fw = setupForkwatch({}, [hono]);
     expect(hono.StreamableHTTPTransport).not.toBe(Original);
