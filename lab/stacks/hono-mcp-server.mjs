@@ -5,7 +5,8 @@
 // A real @hono/mcp server: its own StreamableHTTPTransport (Hono context in, Response out; the SDK 1.x only for the
 // McpServer and the types), one transport per session, served by Hono on @hono/node-server. Loaded from the app
 // folder in STACK_APP; run it with `--import forkwatch/register`.
-// STACK_SERVER (JSON): { port, eventStore: 'memory' | 'none' }. Announces `STACK LISTENING <port>` on stderr.
+// STACK_SERVER (JSON): { port, eventStore: 'memory' | 'shared' | 'none' } ('memory': a MemoryEventStore per session,
+// 'shared': one for every session). Announces `STACK LISTENING <port>` on stderr.
 import { appLoader } from './load-app.mjs';
 
 const config = JSON.parse(process.env.STACK_SERVER ?? '{}');
@@ -21,6 +22,8 @@ const { z } = await load('zod');
 
 let seq = 0;
 const transports = new Map();
+const sharedStore = config.eventStore === 'shared' ? new MemoryEventStore() : undefined;
+const eventStore = () => (config.eventStore === 'none' ? {} : { eventStore: sharedStore ?? new MemoryEventStore() });
 
 async function newSession() {
   const mcp = new McpServer({ name: 'stack-hono-mcp', version: '1.0.0' }, { capabilities: { logging: {} } });
@@ -32,7 +35,7 @@ async function newSession() {
   const transport = new StreamableHTTPTransport({
     sessionIdGenerator: () => crypto.randomUUID(),
     onsessioninitialized: id => transports.set(id, transport),
-    ...(config.eventStore === 'none' ? {} : { eventStore: new MemoryEventStore() }),
+    ...eventStore(),
   });
   await mcp.connect(transport);
   return transport;

@@ -19,8 +19,8 @@ import { type ClassPatch, type PatchTarget, versionSatisfies } from './targets';
 export type Unwrap = (target: object, name: string) => void;
 
 export class ModulePatcher {
-  /** Each patched prototype, its patch and its class's export name. */
-  private readonly patched = new Map<PrototypeLike, { patch: ClassPatch; exportName: string }>();
+  /** Each patched prototype, its patch, its class's export name, and the stand-in put in its exports, if any. */
+  private readonly patched = new Map<PrototypeLike, PatchedClass>();
   private readonly warned = new Set<string>();
 
   constructor(
@@ -106,7 +106,8 @@ export class ModulePatcher {
       this.cannotPatch(packageName, version, target.exportName, String(error));
       return;
     }
-    this.patched.set(proto, { patch, exportName: target.exportName });
+    const standIn = this.putStandIn(exports, target.exportName, cls, patch, label);
+    this.patched.set(proto, { patch, exportName: target.exportName, standIn });
     this.info.patched(proto, { sdk_package: packageName, sdk_class: target.exportName, route });
     this.diag.debug(`patched ${target.exportName} of ${label}`);
   }
@@ -122,8 +123,36 @@ export class ModulePatcher {
     for (const [proto, { patch, exportName }] of [...this.patched]) this.unpatchPrototype(proto, patch, exportName);
   }
 
+  /**
+   * A patch that watches construction (targets.ts `watchConstruction`): its stand-in replaces the class in the
+   * module's exports. Where the exports cannot take it (a frozen namespace), the class stays and only its prototype
+   * is patched.
+   */
+  private putStandIn(
+    exports: unknown,
+    exportName: string,
+    cls: object,
+    patch: ClassPatch,
+    label: string,
+  ): StandIn | undefined {
+    if (!patch.watchConstruction) return undefined;
+    try {
+      const standIn = patch.watchConstruction(cls, this.runtime);
+      (exports as Record<string, unknown>)[exportName] = standIn;
+      if ((exports as Record<string, unknown>)[exportName] === standIn) return { exports, cls, standIn };
+    } catch {
+      // reported below
+    }
+    this.diag.debug(
+      `${label} ${exportName}: its export cannot be replaced; what it is constructed with is not watched`,
+    );
+    return undefined;
+  }
+
   private unpatchPrototype(proto: PrototypeLike, patch: ClassPatch, exportName: string): void {
+    const standIn = this.patched.get(proto)?.standIn;
     this.patched.delete(proto);
+    if (standIn) restoreExport(standIn, exportName);
     if (this.unwrapAll(proto, patch)) {
       this.info.unpatched(proto);
       return;
@@ -160,6 +189,28 @@ export class ModulePatcher {
     if (this.warned.has(key)) return;
     this.warned.add(key);
     this.diag.warn(message);
+  }
+}
+
+interface StandIn {
+  exports: unknown;
+  cls: object;
+  standIn: object;
+}
+
+interface PatchedClass {
+  patch: ClassPatch;
+  exportName: string;
+  standIn: StandIn | undefined;
+}
+
+/** The class goes back in its exports, unless someone else put something there since. */
+function restoreExport({ exports, cls, standIn }: StandIn, exportName: string): void {
+  try {
+    const named = exports as Record<string, unknown>;
+    if (named[exportName] === standIn) named[exportName] = cls;
+  } catch {
+    // the stand-in stays: it constructs the class itself, and watches nothing while disabled
   }
 }
 

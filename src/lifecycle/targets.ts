@@ -31,6 +31,12 @@ export interface ClassPatch {
    * undefined to patch it. Used where one export name means different classes across versions.
    */
   skip?(proto: PrototypeLike | undefined): string | undefined;
+  /**
+   * Optional: a stand-in for the exported class that constructs the class itself and watches what it is constructed
+   * with (state a class keeps in `#private` fields, out of reach of its prototype). The patcher puts it in the
+   * module's exports once the prototype is patched, and the class back when it unpatches.
+   */
+  watchConstruction?<T extends object>(cls: T, runtime: ForkwatchRuntime): T;
 }
 
 /** A target whose patch `load` returns, loaded once, on first use. */
@@ -158,7 +164,11 @@ export const TMCP_HTTP_TRANSPORT = lazyTarget('HttpTransport', () => {
  */
 export const HONO_STREAMABLE_HTTP_TRANSPORT = lazyTarget('StreamableHTTPTransport', () => {
   const m = require('../server/hono-streamable-http') as typeof import('../server/hono-streamable-http');
-  return { methods: m.HONO_TRANSPORT_METHODS, patch: m.patchHonoStreamableHttp };
+  return {
+    methods: m.HONO_TRANSPORT_METHODS,
+    patch: m.patchHonoStreamableHttp,
+    watchConstruction: m.watchHonoConstruction,
+  };
 });
 
 /** Stacks patched through their own transport classes, exported from the package's main module. */

@@ -16,8 +16,11 @@
  */
 import type { ServerRuntime } from './server-runtime';
 import type { WebRequestLike } from '../shared/internal-types';
+import { isProbeUserAgent } from '../shared/names';
 import { protocolHasResumability } from '../shared/session-id';
-import { webFlavor } from './server-flavor';
+import { HonoResume } from './hono-resume';
+import { parentContextOf, webFlavor } from './server-flavor';
+import { ServerResume } from './server-resume';
 import { storedEventOf } from './transport-delivery';
 
 /** @hono/mcp's standalone stream id (`#standaloneSseStreamId`), as the SDK's. */
@@ -39,6 +42,13 @@ export class HonoSessionObserver {
   private resumable = protocolHasResumability(undefined);
   /** The GET connection that carries the standalone stream now, if any. */
   private standalone: object | undefined = undefined;
+  /**
+   * Whether the transport was constructed with an event store; undefined when forkwatch did not see it constructed
+   * (the class was taken before forkwatch replaced the export, hono-event-store.ts): its resumes are not judged.
+   */
+  private hasEventStore: boolean | undefined = undefined;
+  /** Resume requests waiting for their answer or their replay, oldest first. */
+  private readonly resumes: HonoResume[] = [];
 
   constructor(
     readonly transport: object,
@@ -84,6 +94,53 @@ export class HonoSessionObserver {
       this.failed(error);
     }
   }
+
+  /** The transport was constructed, with a (watched) event store or none. */
+  storeWatched(hasEventStore: boolean): void {
+    this.hasEventStore = hasEventStore;
+  }
+
+  /** A GET carrying Last-Event-ID starts a server resume (span and outcome); undefined for anything else. */
+  beginResume(ctx: HonoContextLike | undefined): HonoResume | undefined {
+    try {
+      const request = ctx?.req?.raw;
+      const cursor = webFlavor.header(request, 'last-event-id');
+      if (cursor === undefined || this.hasEventStore === undefined || !this.resumable) return undefined;
+      const claimed = webFlavor.header(request, 'mcp-session-id');
+      const own = (this.transport as { sessionId?: unknown }).sessionId;
+      const resume = new ServerResume(this.runtime, {
+        transport: TRANSPORT_ATTRS.transport,
+        instance: this.transport,
+        session: this,
+        cursor,
+        sessionId: claimed ?? (typeof own === 'string' && own !== '' ? own : undefined),
+        protocolVersion: webFlavor.header(request, 'mcp-protocol-version'),
+        hasEventStore: this.hasEventStore,
+        fromProbe: isProbeUserAgent(webFlavor.header(request, 'user-agent')),
+        parent: parentContextOf(request, webFlavor),
+      });
+      const hono = new HonoResume(resume, this.runtime, this.hasEventStore, STANDALONE, done => {
+        const at = this.resumes.indexOf(done);
+        if (at !== -1) this.resumes.splice(at, 1);
+      });
+      this.resumes.push(hono);
+      return hono;
+    } catch (error) {
+      this.failed(error);
+      return undefined;
+    }
+  }
+
+  /** The store is asked to replay after `cursor`: the oldest resume with that cursor whose replay has not begun. */
+  replayStarting(cursor: unknown): HonoResume | undefined {
+    return this.resumes.find(resume => resume.cursor === cursor && !resume.replayCalled);
+  }
+
+  /**
+   * What a resume replayed (server-resume.ts). Not handed to the delivery ledger: the events it holds for this
+   * transport are the standalone ones `send` dropped before the store, and a replay never carries any of them.
+   */
+  replaySent(_streamId: string, _events: number): void {}
 
   /** send(message, options): an event of the standalone stream is written live, or had nowhere to go. */
   sent(message: unknown, options: unknown): void {

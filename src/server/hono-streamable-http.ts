@@ -6,11 +6,16 @@
  * Patch of @hono/mcp's `StreamableHTTPTransport` (0.3: a Hono context in, a Response out; ESM and CommonJS builds).
  * The wrappers, one per method in a table, only hand what they saw to the session's observer
  * (hono-session-observer.ts): `handleRequest` every request, `handleGetRequest` a GET and its answer, `send` every
- * event, `close` the end of the session. The context, the Response and the messages are only read.
+ * event, `close` the end of the session. The context, the Response and the messages are only read. The event store is
+ * watched from the transport's construction (hono-event-store.ts); a GET with Last-Event-ID is a resume, concluded
+ * from its answer and its replay (hono-resume.ts).
  */
 import type { ServerRuntime } from './server-runtime';
 import type { SdkMethod, Wrap } from '../shared/internal-types';
 import { type HonoContextLike, honoSessionObserverOf } from './hono-session-observer';
+
+/** The stand-in for the exported class, which module-patcher.ts puts in the module's exports (hono-event-store.ts). */
+export { watchHonoConstruction } from './hono-event-store';
 
 export const HONO_TRANSPORT_METHODS = ['handleRequest', 'handleGetRequest', 'send', 'close'] as const;
 
@@ -34,11 +39,26 @@ const HONO_WRAPPERS: Readonly<Record<HonoMethod, (original: Method, runtime: Ser
     },
   handleGetRequest: (original, runtime) =>
     function handleGetRequest(this: HonoTransportLike, ctx?: unknown, ...rest: unknown[]) {
-      const answered = runtime.enabled
-        ? honoSessionObserverOf(this, runtime).getReceived(ctx as HonoContextLike | undefined)
-        : undefined;
-      const result = original.call(this, ctx, ...rest);
-      if (answered) Promise.resolve(result).then(answered, () => {});
+      if (!runtime.enabled) return original.call(this, ctx, ...rest);
+      const observer = honoSessionObserverOf(this, runtime);
+      const answered = observer.getReceived(ctx as HonoContextLike | undefined);
+      const resume = observer.beginResume(ctx as HonoContextLike | undefined);
+      let result: unknown;
+      try {
+        result = original.call(this, ctx, ...rest);
+      } catch (error) {
+        resume?.refused(error);
+        throw error;
+      }
+      // A resume's connection carries the standalone stream only if its replay resolved to it (hono-resume.ts).
+      if (resume) {
+        Promise.resolve(result)
+          .then(
+            r => resume.answered(r, answered),
+            e => resume.refused(e),
+          )
+          .then(undefined, error => runtime.diag.error('recording an @hono/mcp resume failed', error));
+      } else if (answered) Promise.resolve(result).then(answered, () => {});
       return result;
     },
   send: (original, runtime) =>

@@ -6,22 +6,37 @@
  * A real @hono/mcp server (its own StreamableHTTPTransport, 0.3 pinned in test/sdk-versions/hono-mcp, one transport
  * per session, with its MemoryEventStore) preloaded with `forkwatch/register` reports on its own /metrics the events
  * it drops: its `send` returns before storing a standalone event while no GET stream is open, so a client that comes
- * back with its cursor is replayed nothing of them. Healthy traffic (the stream open) counts none.
+ * back with its cursor is replayed nothing of them. Healthy traffic (the stream open) counts none. Its event store,
+ * kept in a #private field, is watched from the transport's construction: a cursor the store does not know (answered
+ * with a stream that never carries anything) counts unknown_cursor, one store shared by sessions replaying another
+ * session's events counts cross_session, and a real replay counts replayed.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
 import { RawMcpSession } from '../support/raw-mcp-session';
-import { sample } from '../support/scrape';
+import { sample, sampleOne } from '../support/scrape';
 import { STARTUP_MS, nonZero, root, startStackServer } from './stack-server';
 
 const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
+const resumes = METRICS.serverResumes.prometheusName;
 const events = METRICS.serverEvents.prometheusName;
 const info = METRICS.instrumentationInfo.prometheusName;
 const SCRIPT = 'lab/stacks/hono-mcp-server.mjs';
 const TEST_MS = STARTUP_MS + 60_000;
 const DELIVERY_WINDOW_MS = 1000; // stack-server.ts
+
+/** Opens the session's GET stream, has `count` events sent on it, drops it: the first event's id, as a cursor. */
+async function streamThenDrop(session: RawMcpSession, count: number): Promise<string> {
+  const stream = await session.openGet();
+  await session.callTool('emit', { count });
+  await stream.waitForMessages(count);
+  const cursor = stream.messages()[0]!.id!;
+  stream.close();
+  await new Promise(r => setTimeout(r, 300)); // the server sees the close
+  return cursor;
+}
 
 describe('@hono/mcp', () => {
   test('the app folder pins the version under test', () => {
@@ -59,12 +74,7 @@ describe('@hono/mcp', () => {
       const server = await startStackServer('hono-mcp', SCRIPT);
       const session = new RawMcpSession(server.url);
       await session.initialize();
-      const first = await session.openGet();
-      await session.callTool('emit', { count: 1 });
-      await first.waitForMessages(1);
-      const cursor = first.messages()[0]!.id!;
-      first.close();
-      await new Promise(r => setTimeout(r, 300)); // the server sees the close
+      const cursor = await streamThenDrop(session, 1);
       await session.callTool('emit', { count: 3 }); // sent while the client is away
       const resumed = await session.openGet(cursor);
       expect(resumed.status).toBe(200);
@@ -82,6 +92,70 @@ describe('@hono/mcp', () => {
       expect(sample(text, undelivered, { reason: 'stream_moved' })).toBeGreaterThanOrEqual(3);
       for (const reason of ['dropped', 'no_listener', 'abandoned'])
         expect(sample(text, undelivered, { reason })).toBe(0);
+    },
+    TEST_MS,
+  );
+
+  test(
+    'healthy: a resume after a dropped GET replays the events after the cursor, counted replayed',
+    async () => {
+      const server = await startStackServer('hono-mcp', SCRIPT);
+      const session = new RawMcpSession(server.url);
+      await session.initialize();
+      const cursor = await streamThenDrop(session, 3);
+      const resumed = await session.openGet(cursor);
+      expect(resumed.status).toBe(200);
+      await resumed.waitForMessages(2);
+      expect(resumed.messages().map(m => m.message.params?.data?.seq)).toEqual([2, 3]);
+      const text = await server.counted(resumes, { outcome: 'replayed' }, 1);
+      resumed.close();
+      expect(sample(text, resumes, { transport: 'streamable_http', outcome: 'replayed' })).toBe(1);
+      expect(nonZero(text, resumes)).toHaveLength(1);
+    },
+    TEST_MS,
+  );
+
+  test(
+    'unknown cursor: answered 200 with a stream that never carries anything, counted unknown_cursor',
+    async () => {
+      const server = await startStackServer('hono-mcp', SCRIPT);
+      const session = new RawMcpSession(server.url);
+      await session.initialize();
+      const resumed = await session.openGet('3f0c9a52-8d7e-4b1a-9c61-5a2e7d4b0f18');
+      expect(resumed.status).toBe(200);
+      await session.callTool('emit', { count: 2 }); // to the standalone stream, which this one is not
+      const text = await server.counted(resumes, { outcome: 'unknown_cursor' }, 1);
+      expect(resumed.messages()).toEqual([]);
+      resumed.close();
+      expect(sample(text, resumes, { transport: 'streamable_http', outcome: 'unknown_cursor' })).toBe(1);
+      expect(sampleOne(text, resumes, { outcome: 'replayed' }) ?? 0).toBe(0);
+    },
+    TEST_MS,
+  );
+
+  test(
+    "shared store: a resume replaying another session's events counts cross_session",
+    async () => {
+      const server = await startStackServer('hono-mcp', SCRIPT, { eventStore: 'shared' });
+      const mine = new RawMcpSession(server.url);
+      const other = new RawMcpSession(server.url);
+      await mine.initialize();
+      await other.initialize();
+      const cursor = await streamThenDrop(mine, 1);
+      const theirs = await other.openGet();
+      await other.callTool('emit', { count: 3 });
+      await theirs.waitForMessages(3);
+      theirs.close();
+
+      // The one store keeps every session's standalone events under one stream id: mine gets theirs.
+      const resumed = await mine.openGet(cursor);
+      expect(resumed.status).toBe(200);
+      await resumed.waitForMessages(3);
+      expect(resumed.messages().map(m => m.message.params?.data?.seq)).toEqual([2, 3, 4]);
+      const text = await server.counted(resumes, { outcome: 'cross_session' }, 1);
+      resumed.close();
+      expect(sample(text, resumes, { transport: 'streamable_http', outcome: 'cross_session' })).toBe(1);
+      expect(sampleOne(text, resumes, { outcome: 'replayed' }) ?? 0).toBe(0);
     },
     TEST_MS,
   );
