@@ -64,4 +64,20 @@ describe('TallyCounter', () => {
     counter.add(1, a);
     expect((await points(reader, 'events'))['{"k":"a"}']).toBe(1);
   });
+
+  test('made again on the same meter (registerInstrumentations given the global provider): each add is counted once, and the sums continue', async () => {
+    const reader = new PullReader(AggregationTemporality.CUMULATIVE);
+    const meter = new MeterProvider({ readers: [reader] }).getMeter('t');
+    const first = new TallyCounter(meter, 'events', {}, [{ k: 'a' }]);
+    first.add(2, { k: 'a' });
+    const counter = new TallyCounter(meter, 'events', {}, [{ k: 'a' }], first);
+    const a = { k: 'a' };
+    // The fleet lab's replicas exported 18 to 56 times the events they stored: the old callback reported too.
+    const seen = [];
+    for (let i = 0; i < 4; i++) {
+      counter.add(5, a);
+      seen.push((await points(reader, 'events'))['{"k":"a"}']);
+    }
+    expect(seen).toEqual([7, 12, 17, 22]);
+  });
 });

@@ -109,7 +109,7 @@ export class ForkwatchInstrumentation
   }
 
   protected override _updateMetricInstruments(): void {
-    this._instruments = createInstruments(this.meter);
+    this._instruments = createInstruments(this.meter, this._instruments);
     instrumentationInfo(this).observe(this.meter);
   }
 
