@@ -8,6 +8,7 @@
  */
 import { AggregationTemporality, DataPointType, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { describe, expect, test } from 'vitest';
+import { createInstruments } from '../src/shared/metrics';
 import { TallyCounter } from '../src/shared/tally-counter';
 
 class PullReader extends MetricReader {
@@ -79,5 +80,19 @@ describe('TallyCounter', () => {
       seen.push((await points(reader, 'events'))['{"k":"a"}']);
     }
     expect(seen).toEqual([7, 12, 17, 22]);
+  });
+
+  test("forkwatch's instruments made again for the provider they already had count each stored event once", async () => {
+    const reader = new PullReader(AggregationTemporality.CUMULATIVE);
+    const meter = new MeterProvider({ readers: [reader] }).getMeter('forkwatch');
+    // What InstrumentationBase does: instruments in the constructor (global provider), again on setMeterProvider.
+    const instruments = createInstruments(meter, createInstruments(meter));
+    const attrs = { transport: 'streamable_http' };
+    const seen = [];
+    for (let i = 0; i < 3; i++) {
+      instruments.serverEvents.add(1, attrs);
+      seen.push((await points(reader, 'forkwatch.server.events'))['{"transport":"streamable_http"}']);
+    }
+    expect(seen).toEqual([1, 2, 3]);
   });
 });
