@@ -8,6 +8,7 @@
  */
 import { AggregationTemporality, DataPointType, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
 import { describe, expect, test } from 'vitest';
+import { createInstruments } from '../src/shared/metrics';
 import { TallyCounter } from '../src/shared/tally-counter';
 
 class PullReader extends MetricReader {
@@ -63,5 +64,35 @@ describe('TallyCounter', () => {
     expect((await points(reader, 'events'))['{"k":"a"}']).toBe(4);
     counter.add(1, a);
     expect((await points(reader, 'events'))['{"k":"a"}']).toBe(1);
+  });
+
+  test('made again on the same meter (registerInstrumentations given the global provider): each add is counted once, and the sums continue', async () => {
+    const reader = new PullReader(AggregationTemporality.CUMULATIVE);
+    const meter = new MeterProvider({ readers: [reader] }).getMeter('t');
+    const first = new TallyCounter(meter, 'events', {}, [{ k: 'a' }]);
+    first.add(2, { k: 'a' });
+    const counter = new TallyCounter(meter, 'events', {}, [{ k: 'a' }], first);
+    const a = { k: 'a' };
+    // The fleet lab's replicas exported 18 to 56 times the events they stored: the old callback reported too.
+    const seen = [];
+    for (let i = 0; i < 4; i++) {
+      counter.add(5, a);
+      seen.push((await points(reader, 'events'))['{"k":"a"}']);
+    }
+    expect(seen).toEqual([7, 12, 17, 22]);
+  });
+
+  test("forkwatch's instruments made again for the provider they already had count each stored event once", async () => {
+    const reader = new PullReader(AggregationTemporality.CUMULATIVE);
+    const meter = new MeterProvider({ readers: [reader] }).getMeter('forkwatch');
+    // What InstrumentationBase does: instruments in the constructor (global provider), again on setMeterProvider.
+    const instruments = createInstruments(meter, createInstruments(meter));
+    const attrs = { transport: 'streamable_http' };
+    const seen = [];
+    for (let i = 0; i < 3; i++) {
+      instruments.serverEvents.add(1, attrs);
+      seen.push((await points(reader, 'forkwatch.server.events'))['{"transport":"streamable_http"}']);
+    }
+    expect(seen).toEqual([1, 2, 3]);
   });
 });

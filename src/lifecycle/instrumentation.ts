@@ -115,7 +115,7 @@ export class ForkwatchInstrumentation
   }
 
   protected override _updateMetricInstruments(): void {
-    this._instruments = createInstruments(this.meter);
+    this._instruments = createInstruments(this.meter, this._instruments);
     instrumentationInfo(this).observe(this.meter);
   }
 

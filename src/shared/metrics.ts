@@ -17,7 +17,8 @@ type HistogramKeys = KeysOf<'histogram'>;
 
 export type ForkwatchInstruments = { [K in CounterKeys]: Counter } & { [K in HistogramKeys]: Histogram };
 
-export function createInstruments(meter: Meter): ForkwatchInstruments {
+/** `previous`: the instruments these replace (a new meter provider, or the same one given again): see TallyCounter. */
+export function createInstruments(meter: Meter, previous?: ForkwatchInstruments): ForkwatchInstruments {
   const instruments = {} as Record<MetricKey, Counter | Histogram>;
   for (const key of Object.keys(METRICS) as MetricKey[]) {
     const spec: MetricSpec = METRICS[key];
@@ -27,7 +28,9 @@ export function createInstruments(meter: Meter): ForkwatchInstruments {
       const options = { description: spec.description, unit: spec.unit, valueType: ValueType.INT };
       const zeros: Attributes[] = labelCombinations(spec);
       if (spec.tallied) {
-        instruments[key] = new TallyCounter(meter, spec.otelName, options, zeros);
+        const replaced = previous?.[key as CounterKeys];
+        const replaces = replaced instanceof TallyCounter ? replaced : undefined;
+        instruments[key] = new TallyCounter(meter, spec.otelName, options, zeros, replaces);
         continue;
       }
       const counter = meter.createCounter(spec.otelName, options);

@@ -9,7 +9,14 @@
  * each collection. The exported family is the same: a monotonic cumulative sum (a Prometheus counter), every label
  * combination present from the start at 0.
  */
-import type { Attributes, Counter, Meter, MetricOptions, ObservableResult } from '@opentelemetry/api';
+import type {
+  Attributes,
+  Counter,
+  Meter,
+  MetricOptions,
+  ObservableCounter,
+  ObservableResult,
+} from '@opentelemetry/api';
 
 interface Tally {
   readonly attributes: Attributes;
@@ -24,9 +31,33 @@ export class TallyCounter implements Counter {
   /** Reported at every collection: the label sets created at 0, then each one counted since. */
   private readonly byKey = new Map<string, Tally>();
 
-  constructor(meter: Meter, name: string, options: MetricOptions, zeros: readonly Attributes[]) {
+  private readonly observable: ObservableCounter;
+  private readonly callback = (result: ObservableResult) => this.report(result);
+
+  /**
+   * `replaces`: the counter this one takes over (the instruments made again for a meter provider): it stops
+   * reporting and its sums continue here. Two callbacks observing one series of one meter would each be taken as a
+   * cumulative value, and the SDK exports the running sum of both: every add counted again at each collection.
+   */
+  constructor(
+    meter: Meter,
+    name: string,
+    options: MetricOptions,
+    zeros: readonly Attributes[],
+    replaces?: TallyCounter,
+  ) {
+    if (replaces) {
+      replaces.detach();
+      for (const tally of replaces.byKey.values()) this.tallyFor(tally.attributes).sum = tally.sum;
+    }
     for (const attributes of zeros) this.tallyFor(attributes);
-    meter.createObservableCounter(name, options).addCallback(result => this.report(result));
+    this.observable = meter.createObservableCounter(name, options);
+    this.observable.addCallback(this.callback);
+  }
+
+  /** Stops reporting (its replacement reports the sums). */
+  detach(): void {
+    this.observable.removeCallback(this.callback);
   }
 
   /** The last label set added to: a hot path adds to one shared attributes object, so no lookup at all. */
