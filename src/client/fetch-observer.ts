@@ -24,7 +24,13 @@ import { headerReader, perRequestVersionOf } from '../shared/fetch-request';
 import type { FetchLike, RequestInitLike } from '../shared/internal-types';
 import type { ForkwatchRuntime } from '../shared/runtime';
 import { protocolHasResumability } from '../shared/session-id';
-import { claimOwnFetchPost, claimWrappedGet, isOwnFetchPost, isPatchedTransportGet } from './patched-transport-scope';
+import {
+  claimOwnFetchPost,
+  claimWrappedGet,
+  claimWrappedPost,
+  isOwnFetchPost,
+  isPatchedTransportGet,
+} from './patched-transport-scope';
 import { undiciPublishesBodyChunks } from './undici-version';
 
 /** A fetch, and forkwatch's mark on the one it installed. */
@@ -98,7 +104,7 @@ function installFetchWrapper(runtime: ForkwatchRuntime): () => void {
       const exchange = clientExchange();
       const post = exchange.perRequestPostOf(input, init);
       if (post) {
-        return whileClaimed(claimOwnFetchPost((init as { body: string }).body), () =>
+        return whileClaimed(claimWrappedPost((init as { body: string }).body), () =>
           exchange.observePerRequestPost(original, this, input, init, post, runtime),
         );
       }

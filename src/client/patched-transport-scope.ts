@@ -39,6 +39,7 @@ const getKey = (sessionId: string | undefined, cursor: string | undefined) =>
   `get\n${sessionId ?? ''}\n${cursor ?? ''}`;
 const wrappedGetKey = (sessionId: string, cursor: string | undefined) => `wrapped-get\n${sessionId}\n${cursor ?? ''}`;
 const postKey = (body: string) => `post\n${body}`;
+const wrappedPostKey = (body: string) => `wrapped-post\n${body}`;
 
 /** Claims the GET a patched transport is about to send; returns the release, to call once it settled. */
 export function claimPatchedGet(sessionId: string | undefined, cursor: string | undefined): () => void {
@@ -71,6 +72,20 @@ export function isOwnFetchPost(body: string): boolean {
 }
 
 /** Claims held now (tests: none may leak). */
+/**
+ * A protocol 2026-07-28 POST the fetch wrapper observes (Node 22), claimed while its fetch runs so that undici's
+ * channels leave it alone. Apart from a transport's own-fetch claim: the wrapper skips only those, never a
+ * concurrent POST of the same body (clients that send identical requests at once).
+ */
+export function claimWrappedPost(body: string): () => void {
+  return claim(wrappedPostKey(body));
+}
+
+/** True for a POST that some fetch forkwatch wraps observes already (its own or a transport's). */
+export function isObservedPost(body: string): boolean {
+  return isClaimed(postKey(body)) || isClaimed(wrappedPostKey(body));
+}
+
 export function heldClaims(): number {
   return claims.size;
 }

@@ -10,7 +10,7 @@
 import type { PerRequestClientObserver, PerRequestPost, PerRequestStreamWatch } from './per-request-exchange';
 import type { ForkwatchRuntime } from '../shared/runtime';
 import type { SseGet } from './fetch-observer';
-import { isOwnFetchPost } from './patched-transport-scope';
+import { isObservedPost } from './patched-transport-scope';
 import { SessionStreamWatch, sessionGetResponded, sessionGetSent, sessionGetUnanswered } from './session-get-observer';
 
 type Header = (name: string) => string | undefined;
@@ -72,7 +72,7 @@ export function perRequestPostWatch(endpoint: string, header: Header, runtime: F
       const body = Buffer.concat(chunks).toString('utf8');
       chunks.length = 0;
       // Observed by a transport's own fetch or the fetch wrapper (Node 22), whose fetch this request is.
-      if (isOwnFetchPost(body)) return;
+      if (isObservedPost(body)) return;
       const init = { method: 'POST', body, headers: { get: header } };
       const post = exchange.perRequestPostOf(endpoint, init as Parameters<typeof exchange.perRequestPostOf>[1]);
       if (!post) return;

@@ -64,7 +64,8 @@ describe.each(['freeze', 'non-configurable'])('%s before forkwatch', how => {
       expect(instrumented.threw).toBeUndefined();
       expect(named(instrumented, 'could not be instrumented')).toEqual(EXPORT_NAMES);
       expect(instrumented.diagnostics.filter(d => d.level === 'error')).toEqual([]);
-      expect(instrumented.info).toEqual(['none']);
+      // Blind, and it says so: nothing patched, and the apps' MCP traffic reached no class that judges it.
+      expect(instrumented.info).toEqual(['none', 'unjudged']);
       // Not one method wrapped, where a non-configurable one stopped the patch halfway before.
       expect(instrumented.wrappedAfterPatch).toEqual([]);
       expect(instrumented.apps).toEqual(bare.apps);

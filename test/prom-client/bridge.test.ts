@@ -89,11 +89,12 @@ describe('one process, both paths', () => {
     const otel = forkwatchFamilies(otelText);
     const promClient = forkwatchFamilies(promClientText);
     // Both sides of a resume happened in the process: every family forkwatch defines has samples on both paths,
-    // but for the 2026-07-28 client histograms (observed only on per-request traffic; the in-process test below
-    // renders them).
+    // but for the 2026-07-28 client histograms (observed only on per-request traffic) and the empty-reconnect streak
+    // (observed only when a reconnect storm ends); the in-process test below renders them.
     const perRequestOnly = new Set<string>([
       METRICS.clientReissueDelaySeconds.prometheusName,
       METRICS.clientListenGapSeconds.prometheusName,
+      METRICS.clientEmptyReconnectStreak.prometheusName,
     ]);
     expect(Object.keys(otel).sort()).toEqual(
       METRIC_SPECS.map(s => s.prometheusName)
@@ -149,6 +150,7 @@ describe('in process', () => {
     i.clientReissueDelaySeconds.record(1.5);
     i.clientListenGapSeconds.record(0.2);
     i.serverExchanges.add(3, { outcome: 'delivered' });
+    i.clientEmptyReconnectStreak.record(3);
   }
 
   test('{ reader } in your own MeterProvider: the registry renders what the OpenTelemetry exporter renders', async () => {
