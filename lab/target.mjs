@@ -9,8 +9,8 @@
 // each: connect, receive, lose its stream, resume (to A, or round robin to A, B and C when forked), close.
 //   A: the session's own log (a counter per stream)    -> resumed, skipped events counted (the live stream steps by
 //      one: core/density.ts; a session-wide integer counter interleaves the tool results and proves nothing)
-//   B: the SDK's example store, no log for the session -> 200 with keep-alives only: inconclusive, then the
-//      SDK reconnects without its cursor: cursor_dropped_after_inconclusive; the server records unknown_cursor
+//   B: the SDK's example store, no log for the session -> 200 with keep-alives only: inconclusive (timeout), then
+//      the SDK reconnects without its cursor: forked (cursor_dropped); the server records unknown_cursor
 //   C: ids starting again from 1 on a fresh stream     -> forked (id_regressed), with duplicate ids
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';

@@ -58,6 +58,7 @@ export class ResumeAttempt {
   readonly attemptNumber: number;
   private concluded = false;
   outcome: ResumeOutcome | undefined;
+  private inconclusiveReason: string | undefined;
   reason: ForkReason | undefined;
   httpStatus: number | undefined;
 
@@ -153,7 +154,17 @@ export class ResumeAttempt {
    */
   concludeInconclusive(why: 'stream_ended' | 'timeout' | 'cancelled' | 'unobservable'): void {
     if (!this.begin('inconclusive')) return;
+    this.inconclusiveReason = why;
     this.finish({ [ATTR.verdict]: 'inconclusive', [ATTR.reason]: why });
+  }
+
+  /**
+   * True when this attempt got no frame because its stream ended or failed: the replica went away (a restart, a
+   * failover). A stream held open past the verdict timeout without a frame (`timeout`) is a live process without
+   * the session's log answering with keep-alives: a cursor dropped after it stays a fork.
+   */
+  endedWithoutFrame(): boolean {
+    return this.outcome === 'inconclusive' && this.inconclusiveReason !== 'timeout';
   }
 
   verdictInfo(firstEventId?: string): ResumeVerdictInfo {

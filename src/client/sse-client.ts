@@ -148,7 +148,7 @@ function onRequest(state: LegacyState, requestInit: RequestInitLike | undefined,
   });
   state.attempt = attempt;
   if (heldCursor !== undefined && sent === undefined) {
-    attempt.concludeCursorDropped(previous?.outcome === 'inconclusive');
+    attempt.concludeCursorDropped(previous?.endedWithoutFrame() === true);
     if (attempt.outcome === 'forked') runtime.notifyFork(attempt.verdictInfo());
     return;
   }

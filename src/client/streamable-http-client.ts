@@ -319,7 +319,7 @@ function noteReconnection(
       heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
       lostAt: ended?.endedAt ?? nowMs(),
       follows: ended?.attempt?.span.spanContext(),
-      afterInconclusive: ended?.attempt?.outcome === 'inconclusive',
+      afterInconclusive: ended?.attempt?.endedWithoutFrame() === true,
     });
   }
   return false;

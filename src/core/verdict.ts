@@ -30,8 +30,9 @@ export const FORK_REASONS: readonly ForkReason[] = [
  * `rejected_stream_held`: a resume refused 409, which the SDK's servers answer only while the stream being resumed
  * still has a connection there (behind a balancer, the dropped one until the replica's next keep-alive write).
  * `cursor_dropped_after_inconclusive`: a reconnect without the cursor it held (typescript-sdk #2499) right after a
- * resume that got no frame (a replica going away, a rolling restart): the client cannot tell whether anything was
- * sent in the gap, so it is no proven fork; the servers' delivery ledger judges that gap.
+ * resume whose stream ended or failed without a frame (a replica going away, a rolling restart; a stream held open
+ * past the verdict timeout stays a fork): the client cannot tell whether anything was sent in the gap, so it is no
+ * proven fork; the servers' delivery ledger judges that gap.
  */
 export type ResumeOutcome =
   | 'resumed'
