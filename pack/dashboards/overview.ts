@@ -16,6 +16,7 @@ import { forkPanels, lossVersusHttpPanels } from './rows/client-loss';
 import { duplicateAndAlertPanels } from './rows/duplicates-and-alerts';
 import { gapPanels } from './rows/gaps';
 import { perRequestPanels } from './rows/per-request';
+import { revivedPanels } from './rows/revived';
 import { probePanels } from './rows/probe';
 import { serverDeliveryPanels } from './rows/server-delivery';
 import { serverPanels } from './rows/servers';
@@ -33,6 +34,7 @@ const ROWS: Array<[string, (ctx: Ctx) => PanelBuilder[]]> = [
   ['Gaps and replays', gapPanels],
   ['Which process forks sessions', serverPanels],
   ['Server delivery', serverDeliveryPanels],
+  ['Revived sessions and reconnect storms', revivedPanels],
   ['Per-request (2026-07-28)', perRequestPanels],
   ['Duplicates and alerts', duplicateAndAlertPanels],
   ['The probe (forkwatch exporter)', probePanels],

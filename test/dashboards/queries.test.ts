@@ -18,6 +18,8 @@ import { loadRules, recordedNames } from './rule-files';
 const PER_REQUEST_ONLY = new Set<string>([
   METRICS.clientReissueDelaySeconds.prometheusName,
   METRICS.clientListenGapSeconds.prometheusName,
+  // Recorded only when a reconnect storm ends, which the fork lab target does not play.
+  METRICS.clientEmptyReconnectStreak.prometheusName,
 ]);
 
 const overview = loadDashboard('forkwatch-overview.json');

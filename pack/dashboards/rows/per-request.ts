@@ -39,8 +39,9 @@ export function perRequestPanels(ctx: Ctx) {
   const lossBurn = timeseries({
     title: 'Results lost after the client left (SLO windows)',
     description:
-      'Share of the terminal responses per-request handlers produced that came after their exchange had closed, ' +
-      'per cluster and job, over the windows ForkwatchServerResultDeliveryBudgetBurn uses (recording rules ' +
+      'Share of the exchanges clients asked for that broke and were asked for again (probable re-issues, in either ' +
+      'order; an app cancel or a client that died is on neither side), per cluster and job, over the windows ' +
+      'ForkwatchServerResultDeliveryBudgetBurn uses (recording rules ' +
       '`job:forkwatch_server_result_loss:ratio_rate*`). The red line is the error budget. **Short windows above ' +
       'it:** a page follows; long windows above it: a ticket.',
     unit: 'percentunit',
@@ -61,7 +62,9 @@ export function perRequestPanels(ctx: Ctx) {
     title: 'Probable re-issues and publishes without a listener',
     description:
       'Requests re-issued after a broken exchange (same principal, method, name and arguments; MRTR retries ' +
-      'excluded) by the idempotency the server declared: `not_idempotent` may have executed twice. And event-bus ' +
+      'excluded) by the idempotency the server declared: `not_idempotent` may have executed twice; `after cancel`: ' +
+      'a like request after a break whose handler honoured the cancel (it may have committed first; no alert reads ' +
+      'it, since an app that cancels and calls again looks the same). And event-bus ' +
       'publishes with no listen stream on the publishing process (lost: listen streams have no replay). **Either ' +
       'grows:** follow ForkwatchServerDuplicateExecutionRisk or ForkwatchServerPublishesWithoutListener.',
     unit: 'reqps',
@@ -69,6 +72,10 @@ export function perRequestPanels(ctx: Ctx) {
       {
         expr: `sum by (idempotency) (${rate(METRICS.serverProbableReissues.prometheusName)})`,
         legend: 're-issue {{idempotency}}',
+      },
+      {
+        expr: `sum by (idempotency) (${rate(METRICS.serverReissuesAfterHonouredCancel.prometheusName)})`,
+        legend: 'after cancel {{idempotency}}',
       },
       {
         expr: `sum by (outcome) (${rate(METRICS.serverListenPublishes.prometheusName)})`,
