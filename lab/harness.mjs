@@ -207,7 +207,6 @@ function serverOverrides(options) {
     sdk: options.serverSdk,
     resolveFrom: options.serverResolveFrom,
     instrumentation: options.serverInstrumentation,
-    store: options.serverStore,
   };
   return Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
 }
@@ -248,8 +247,7 @@ export function serverView(servers = {}) {
  * stack `stack` of lab/stacks/client-stacks.mjs from resolveFrom, ESM).
  * serverA: overrides of server A's configuration (e.g. `{ store: { idFormat: 'integer' } }` for ids that prove order).
  * Server options: serverTelemetry (default true), serverSdk 'v1' | 'v2', serverResolveFrom (an SDK 1.x folder for
- * the servers), serverInstrumentation (their ForkwatchInstrumentation config), serverStore (their event store in
- * place of the scenario's, e.g. { idFormat: 'integer' }: ids a healthy resume can be verified on), deliveryVerdicts (the client
+ * the servers), serverInstrumentation (their ForkwatchInstrumentation config), deliveryVerdicts (the client
  * pings the servers once more after the delivery window, as a live client would, then no stream may still be in
  * its window), closeSessions (the servers then expire their sessions, no DELETE).
  */

@@ -10,36 +10,22 @@
  * by every graceful close. Beside it, a normal resume and an idle stream a balancer closes after its timeout.
  * The clients reconnect ten times faster than the SDK's defaults (100 ms instead of 1 s), with its 2 retries.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 // @ts-expect-error: plain ESM module without types
 import { startStreamServer } from '../../lab/revived/servers.mjs';
 import { EMPTY_STREAM_WINDOW_MS } from '../../src/core/defaults';
 import { METRICS } from '../../src/shared/names';
-import type { Forkwatch } from '../support/forkwatch';
 import { sample } from '../support/lab';
-import { CLIENTS, SERVERS, connect, setupLab, sleep, until } from './support';
+import { CLIENTS, SERVERS, labScenarios, sleep, until } from './support';
 
 const emptyReconnects = METRICS.clientEmptyReconnects.prometheusName;
 const streak = METRICS.clientEmptyReconnectStreak.prometheusName;
 const emptyGets = METRICS.serverEmptyRepeatGets.prometheusName;
 const t = { transport: 'streamable_http' };
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-  await fw?.teardown();
-  fw = undefined;
-});
-
-async function scenario(server: (typeof SERVERS)[number], client: (typeof CLIENTS)[number], options: object) {
-  fw = setupLab();
-  const lab = await startStreamServer({ sdk: server.sdk, ...options });
-  cleanups.push(() => lab.close());
-  const session = await connect(client, lab.url);
-  cleanups.push(() => session.client.close());
-  return { lab, session };
-}
+const labs = labScenarios(startStreamServer);
+const fw = labs.forkwatch;
+const scenario = labs.start;
 
 /** A counter's series, which exists at 0 from the start. */
 function present(value: number | undefined): number {
@@ -48,7 +34,7 @@ function present(value: number | undefined): number {
 }
 
 async function counts() {
-  const m = await fw!.metrics();
+  const m = await fw().metrics();
   return {
     sent: present(sample(m, emptyReconnects, { ...t, kind: 'resume' })),
     droppedAfterEmpty: present(sample(m, emptyReconnects, { ...t, kind: 'dropped_after_empty' })),

@@ -7,40 +7,30 @@
  * 2.x) whose app revives a session it lost instead of answering 404 (lab/revived/servers.mjs), beside the spec's 404.
  * The replica is "replaced" (every transport dropped, the registry of ids kept) while the client holds its session.
  */
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 // @ts-expect-error: plain ESM module without types
 import { startReviveServer } from '../../lab/revived/servers.mjs';
 // @ts-expect-error: plain ESM module without types
 import { LabEventStore } from '../../lab/event-store.mjs';
 import { METRICS } from '../../src/shared/names';
-import type { Forkwatch } from '../support/forkwatch';
 import { sample } from '../support/lab';
-import { CLIENTS, SERVERS, connect, setupLab, until } from './support';
+import { CLIENTS, SERVERS, labScenarios, until } from './support';
 
 const clientRevived = METRICS.clientRevivedSessions.prometheusName;
 const serverRevived = METRICS.serverRevivedSessions.prometheusName;
 const t = { transport: 'streamable_http' };
 
-let fw: Forkwatch | undefined;
-const cleanups: (() => Promise<unknown>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
-  await fw?.teardown();
-  fw = undefined;
-});
+const labs = labScenarios(startReviveServer);
+const fw = labs.forkwatch;
 
 async function scenario(server: (typeof SERVERS)[number], client: (typeof CLIENTS)[number], options: object) {
-  fw = setupLab();
-  const lab = await startReviveServer({ sdk: server.sdk, ...options });
-  cleanups.push(() => lab.close());
-  const session = await connect(client, lab.url);
-  cleanups.push(() => session.client.close());
-  await session.client.listTools();
-  return { lab, session };
+  const started = await labs.start(server, client, options);
+  await started.session.client.listTools();
+  return started;
 }
 
-const revivedOnClient = async (reason: string) => sample(await fw!.metrics(), clientRevived, { ...t, reason });
-const revivedOnServer = async (state: string) => sample(await fw!.metrics(), serverRevived, { state });
+const revivedOnClient = async (reason: string) => sample(await fw().metrics(), clientRevived, { ...t, reason });
+const revivedOnServer = async (state: string) => sample(await fw().metrics(), serverRevived, { state });
 
 describe.each(SERVERS)('$label', server => {
   describe.each(CLIENTS)('$label', client => {
@@ -49,7 +39,7 @@ describe.each(SERVERS)('$label', server => {
       await lab.restart();
       await expect(session.client.listTools()).rejects.toThrow();
       await until(() => lab.truth.notFound >= 1, 'the 404');
-      await fw!.settle();
+      await fw().settle();
       for (const reason of ['new_session_id', 'not_initialized']) expect(await revivedOnClient(reason)).toBe(0);
       for (const state of ['restored', 'empty']) expect(await revivedOnServer(state)).toBe(0);
     });
@@ -58,7 +48,7 @@ describe.each(SERVERS)('$label', server => {
       const { lab, session } = await scenario(server, client, { unknown: 'hydrate' });
       for (let i = 0; i < 5; i++) await session.client.listTools();
       await lab.notifyAll(1);
-      await fw!.settle();
+      await fw().settle();
       expect(lab.truth.initialized).toBe(1);
       for (const reason of ['new_session_id', 'not_initialized']) expect(await revivedOnClient(reason)).toBe(0);
       for (const state of ['restored', 'empty']) expect(await revivedOnServer(state)).toBe(0);
@@ -83,7 +73,7 @@ describe.each(SERVERS)('$label', server => {
         await lab.notifyAll(1);
         return sharedStore.events.length > 0;
       }, 'a stored notification');
-      await fw!.settle();
+      await fw().settle();
       await lab.restart();
       await until(async () => (await revivedOnServer('restored')) === 1, 'the restored session counted');
       expect(await revivedOnServer('empty')).toBe(0);
@@ -97,7 +87,7 @@ describe.each(SERVERS)('$label', server => {
       await until(async () => (await revivedOnClient('not_initialized')) === 1, 'the client count');
       // Another request of the same session is the same revival, counted once.
       await expect(session.client.listTools()).rejects.toThrow();
-      await fw!.settle();
+      await fw().settle();
       expect(await revivedOnClient('not_initialized')).toBe(1);
       expect(await revivedOnClient('new_session_id')).toBe(0);
       // The transport refused the session: not revived on the server.

@@ -6,6 +6,7 @@
  * The revived-session and reconnect-storm lab in one process: the real SDK clients (1.x and 2.4) and servers (1.x and
  * 2.x web-standard transports) on 127.0.0.1, all patched by one ForkwatchInstrumentation on private providers.
  */
+import { afterEach } from 'vitest';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
 import { requireFrom } from '../server/support';
 import type { ForkwatchInstrumentationConfig } from '../../src/shared/types';
@@ -83,6 +84,32 @@ export async function connect(line: ClientLine, url: string, reconnectionOptions
   client.onerror = (error: unknown) => errors.push(error);
   await client.connect(transport);
   return { client, transport, errors };
+}
+
+/**
+ * A test file's lab: `start` sets up forkwatch, starts a lab server and connects a client session to it; all of it
+ * is torn down after each test (this registers the afterEach). `forkwatch()` is the current test's instance.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the lab servers are plain ESM modules (lab/revived/servers.mjs)
+export function labScenarios(startServer: (options: object) => Promise<any>) {
+  let fw: Forkwatch | undefined;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+    await fw?.teardown();
+    fw = undefined;
+  });
+  return {
+    forkwatch: () => fw!,
+    async start(server: ServerLine, client: ClientLine, options: object) {
+      fw = setupLab();
+      const lab = await startServer({ sdk: server.sdk, ...options });
+      cleanups.push(() => lab.close());
+      const session = await connect(client, lab.url);
+      cleanups.push(() => session.client.close());
+      return { lab, session };
+    },
+  };
 }
 
 export const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms));

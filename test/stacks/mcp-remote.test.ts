@@ -31,7 +31,7 @@ test('the app folder pins mcp-remote 0.15, whose client fetches through the undi
 });
 
 test('a healthy resume (integer ids) on the process that holds the log is resumed, with no fork', async () => {
-  const report = await runLabScenario('healthy', { ...options, serverStore: { idFormat: 'integer' } });
+  const report = await runLabScenario('healthy', { ...options, serverA: { store: { idFormat: 'integer' } } });
   expect(report.sdkPatched).toBe(true); // the wire observer is installed
   expect(report.lost).toEqual([]);
   expect(report.httpLog.filter(e => e.kind === 'resume' && e.status === 200)).toHaveLength(1);

@@ -47,8 +47,6 @@ export interface LabOptions {
   /** Overrides of server A's configuration (LAB_SERVER). */
   serverA?: Record<string, unknown>;
   timeoutMs?: number;
-  /** The lab servers' event store in place of the scenario's (lab/harness.mjs: serverStore). */
-  serverStore?: { idFormat: 'integer' | 'sdk' | 'hex-sequence' };
 }
 
 export const runLabScenario: (name: string, options?: LabOptions) => Promise<LabReport> = harness.runLabScenario;
