@@ -5,21 +5,14 @@
 // Debian's redis-server for the boundary lab, started on a free loopback port and stopped by its PID, and a minimal
 // RESP client (the lab needs five commands; no client library in the dependencies).
 import { spawn } from 'node:child_process';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
+import { leasePort } from '../port-lease.mjs';
 
 export const REDIS_SERVER = process.env.FORKWATCH_REDIS_SERVER ?? '/usr/bin/redis-server';
 
-async function freePort() {
-  const server = createServer();
-  await new Promise(resolve => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise(resolve => server.close(resolve));
-  return port;
-}
-
 /** Starts redis-server (no persistence, loopback only); resolves once it answers PING. */
 export async function startRedis() {
-  const port = await freePort();
+  const port = await leasePort();
   const child = spawn(
     REDIS_SERVER,
     ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'yes'],

@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { trackChild } from '../fleet/children.mjs';
-import { freePort, startHaproxy, startNginx, startRedis } from '../fleet/real-parts.mjs';
+import { leasePort, startHaproxy, startNginx, startRedis } from '../fleet/real-parts.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -20,7 +20,7 @@ const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 /** Spawns deploy/server.cjs (no forkwatch: the hold is the SDK's and the balancer's) and waits until it listens. */
 async function startReplica(redisUrl, keepAliveMs) {
-  const port = await freePort();
+  const port = await leasePort();
   const child = spawn(process.execPath, [join(root, 'deploy/server.cjs')], {
     env: {
       ...process.env,

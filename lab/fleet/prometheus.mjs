@@ -7,22 +7,10 @@
 // replicas come and go, as a service discovery would.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const BIN = '/usr/bin/prometheus';
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export async function startPrometheus({ ruleFiles, track = () => {} }) {
   if (!existsSync(BIN)) throw new Error(`${BIN} not found: apt-get install -y prometheus`);
@@ -37,14 +25,13 @@ export async function startPrometheus({ ruleFiles, track = () => {} }) {
     `    file_sd_configs: [{ files: [${JSON.stringify(targetsFile)}], refresh_interval: 1s }]`,
   ].join('\n');
   writeFileSync(join(dir, 'prometheus.yml'), config);
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  // It binds a port of its own choosing and logs it: no port picked for it that another process could take first.
   const child = spawn(
     BIN,
     [
       `--config.file=${join(dir, 'prometheus.yml')}`,
       `--storage.tsdb.path=${join(dir, 'data')}`,
-      `--web.listen-address=127.0.0.1:${port}`,
+      '--web.listen-address=127.0.0.1:0',
     ],
     {
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -55,10 +42,13 @@ export async function startPrometheus({ ruleFiles, track = () => {} }) {
   child.stderr.on('data', c => (logs = (logs + c).slice(-4000)));
   const exited = new Promise(resolve => child.once('exit', resolve));
   const deadline = Date.now() + 30_000;
+  let url;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`prometheus exited:\n${logs}`);
+    const address = /msg="Listening on" address=(127\.0\.0\.1:\d+)/.exec(logs)?.[1];
+    if (address) url = `http://${address}`;
     try {
-      if ((await fetch(`${url}/-/ready`)).ok) break;
+      if (url && (await fetch(`${url}/-/ready`)).ok) break;
     } catch {}
     if (Date.now() > deadline) {
       child.kill('SIGKILL');

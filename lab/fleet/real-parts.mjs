@@ -10,21 +10,14 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { leasePort } from '../port-lease.mjs';
+
+/** For the fleet's starters and tests: ports leased for this process (lab/port-lease.mjs). */
+export { leasePort };
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BINARIES = { redis: '/usr/bin/redis-server', haproxy: '/usr/sbin/haproxy', nginx: '/usr/sbin/nginx' };
 const sleep = ms => new Promise(r => setTimeout(r, ms));
-
-export async function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function canConnect(port) {
   return new Promise(resolve => {
@@ -74,7 +67,7 @@ async function startProcess(name, bin, args, { env, cwd, ready, track = () => {}
 
 /** Redis with no persistence, on a free port. */
 export async function startRedis({ track } = {}) {
-  const port = await freePort();
+  const port = await leasePort();
   const dir = mkdtempSync(join(tmpdir(), 'fleet-redis-'));
   const proc = await startProcess(
     'redis-server',
@@ -126,7 +119,7 @@ export async function startHaproxy({
   abortOnClose = true,
   configFile,
 }) {
-  const port = await freePort();
+  const port = await leasePort();
   const dir = mkdtempSync(join(tmpdir(), 'fleet-haproxy-'));
   configFile ??= abortOnClose ? join(root, 'deploy/haproxy/haproxy.cfg') : configWithoutAbortOnClose(dir);
   const socket = join(dir, 'admin.sock');
@@ -182,7 +175,7 @@ export async function startHaproxy({
  * buffers SSE), never the reference.
  */
 export async function startNginx({ servers, balance = 'sticky', streamTimeout = '1h', track, buffered = false }) {
-  const port = await freePort();
+  const port = await leasePort();
   const dir = mkdtempSync(join(tmpdir(), 'fleet-nginx-'));
   // As root, nginx's workers run as nobody: they must be able to reach the prefix.
   chmodSync(dir, 0o755);

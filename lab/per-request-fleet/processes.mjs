@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { trackChild } from '../fleet/children.mjs';
-import { freePort } from '../fleet/real-parts.mjs';
+import { leasePort } from '../fleet/real-parts.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, '..', '..');
@@ -26,7 +26,7 @@ export function assertBuilt() {
  */
 export async function spawnWithForkwatch(file, envName, config) {
   assertBuilt();
-  const metricsPort = await freePort();
+  const metricsPort = await leasePort();
   const child = spawn(process.execPath, ['--require', REGISTER, join(here, file)], {
     cwd: root,
     env: {

@@ -19,7 +19,7 @@ import {
   BIN,
   type PrometheusInstance,
   copyRuleFiles,
-  freePort,
+  leasePort,
   requireBinary,
   startPrometheus,
   waitUntil,
@@ -35,7 +35,7 @@ const JOB = 'mcp';
 
 /** An MCP server fixture preloaded with forkwatch/register, its metrics on a port of its own. */
 async function instrumented(file: string, args: string[] = []) {
-  const metricsPort = await freePort();
+  const metricsPort = await leasePort();
   const server = await startFixture(file, args, {
     nodeArgs: ['--import', REGISTER],
     env: { OTEL_EXPORTER_PROMETHEUS_HOST: '127.0.0.1', OTEL_EXPORTER_PROMETHEUS_PORT: String(metricsPort) },

@@ -16,7 +16,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { CANNOT_LISTEN } from '../../src/cli/exporter/cli';
 import { builtCli } from '../probe/fixtures/built-cli';
-import { freePort, waitUntil } from '../support/prometheus';
+import { leasePort, waitUntil } from '../support/prometheus';
 import { rawStatus } from './raw-http';
 
 const dir = mkdtempSync(join(tmpdir(), 'forkwatch-exporter-cli-'));
@@ -51,7 +51,7 @@ describe('forkwatch exporter survives any request', () => {
   let stderr = '';
 
   beforeAll(async () => {
-    port = await freePort();
+    port = await leasePort();
     const config = configFile('fuzz.json', {
       modules: {
         // Port 1 refuses at once: a target that passes every check costs a refused connection, no more.
@@ -184,7 +184,7 @@ describe('forkwatch exporter cannot start: one line, a documented exit code', ()
 
   test('a busy port: exit 69, one line naming the address, no stack trace', async () => {
     const busy = createServer();
-    const port = await freePort();
+    const port = await leasePort();
     await new Promise<void>(resolve => busy.listen(port, '127.0.0.1', resolve));
     try {
       const { code, stderr } = await run(['--config', valid(), '--listen', `127.0.0.1:${port}`]);

@@ -22,7 +22,7 @@ import { resolveConfig } from '../../pack/config/resolve';
 import { probeScrapeConfig } from '../../pack/outputs/probe-exporter';
 import { builtCli } from '../probe/fixtures/built-cli';
 import { ESM_HOOKS, type FixtureServer, startFixture } from '../probe/fixtures/servers';
-import { type PrometheusInstance, freePort, startPrometheus, waitUntil } from '../support/prometheus';
+import { type PrometheusInstance, leasePort, startPrometheus, waitUntil } from '../support/prometheus';
 
 const SOAK_MS = Number(process.env.FORKWATCH_EXPORTER_SOAK_MS ?? 60_000);
 const INTERVAL = process.env.FORKWATCH_EXPORTER_SOAK_INTERVAL ?? '10s';
@@ -54,7 +54,7 @@ async function startExporter(configFile: string, port: number): Promise<ChildPro
 }
 
 beforeAll(async () => {
-  metricsPort = await freePort();
+  metricsPort = await leasePort();
   [healthy, broken] = await Promise.all([
     startFixture('instrumented-server.mjs', ['--store', 'validating'], {
       nodeArgs: ESM_HOOKS,
@@ -64,7 +64,7 @@ beforeAll(async () => {
   ]);
   const configFile = join(dir, 'exporter.json');
   writeFileSync(configFile, JSON.stringify({ modules: { default: { timeoutMs: 1000, resumes: 4 } }, concurrency: 2 }));
-  const port = await freePort();
+  const port = await leasePort();
   exporterAddress = `127.0.0.1:${port}`;
   exporter = await startExporter(configFile, port);
 

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 // @ts-expect-error: plain ESM module without types
-import { freePort, startRedis } from '../../lab/fleet/real-parts.mjs';
+import { leasePort, startRedis } from '../../lab/fleet/real-parts.mjs';
 
 const root = join(__dirname, '../..');
 const children: ChildProcess[] = [];
@@ -24,7 +24,7 @@ let redis: { url: string; stop(): Promise<void> };
 const ports: number[] = [];
 
 async function startServer(): Promise<number> {
-  const port: number = await freePort();
+  const port: number = await leasePort();
   const child = spawn(process.execPath, [join(root, 'deploy/server.cjs')], {
     env: { ...process.env, PORT: String(port), REDIS_URL: redis.url },
     stdio: ['ignore', 'ignore', 'pipe'],

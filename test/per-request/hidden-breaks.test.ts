@@ -23,7 +23,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, root, setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
-import { freePort } from '../support/prometheus';
+import { leasePort } from '../support/prometheus';
 import { type Balancer, startBalancer } from './balancer';
 import {
   type Cutter,
@@ -258,7 +258,7 @@ async function callAndCut(
  * returned, then lets it exit.
  */
 async function clientProcess(url: string, name: string, args: object) {
-  const port = await freePort();
+  const port = await leasePort();
   const child = spawn(
     process.execPath,
     [

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { freePort } from '../support/prometheus';
+import { leasePort } from '../support/prometheus';
 import { sampleOne } from '../support/scrape';
 
 const root = join(__dirname, '../..');
@@ -20,7 +20,7 @@ const register = join(root, 'build/src/register.js');
 const fixtures = join(__dirname, 'fixtures');
 
 async function runApp(flag: '--require' | '--import', file: string) {
-  const port = await freePort();
+  const port = await leasePort();
   const child = spawn(process.execPath, [flag, flag === '--import' ? pathToFileURL(register).href : register, file], {
     cwd: fixtures,
     env: { ...process.env, OTEL_EXPORTER_PROMETHEUS_PORT: String(port), OTEL_TRACES_EXPORTER: 'none' },

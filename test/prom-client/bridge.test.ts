@@ -26,7 +26,7 @@ import {
   type Lab,
   FIXTURES,
   type MetricFamily,
-  freePort,
+  leasePort,
   labEnv,
   makeAppDir,
   parseMetricFamilies,
@@ -72,8 +72,8 @@ describe('one process, both paths', () => {
   });
 
   test('the prom-client registry and the OpenTelemetry exporter expose identical forkwatch families and samples', async () => {
-    const otelPort = await freePort();
-    const promClientPort = await freePort();
+    const otelPort = await leasePort();
+    const promClientPort = await leasePort();
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'prom-client-app.cjs'],

@@ -19,7 +19,7 @@ import { type OtlpMetricType, collectorName, collectorNameUtf8, jsExporterName }
 import {
   type AppDir,
   type Lab,
-  freePort,
+  leasePort,
   labEnv,
   makeAppDir,
   parseMetricFamilies,
@@ -119,7 +119,7 @@ describe('what a register-instrumented app really exports', () => {
     const otlpPort = await new Promise<number>(resolve =>
       receiver.listen(0, '127.0.0.1', () => resolve((receiver.address() as { port: number }).port)),
     );
-    const promPort = await freePort();
+    const promPort = await leasePort();
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'client-app.cjs'],

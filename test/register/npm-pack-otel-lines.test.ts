@@ -20,7 +20,7 @@ import {
   FIXTURES,
   type Lab,
   forkwatchPackage,
-  freePort,
+  leasePort,
   labEnv,
   sampleValue,
   scrapeText,
@@ -132,7 +132,7 @@ describe.each(Object.keys(LINES) as Line[])('an app on the OpenTelemetry JS %s l
   ])(
     'node $flag forkwatch/register $file, no SDK of the app: forkwatch starts one from the app packages',
     async ({ flag, file }) => {
-      const port = await freePort();
+      const port = await leasePort();
       const proc = startApp({
         cwd: apps[line],
         args: [flag, 'forkwatch/register', file],
@@ -166,7 +166,7 @@ describe.each(Object.keys(LINES) as Line[])('an app on the OpenTelemetry JS %s l
   ])(
     '$mode: forkwatch metrics on the app Prometheus exporter, its spans in the app span processor',
     async ({ args, env }) => {
-      const port = await freePort();
+      const port = await leasePort();
       const proc = startApp({
         cwd: apps[line],
         args,

@@ -18,7 +18,7 @@ import {
   type Lab,
   ROOT,
   forkwatchPackage,
-  freePort,
+  leasePort,
   labEnv,
   sampleValue,
   scrapeText,
@@ -164,7 +164,7 @@ describe('installed into a fresh app with only the MCP SDK', () => {
     { flag: '--require', file: 'client-app.cjs' },
     { flag: '--import', file: 'client-app.mjs' },
   ])('node $flag forkwatch/register $file: instrumented and scraped', async ({ flag, file }) => {
-    const port = await freePort();
+    const port = await leasePort();
     const proc = startApp({
       cwd: appDir,
       args: [flag, 'forkwatch/register', file],

@@ -17,7 +17,7 @@ import {
   type AppDir,
   FIXTURES,
   type Lab,
-  freePort,
+  leasePort,
   labEnv,
   makeAppDir,
   parseMetricFamilies,
@@ -59,7 +59,7 @@ const SYNC_LOADER_HOOKS = await syncLoaderHooks();
  * itself) and register's Prometheus exporter on a free port: the set-up every test below shares.
  */
 async function labApp(file: string, env: Record<string, string> = {}, flag: string | undefined = '--require') {
-  const port = await freePort();
+  const port = await leasePort();
   const proc = startApp({
     cwd: app.dir,
     args: flag ? [flag, 'forkwatch/register', file] : [file],
@@ -106,7 +106,7 @@ describe.each([
 });
 
 test('--require and --import together: registered once (one SDK, one patch, no port conflict)', async () => {
-  const port = await freePort();
+  const port = await leasePort();
   const proc = startApp({
     cwd: app.dir,
     args: ['--require', 'forkwatch/register', '--import', 'forkwatch/register', 'client-app.mjs'],
@@ -119,7 +119,7 @@ test('--require and --import together: registered once (one SDK, one patch, no p
 });
 
 test('NODE_OPTIONS=--require forkwatch/register npm start: npm itself is left alone, the app it starts gets the port', async () => {
-  const port = await freePort();
+  const port = await leasePort();
   writeFileSync(
     join(app.dir, 'package.json'),
     JSON.stringify({ name: 'npm-start-app', private: true, scripts: { start: 'node client-app.cjs' } }),
@@ -145,7 +145,7 @@ test('NODE_OPTIONS=--require forkwatch/register npm start: npm itself is left al
 });
 
 test('worker threads inherit --require: register stays out of them', async () => {
-  const port = await freePort();
+  const port = await leasePort();
   const proc = startApp({
     cwd: app.dir,
     args: ['--require', 'forkwatch/register', 'worker-app.cjs'],
@@ -225,8 +225,8 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
     { own: '0', what: 'CommonJS, SDK started in the main module: detected, reported through the app SDK' },
     { own: '1', what: 'CommonJS, and the app puts its own ForkwatchInstrumentation in it too: still patched once' },
   ])('$what', async ({ own }) => {
-    const appPort = await freePort();
-    const registerPort = await freePort();
+    const appPort = await leasePort();
+    const registerPort = await leasePort();
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'own-sdk-app.cjs'],
@@ -250,8 +250,8 @@ describe('an app that runs its own OpenTelemetry SDK', () => {
 
   /** own-sdk-app.mjs under `--import forkwatch/register`: the app's Prometheus port and register's, and `env`. */
   async function startOwnSdkEsmApp(env: Record<string, string>) {
-    const appPort = await freePort();
-    const registerPort = await freePort();
+    const appPort = await leasePort();
+    const registerPort = await leasePort();
     const proc = startApp({
       cwd: app.dir,
       args: ['--import', 'forkwatch/register', 'own-sdk-app.mjs'],
@@ -572,7 +572,7 @@ describe('loader hooks: nothing on stderr on any runtime (Node 26 deprecates mod
     // An ESM app that runs its own NodeSDK with ForkwatchInstrumentation: only the loader hooks come from the flag.
     ['--import', 'forkwatch/hooks', 'own-sdk-app.mjs'],
   ])('node %s %s %s: the app is instrumented and stderr carries only its own lines', async (flag, entry, file) => {
-    const port = await freePort();
+    const port = await leasePort();
     const proc = startApp({
       cwd: app.dir,
       args: [flag, entry, file],

@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type AppDir, cleanEnv, freePort, makeAppDir, parseMetricFamilies, scrapeText, waitUntil } from './support';
+import { type AppDir, cleanEnv, leasePort, makeAppDir, parseMetricFamilies, scrapeText, waitUntil } from './support';
 
 let app: AppDir;
 
@@ -26,7 +26,7 @@ describe.each([
   { file: 'stdio-server.mjs', flag: '--import' },
 ])('node $flag forkwatch/register $file', ({ file, flag }) => {
   test('the real StdioClientTransport lists and calls tools; register serves its metrics meanwhile', async () => {
-    const port = await freePort();
+    const port = await leasePort();
     const transport = new StdioClientTransport({
       command: process.execPath,
       args: [flag, 'forkwatch/register', file],
@@ -68,7 +68,7 @@ describe.each([
   });
 
   test('stdout carries nothing but JSON-RPC messages', async () => {
-    const port = await freePort();
+    const port = await leasePort();
     const child = spawn(process.execPath, [flag, 'forkwatch/register', file], {
       cwd: app.dir,
       env: cleanEnv({ OTEL_EXPORTER_PROMETHEUS_PORT: String(port), OTEL_LOG_LEVEL: 'debug' }),

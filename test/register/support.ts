@@ -33,7 +33,7 @@ import { startServer } from '../../lab/harness.mjs';
 // @ts-expect-error: plain ESM module without types
 import { startProxy } from '../../lab/proxy.mjs';
 
-export { freePort, waitUntil } from '../support/prometheus';
+export { leasePort, waitUntil } from '../support/prometheus';
 export { parseMetricFamilies, type MetricFamily } from '../support/scrape';
 
 export const ROOT = join(__dirname, '../..');

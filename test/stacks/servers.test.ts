@@ -14,7 +14,7 @@ import { describe, expect, test } from 'vitest';
 import { detectCodec } from '../../src/core/codecs';
 import { METRICS } from '../../src/shared/names';
 import { startApp } from '../register/support';
-import { freePort } from '../support/prometheus';
+import { leasePort } from '../support/prometheus';
 import { type OpenStream, RawMcpSession } from '../support/raw-mcp-session';
 import { sample } from '../support/scrape';
 
@@ -42,9 +42,8 @@ type Stack = (typeof stacks)[number] | typeof mcpHandler;
 
 async function startStack(stack: Stack, server: Record<string, unknown> = {}) {
   const folder = join(root, 'test/sdk-versions', stack.folder);
-  const port = await freePort();
-  let metricsPort = await freePort();
-  while (metricsPort === port) metricsPort = await freePort(); // the OS may hand the same free port out twice
+  const port = await leasePort();
+  const metricsPort = await leasePort();
   const app = startApp({
     cwd: folder,
     args: ['--import', register, join(root, stack.script)],

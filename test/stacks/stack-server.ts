@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { startApp } from '../register/support';
-import { freePort } from '../support/prometheus';
+import { leasePort } from '../support/prometheus';
 import { sample } from '../support/scrape';
 
 export const root = join(__dirname, '../..');
@@ -18,9 +18,8 @@ export const STARTUP_MS = 120_000;
 
 export async function startStackServer(folder: string, script: string, server: Record<string, unknown> = {}) {
   const appFolder = join(root, 'test/sdk-versions', folder);
-  const port = await freePort();
-  let metricsPort = await freePort();
-  while (metricsPort === port) metricsPort = await freePort(); // the OS may hand the same free port out twice
+  const port = await leasePort();
+  const metricsPort = await leasePort();
   const app = startApp({
     cwd: appFolder,
     args: ['--import', register, join(root, script)],

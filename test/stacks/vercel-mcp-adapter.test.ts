@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { INFO_NONE, METRICS } from '../../src/shared/names';
 import { startApp } from '../register/support';
-import { freePort } from '../support/prometheus';
+import { leasePort } from '../support/prometheus';
 import { RawMcpSession } from '../support/raw-mcp-session';
 import { sample } from '../support/scrape';
 
@@ -32,9 +32,8 @@ test('the app folder pins @vercel/mcp-adapter 1.0 on mcp-handler 1.x and @modelc
 test(
   'stateless: patched, a resume GET with Last-Event-ID is answered 405, tool calls work, and no resume or loss is counted',
   async () => {
-    const port = await freePort();
-    let metricsPort = await freePort();
-    while (metricsPort === port) metricsPort = await freePort(); // the OS may hand the same free port out twice
+    const port = await leasePort();
+    const metricsPort = await leasePort();
     const app = startApp({
       cwd: folder,
       args: ['--import', join(root, 'build/src/register.js'), join(root, 'lab/stacks/mcp-handler-server.mjs')],

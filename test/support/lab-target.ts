@@ -8,8 +8,8 @@
  * exporting through the real OpenTelemetry Prometheus exporter.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { leasePort } from '../../lab/port-lease.mjs';
 
 export type LabScenario = 'forked' | 'healthy';
 
@@ -25,19 +25,8 @@ export interface LabTarget {
 
 const labDir = join(__dirname, '../../lab');
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 export async function startLabTarget(scenario: LabScenario): Promise<LabTarget> {
-  const metricsPort = await freePort();
+  const metricsPort = await leasePort();
   const child: ChildProcess = spawn(
     process.execPath,
     ['--import', join(labDir, 'esm-hooks.mjs'), join(labDir, 'target.mjs')],

@@ -14,7 +14,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseDocument, stringify } from 'yaml';
@@ -34,17 +33,8 @@ export function requireBinary(path: string): void {
   throw new Error(`${path} not found: install Debian's package (apt-get install -y ${pkg}); CI installs it in .ci/run`);
 }
 
-/** A TCP port that was free on 127.0.0.1 a moment ago. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createNetServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
+/** A port leased to this test file's process (lab/port-lease.mjs): for a daemon that must be told its port. */
+export { leasePort } from '../../lab/port-lease.mjs';
 
 /** Polls `probe` until it returns something other than undefined/false, or throws after `timeoutMs`. */
 export async function waitUntil<T>(
@@ -115,19 +105,26 @@ process.once('exit', () => {
 
 interface Daemon {
   child: ChildProcess;
+  /** 127.0.0.1:<port>, as the daemon bound it. */
+  address: string;
   logs(): string;
   stop(): Promise<void>;
 }
 
+/**
+ * Starts a Prometheus-family daemon told `--web.listen-address=127.0.0.1:0`: it binds a port of the OS's choosing
+ * itself and logs it (exporter-toolkit's `msg="Listening on" address=127.0.0.1:<port>`), read here; then waits for
+ * `readyPath` there. No port is chosen for it, so none can be taken by another process first.
+ */
 async function startDaemon(
   bin: string,
   args: string[],
-  readyUrl: string,
+  readyPath: string,
   name: string,
   timeoutMs = 30_000,
 ): Promise<Daemon> {
   requireBinary(bin);
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(bin, [...args, '--web.listen-address=127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   const lines: string[] = [];
   const keep = (chunk: Buffer) => {
@@ -145,6 +142,7 @@ async function startDaemon(
     }),
   );
   const logs = () => lines.join('\n');
+  let address: string | undefined;
   const stop = async () => {
     if (exited !== undefined) return;
     child.kill('SIGTERM');
@@ -156,31 +154,22 @@ async function startDaemon(
     await waitUntil(
       async () => {
         if (exited !== undefined) throw new Error(`${name} exited with code ${exited}`);
-        const res = await fetch(readyUrl);
+        address ??= LISTENING.exec(logs())?.[1];
+        if (address === undefined) return false;
+        const res = await fetch(`http://${address}${readyPath}`);
         return res.ok;
       },
-      { timeoutMs, intervalMs: 100, what: `${name} ready at ${readyUrl}` },
+      { timeoutMs, intervalMs: 100, what: `${name} listening and ready at ${readyPath}` },
     );
   } catch (err) {
     await stop();
     throw new Error(`${name} did not start (${String(err)}):\n${logs()}`);
   }
-  return { child, logs, stop };
+  return { child, address: address!, logs, stop };
 }
 
-/** Starts a daemon on a fresh free port; retries when another process grabbed the port in between. */
-async function onFreePort<T>(start: (port: number) => Promise<T>): Promise<T> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < 3; attempt++) {
-    try {
-      return await start(await freePort());
-    } catch (err) {
-      lastError = err;
-      if (!/address already in use/i.test(String(err))) throw err;
-    }
-  }
-  throw lastError;
-}
+/** exporter-toolkit's line once the web listener is bound: the address it got. */
+const LISTENING = /msg="Listening on" address=(127\.0\.0\.1:\d+)/;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Prometheus
@@ -283,60 +272,57 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
   }
 
   try {
-    return await onFreePort(async port => {
-      const address = `127.0.0.1:${port}`;
-      const url = `http://${address}`;
-      const daemon = await startDaemon(
-        BIN.prometheus,
-        [
-          `--config.file=${configFile}`,
-          `--storage.tsdb.path=${join(dir, 'data')}`,
-          `--web.listen-address=${address}`,
-          '--web.enable-lifecycle',
-          ...(opts.args ?? []),
-        ],
-        `${url}/-/ready`,
-        'prometheus',
-        opts.readyTimeoutMs,
-      );
-      const api = async <T>(path: string): Promise<T> => {
-        const res = await fetch(`${url}/api/v1/${path}`);
-        const body = (await res.json()) as { status: string; data: T; error?: string };
-        if (body.status !== 'success') throw new Error(`prometheus /api/v1/${path}: ${body.error ?? res.status}`);
-        return body.data;
-      };
-      return {
-        url,
-        address,
-        dir,
-        api,
-        async query(expr, time) {
-          const params = new URLSearchParams({ query: expr });
-          if (time !== undefined) params.set('time', String(time));
-          const data = await api<{ resultType: string; result: unknown }>(`query?${params}`);
-          if (data.resultType === 'scalar') {
-            const [, v] = data.result as [number, string];
-            return [{ metric: {}, value: Number(v) }];
-          }
-          if (data.resultType !== 'vector') throw new Error(`query ${expr}: unexpected result type ${data.resultType}`);
-          return (data.result as { metric: Record<string, string>; value: [number, string] }[]).map(r => ({
-            metric: r.metric,
-            value: Number(r.value[1]),
-          }));
-        },
-        async alerts() {
-          return (await api<{ alerts: PromAlert[] }>('alerts')).alerts;
-        },
-        async rules() {
-          return (await api<{ groups: PromRuleGroup[] }>('rules')).groups;
-        },
-        logs: daemon.logs,
-        async stop() {
-          await daemon.stop();
-          await rm(dir, { recursive: true, force: true });
-        },
-      };
-    });
+    const daemon = await startDaemon(
+      BIN.prometheus,
+      [
+        `--config.file=${configFile}`,
+        `--storage.tsdb.path=${join(dir, 'data')}`,
+        '--web.enable-lifecycle',
+        ...(opts.args ?? []),
+      ],
+      '/-/ready',
+      'prometheus',
+      opts.readyTimeoutMs,
+    );
+    const { address } = daemon;
+    const url = `http://${address}`;
+    const api = async <T>(path: string): Promise<T> => {
+      const res = await fetch(`${url}/api/v1/${path}`);
+      const body = (await res.json()) as { status: string; data: T; error?: string };
+      if (body.status !== 'success') throw new Error(`prometheus /api/v1/${path}: ${body.error ?? res.status}`);
+      return body.data;
+    };
+    return {
+      url,
+      address,
+      dir,
+      api,
+      async query(expr, time) {
+        const params = new URLSearchParams({ query: expr });
+        if (time !== undefined) params.set('time', String(time));
+        const data = await api<{ resultType: string; result: unknown }>(`query?${params}`);
+        if (data.resultType === 'scalar') {
+          const [, v] = data.result as [number, string];
+          return [{ metric: {}, value: Number(v) }];
+        }
+        if (data.resultType !== 'vector') throw new Error(`query ${expr}: unexpected result type ${data.resultType}`);
+        return (data.result as { metric: Record<string, string>; value: [number, string] }[]).map(r => ({
+          metric: r.metric,
+          value: Number(r.value[1]),
+        }));
+      },
+      async alerts() {
+        return (await api<{ alerts: PromAlert[] }>('alerts')).alerts;
+      },
+      async rules() {
+        return (await api<{ groups: PromRuleGroup[] }>('rules')).groups;
+      },
+      logs: daemon.logs,
+      async stop() {
+        await daemon.stop();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
@@ -419,38 +405,35 @@ export async function startAlertmanager(opts: {
     throw new Error(`amtool check-config failed:\n${check.stdout}${check.stderr}\n--- config:\n${text}`);
   }
   try {
-    return await onFreePort(async port => {
-      const address = `127.0.0.1:${port}`;
-      const url = `http://${address}`;
-      const daemon = await startDaemon(
-        BIN.alertmanager,
-        [
-          `--config.file=${configFile}`,
-          `--storage.path=${join(dir, 'data')}`,
-          `--web.listen-address=${address}`,
-          '--cluster.listen-address=',
-          ...(opts.args ?? []),
-        ],
-        `${url}/-/ready`,
-        'alertmanager',
-        opts.readyTimeoutMs,
-      );
-      return {
-        url,
-        address,
-        dir,
-        async alerts() {
-          const res = await fetch(`${url}/api/v2/alerts`);
-          if (!res.ok) throw new Error(`alertmanager /api/v2/alerts: HTTP ${res.status}`);
-          return (await res.json()) as AmAlert[];
-        },
-        logs: daemon.logs,
-        async stop() {
-          await daemon.stop();
-          await rm(dir, { recursive: true, force: true });
-        },
-      };
-    });
+    const daemon = await startDaemon(
+      BIN.alertmanager,
+      [
+        `--config.file=${configFile}`,
+        `--storage.path=${join(dir, 'data')}`,
+        '--cluster.listen-address=',
+        ...(opts.args ?? []),
+      ],
+      '/-/ready',
+      'alertmanager',
+      opts.readyTimeoutMs,
+    );
+    const { address } = daemon;
+    const url = `http://${address}`;
+    return {
+      url,
+      address,
+      dir,
+      async alerts() {
+        const res = await fetch(`${url}/api/v2/alerts`);
+        if (!res.ok) throw new Error(`alertmanager /api/v2/alerts: HTTP ${res.status}`);
+        return (await res.json()) as AmAlert[];
+      },
+      logs: daemon.logs,
+      async stop() {
+        await daemon.stop();
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
   } catch (err) {
     await rm(dir, { recursive: true, force: true });
     throw err;
