@@ -27,7 +27,7 @@ function sources(dir: string): string[] {
 }
 
 /** A listen on port 0 closed again before its port is handed on, or a port-probing helper: `line: excerpt`. */
-export function closedPortHandoffs(text: string): string[] {
+function closedPortHandoffs(text: string): string[] {
   const found: string[] = [];
   const lineOf = (index: number) => text.slice(0, index).split('\n').length;
   // listen(0 …) or listen({ port: 0 …}), then within a few lines a close and the port resolved or returned.
