@@ -93,24 +93,46 @@ describe.each(SERVERS)('$label', server => {
       // The transport refused the session: not revived on the server.
       for (const state of ['restored', 'empty']) expect(await revivedOnServer(state)).toBe(0);
     });
+  });
+});
 
-    // The 2.4 client adopts a session id from the initialize answer only: it keeps sending the old one, and the
-    // reissuing app makes a new session of every request (the class patch sees no response headers; left, see the
-    // runbook). The 1.x client adopts the new id silently.
-    const adoptsNewIds = client.label.includes('1.32');
-    if (adoptsNewIds)
-      test('a fresh session under a new id for the lost one: the client counts new_session_id, the server empty', async () => {
-        const { lab, session } = await scenario(server, client, { unknown: 'reissue' });
-        const before = session.transport.sessionId;
-        await lab.restart();
-        await session.client.listTools();
-        expect(lab.truth.reissued).toBe(1);
-        expect(session.transport.sessionId).not.toBe(before); // the SDK adopted the new id silently
-        await until(async () => (await revivedOnClient('new_session_id')) === 1, 'the client count');
-        expect(await revivedOnClient('not_initialized')).toBe(0);
-        // The standalone stream's reconnect (no cursor: nothing to restore) decides the state on the server.
-        await until(async () => (await revivedOnServer('empty')) === 1, 'the server count');
-        expect(await revivedOnServer('restored')).toBe(0);
-      });
+// The 1.x client adopts a session id it is answered with silently. The 2.4 client adopts one from the initialize
+// answer only: it keeps sending the old one, and the reissuing app makes a new session of every request (the class
+// patch sees no response headers; left, see the runbook): the test below pins what is counted then.
+const ADOPTING = CLIENTS.filter(client => client.label.includes('1.32'));
+const KEEPING = CLIENTS.filter(client => !ADOPTING.includes(client));
+
+describe.each(SERVERS)('$label', server => {
+  describe.each(ADOPTING)('$label', client => {
+    test('a fresh session under a new id for the lost one: the client counts new_session_id, the server empty', async () => {
+      const { lab, session } = await scenario(server, client, { unknown: 'reissue' });
+      const before = session.transport.sessionId;
+      await lab.restart();
+      await session.client.listTools();
+      expect(lab.truth.reissued).toBe(1);
+      expect(session.transport.sessionId).not.toBe(before); // the SDK adopted the new id silently
+      await until(async () => (await revivedOnClient('new_session_id')) === 1, 'the client count');
+      expect(await revivedOnClient('not_initialized')).toBe(0);
+      // The standalone stream's reconnect (no cursor: nothing to restore) decides the state on the server.
+      await until(async () => (await revivedOnServer('empty')) === 1, 'the server count');
+      expect(await revivedOnServer('restored')).toBe(0);
+    });
+  });
+
+  describe.each(KEEPING)('$label', client => {
+    test('a fresh session under a new id for each request of a client that keeps the old id: the known blind spot, nothing restored', async () => {
+      const { lab, session } = await scenario(server, client, { unknown: 'reissue' });
+      const before = session.transport.sessionId;
+      await lab.restart();
+      await session.client.listTools();
+      await session.client.listTools();
+      await fw().settle();
+      // Ground truth: the client kept the lost id, so each request was a new session of the app's.
+      expect(session.transport.sessionId).toBe(before);
+      expect(lab.truth.reissued).toBeGreaterThanOrEqual(2);
+      // The client's view stays blind to it (no new id adopted, no error): if forkwatch learns to see it, this says so.
+      for (const reason of ['new_session_id', 'not_initialized']) expect(await revivedOnClient(reason)).toBe(0);
+      expect(await revivedOnServer('restored')).toBe(0);
+    });
   });
 });
