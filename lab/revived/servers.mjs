@@ -21,6 +21,9 @@
 //     'storm'   the standalone stream carries its first notification and is closed; after that the store has lost
 //               its log (an unknown cursor: the SDK answers 200 and an empty stream), and every fresh GET stream is
 //               closed at once (a server that holds no standalone stream): the TS client reconnects forever
+//     'storm-ends' the storm, until the store has answered `stormLength` GETs empty: the next fresh GET stream is held
+//               and carries a notification (the replica that lost the log is replaced; the run of empty reconnects
+//               ends)
 //     'healthy' the standalone stream is cut once after its first notification; the resume is replayed and held
 //     'idle'    the standalone stream is closed after `idleMs` of quiet each time (a balancer's idle timeout), with
 //               nothing new to replay on the resume
@@ -200,7 +203,7 @@ export async function startReviveServer({ sdk, unknown = 'spec', sharedStore }) 
 }
 
 /** The stream server: see the file comment. */
-export async function startStreamServer({ sdk, streams = 'healthy', idleMs = 6_000 }) {
+export async function startStreamServer({ sdk, streams = 'healthy', idleMs = 6_000, stormLength = 5 }) {
   const { McpServer, WebStandardStreamableHTTPServerTransport: Transport } = sdk;
   const sessions = new Map();
   const truth = { gets: 0, resumes: 0, emptyAnswers: 0, cut: 0, notifications: 0 };
@@ -214,7 +217,10 @@ export async function startStreamServer({ sdk, streams = 'healthy', idleMs = 6_0
   };
 
   async function fresh() {
-    const store = new LabEventStore({ idFormat: 'sdk', unknownCursor: streams === 'storm' ? 'empty' : 'validate' });
+    const store = new LabEventStore({
+      idFormat: 'sdk',
+      unknownCursor: streams.startsWith('storm') ? 'empty' : 'validate',
+    });
     const session = { store, transport: undefined, notified: false };
     session.transport = new Transport({
       sessionIdGenerator: () => randomUUID(),
@@ -237,7 +243,7 @@ export async function startStreamServer({ sdk, streams = 'healthy', idleMs = 6_0
   /** What the app does once a GET of the session was answered. */
   function afterGet(session, isResume) {
     const { transport } = session;
-    if (streams === 'storm') {
+    if (streams === 'storm' || streams === 'storm-ends') {
       if (!session.notified) {
         session.notified = true;
         // The first notification reaches the client, then the stream closes and the store loses its log.
@@ -247,6 +253,12 @@ export async function startStreamServer({ sdk, streams = 'healthy', idleMs = 6_0
           truth.cut++;
           transport.closeStandaloneSSEStream();
         });
+      }
+      if (streams === 'storm-ends' && !isResume && truth.emptyAnswers >= stormLength) {
+        // The storm is over: this stream is held and delivers.
+        if (!session.recovered) later(20, () => notify(session));
+        session.recovered = true;
+        return;
       }
       // A fresh GET stream is closed at once; a resume the store cannot serve is the SDK's own empty 200.
       if (!isResume) later(0, () => transport.closeStandaloneSSEStream());

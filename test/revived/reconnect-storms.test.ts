@@ -46,36 +46,73 @@ async function counts() {
 }
 
 // The storm is the 2.x server's own answer to an unknown cursor (200, and the stream closed at once). The 1.32.2
-// server keeps such a stream open with keep-alives only (a dead stream, judged inconclusive elsewhere): no storm.
+// server keeps such a stream open with keep-alives only (a dead stream, judged inconclusive elsewhere): no storm,
+// tested below.
 const STORM_SERVERS = SERVERS.filter(s => s.label.includes('server 2'));
+
+describe.each(STORM_SERVERS)('$label', server => {
+  describe.each(CLIENTS)('$label', client => {
+    test('the storm: every empty reconnect counted on the client, the cursor-less one after the empty 200 named, and the repeated GETs on the server', async () => {
+      const { lab, session } = await scenario(server, client, { streams: 'storm' });
+      await until(() => lab.truth.emptyAnswers >= 15, 'fifteen empty answers');
+      await session.client.close();
+      await sleep(50);
+      const c = await counts();
+      // Ground truth: one notification, then nothing but empty answers; the SDK never gave up (maxRetries is 2).
+      expect(lab.truth.notifications).toBe(1);
+      expect(session.errors.filter(e => /Maximum reconnection/.test(String(e)))).toEqual([]);
+      // The first reconnect resumed from the notification's id (a full stream, not counted); the store had lost it:
+      // the SDK's own empty 200; the reconnect after it went out without Last-Event-ID, then only fresh GETs.
+      expect(c.droppedAfterEmpty).toBe(1);
+      expect(c.sent).toBe(0);
+      const counted = c.droppedAfterEmpty + c.none;
+      // Every empty answer but the last (its reconnect may not have been scheduled yet) is one empty reconnect.
+      expect(counted).toBeGreaterThanOrEqual(lab.truth.emptyAnswers - 1);
+      expect(counted).toBeLessThanOrEqual(lab.truth.emptyAnswers);
+      // The storm never ended: no streak was recorded.
+      expect(c.streaks).toBe(0);
+      // The server: every GET after an empty answer, within the window, is an empty repeat.
+      expect(c.serverEmptyGets).toBeGreaterThanOrEqual(lab.truth.emptyAnswers - 1);
+      expect(c.serverEmptyGets).toBeLessThanOrEqual(lab.truth.emptyAnswers);
+    });
+
+    test('a storm that ends: the run of empty reconnects recorded once, as long as it was, when a stream delivers again', async () => {
+      const stormLength = 5;
+      const { lab } = await scenario(server, client, { streams: 'storm-ends', stormLength });
+      await until(() => lab.truth.notifications >= 2, 'the notification after the storm');
+      await sleep(100);
+      const c = await counts();
+      const m = await fw().metrics();
+      // Ground truth: the resume and the fresh GETs after it answered empty, then a held stream that delivered.
+      expect(lab.truth.emptyAnswers).toBe(stormLength);
+      expect(c.droppedAfterEmpty + c.none).toBe(stormLength);
+      // One run, recorded when the stream delivered, of every empty reconnect in it.
+      expect(c.streaks).toBe(1);
+      expect(sample(m, `${streak}_sum`)).toBe(stormLength);
+      expect(sample(m, `${streak}_bucket`, { le: '+Inf' })).toBe(1);
+    });
+  });
+});
+
+// The 1.32.2 server keeps a stream it cannot replay open with keep-alives: the storm's store gives no empty answer
+// to close, so no empty reconnect, no run and no empty GET is counted on either side.
+describe.each(SERVERS.filter(server => !STORM_SERVERS.includes(server)))('$label', server => {
+  describe.each(CLIENTS)('$label', client => {
+    test('the storm scenario on a server that holds the stream open: nothing empty counted, no streak', async () => {
+      const { lab, session } = await scenario(server, client, { streams: 'storm' });
+      await until(() => lab.truth.resumes >= 1, 'the resume after the cut');
+      await sleep(EMPTY_STREAM_WINDOW_MS / 4);
+      await session.client.close();
+      await sleep(50);
+      const c = await counts();
+      expect(lab.truth.notifications).toBe(1);
+      expect(c).toEqual({ sent: 0, droppedAfterEmpty: 0, none: 0, streaks: 0, serverEmptyGets: 0 });
+    });
+  });
+});
 
 describe.each(SERVERS)('$label', server => {
   describe.each(CLIENTS)('$label', client => {
-    if (STORM_SERVERS.includes(server))
-      test('the storm: every empty reconnect counted on the client, the cursor-less one after the empty 200 named, and the repeated GETs on the server', async () => {
-        const { lab, session } = await scenario(server, client, { streams: 'storm' });
-        await until(() => lab.truth.emptyAnswers >= 15, 'fifteen empty answers');
-        await session.client.close();
-        await sleep(50);
-        const c = await counts();
-        // Ground truth: one notification, then nothing but empty answers; the SDK never gave up (maxRetries is 2).
-        expect(lab.truth.notifications).toBe(1);
-        expect(session.errors.filter(e => /Maximum reconnection/.test(String(e)))).toEqual([]);
-        // The first reconnect resumed from the notification's id (a full stream, not counted); the store had lost it:
-        // the SDK's own empty 200; the reconnect after it went out without Last-Event-ID, then only fresh GETs.
-        expect(c.droppedAfterEmpty).toBe(1);
-        expect(c.sent).toBe(0);
-        const counted = c.droppedAfterEmpty + c.none;
-        // Every empty answer but the last (its reconnect may not have been scheduled yet) is one empty reconnect.
-        expect(counted).toBeGreaterThanOrEqual(lab.truth.emptyAnswers - 1);
-        expect(counted).toBeLessThanOrEqual(lab.truth.emptyAnswers);
-        // The storm never ended: no streak was recorded.
-        expect(c.streaks).toBe(0);
-        // The server: every GET after an empty answer, within the window, is an empty repeat.
-        expect(c.serverEmptyGets).toBeGreaterThanOrEqual(lab.truth.emptyAnswers - 1);
-        expect(c.serverEmptyGets).toBeLessThanOrEqual(lab.truth.emptyAnswers);
-      });
-
     test('the healthy control: a stream cut once and resumed with its log, nothing empty on either side', async () => {
       const { lab } = await scenario(server, client, { streams: 'healthy' });
       await until(() => lab.truth.resumes >= 1 && lab.truth.notifications >= 2, 'the resume and a live notification');
