@@ -78,6 +78,7 @@ describe.each(runtimes.flatMap(node => fetches.map(fetch => [node, fetch] as con
         fetchReplaced: !undiciPublishesBodyChunks(result.undici),
         channels: [
           'undici:request:create',
+          'undici:request:bodySent',
           'undici:request:headers',
           'undici:request:trailers',
           'undici:request:error',
