@@ -32,12 +32,13 @@ const lines = [
   { label: '@modelcontextprotocol/client 2.x', options: { sdk: 'v2' as const } },
 ];
 
-describe.each(lines)('$label', ({ options, expectVersion }) => {
-  if (expectVersion) {
-    test('the app folder really pins that version', () => {
-      expect(installedVersion(options.resolveFrom!.split('/').pop()!)).toMatch(expectVersion);
-    });
-  }
+// The lines installed in an app folder of their own (the 2.x client is the root's devDependency).
+const pinned = lines.filter(line => line.expectVersion !== undefined);
+test.each(pinned)('$label: the app folder really pins that version', ({ options, expectVersion }) => {
+  expect(installedVersion(options.resolveFrom!.split('/').pop()!)).toMatch(expectVersion!);
+});
+
+describe.each(lines)('$label', ({ options }) => {
   test.each(['cjs', 'esm'] as const)(
     '%s: a true resume is unverified (standalone stream key) and a restarted sequence is forked',
     async moduleSystem => {

@@ -44,7 +44,7 @@ const lines = [
   },
 ];
 
-describe.each(lines)('$label server', ({ options, version, rejections }) => {
+describe.each(lines)('$label server', ({ options, version }) => {
   test.each(['cjs', 'esm'] as const)('%s: replayed with the gap; no store: ignored', async moduleSystem => {
     const healthy = await runLab('healthy', { moduleSystem, ...options });
     const A = healthy.servers.A!;
@@ -66,23 +66,25 @@ describe.each(lines)('$label server', ({ options, version, rejections }) => {
     });
   });
 
-  if (rejections) {
-    test('cjs: 400 and 409 answered by the transport: rejected', async () => {
-      const r400 = await runLab('rejected-400', { moduleSystem: 'cjs', ...options });
-      const r409 = await runLab('rejected-409', { moduleSystem: 'cjs', ...options });
-      const answered = (r: typeof r400, status: number) =>
-        r.httpLog.filter(e => e.kind === 'resume' && e.status === status).length;
-      expect(answered(r400, 400)).toBeGreaterThanOrEqual(2);
-      expect(answered(r409, 409)).toBeGreaterThanOrEqual(2);
-      expect(serverResumeSpans(r400.servers.B!).map(s => s.attributes['http.response.status_code'])).toEqual(
-        Array(answered(r400, 400)).fill(400),
-      );
-      expect(serverResumeSpans(r409.servers.A!).map(s => s.attributes['http.response.status_code'])).toEqual(
-        Array(answered(r409, 409)).fill(409),
-      );
-      expect(sample(r409.servers.A!.metrics, resumes, { ...t, outcome: 'rejected' })).toBe(answered(r409, 409));
-    });
-  }
+});
+
+// Lines whose transport answers 400 and 409 to a resume (1.17 has no 409 and replays from any store).
+describe.each(lines.filter(line => line.rejections))('$label server', ({ options }) => {
+  test('cjs: 400 and 409 answered by the transport: rejected', async () => {
+    const r400 = await runLab('rejected-400', { moduleSystem: 'cjs', ...options });
+    const r409 = await runLab('rejected-409', { moduleSystem: 'cjs', ...options });
+    const answered = (r: typeof r400, status: number) =>
+      r.httpLog.filter(e => e.kind === 'resume' && e.status === status).length;
+    expect(answered(r400, 400)).toBeGreaterThanOrEqual(2);
+    expect(answered(r409, 409)).toBeGreaterThanOrEqual(2);
+    expect(serverResumeSpans(r400.servers.B!).map(s => s.attributes['http.response.status_code'])).toEqual(
+      Array(answered(r400, 400)).fill(400),
+    );
+    expect(serverResumeSpans(r409.servers.A!).map(s => s.attributes['http.response.status_code'])).toEqual(
+      Array(answered(r409, 409)).fill(409),
+    );
+    expect(sample(r409.servers.A!.metrics, resumes, { ...t, outcome: 'rejected' })).toBe(answered(r409, 409));
+  });
 });
 
 describe('@modelcontextprotocol/server 2.x server', () => {
