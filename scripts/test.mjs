@@ -30,7 +30,7 @@ const finish = () => {
   process.exit(failed > 0 ? 1 : 0);
 };
 
-const problems = provision();
+const problems = await provision();
 if (problems.length > 0) {
   for (const p of problems) console.error(`test: cannot run the suite: ${p}`);
   failed += problems.length;

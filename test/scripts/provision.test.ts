@@ -73,10 +73,10 @@ test("the fleet lab's real parts are provisioned: haproxy, nginx-light, redis-se
   });
 });
 
-test('everything present: nothing runs', () => {
+test('everything present: nothing runs', async () => {
   const map = binaries(ALL);
   const apt = recorder(() => 0);
-  expect(provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true })).toBeUndefined();
+  expect(await provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true })).toBeUndefined();
   expect(apt.calls).toEqual([]);
 });
 
@@ -84,7 +84,7 @@ test("the table names Debian's jsonnet, which compiles the pack's mixin", () => 
   expect((DEBIAN_BINARIES as Record<string, string[]>).jsonnet).toEqual(['/usr/bin/jsonnet']);
 });
 
-test('missing as root: apt-get update, then install of exactly the missing packages, without recommends, with every service start forbidden', () => {
+test('missing as root: apt-get update, then install of exactly the missing packages, without recommends, with every service start forbidden', async () => {
   const map = binaries(['prometheus', 'promtool', 'prometheus-alertmanager', 'amtool', 'jsonnet', 'haproxy']);
   const policyRcPath = join(tempDir(), 'policy-rc.d');
   const seenPolicy: string[] = [];
@@ -97,7 +97,7 @@ test('missing as root: apt-get update, then install of exactly the missing packa
     },
   );
   expect(
-    provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true, policyRcPath }),
+    await provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true, policyRcPath }),
   ).toBeUndefined();
   expect(apt.calls).toEqual([
     ['apt-get', 'update', '-qq'],
@@ -109,39 +109,45 @@ test('missing as root: apt-get update, then install of exactly the missing packa
   expect(existsSync(policyRcPath)).toBe(false);
 });
 
-test('a policy-rc.d the machine already has is left exactly as it was', () => {
+test('a policy-rc.d the machine already has is left exactly as it was', async () => {
   const map = binaries([]);
   const policyRcPath = join(tempDir(), 'policy-rc.d');
   writeFileSync(policyRcPath, '#!/bin/sh\nexit 0\n');
   const apt = recorder(() => 0);
-  provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true, policyRcPath });
+  await provisionDebianPackages({ run: apt.run, binaries: map, isRoot: true, hasApt: true, policyRcPath });
   expect(readFileSync(policyRcPath, 'utf8')).toBe('#!/bin/sh\nexit 0\n');
 });
 
-test('missing and not root: a failure that names the command, and nothing runs', () => {
+test('missing and not root: a failure that names the command, and nothing runs', async () => {
   const map = binaries([]);
   const apt = recorder(() => 0);
-  const error = provisionDebianPackages({ run: apt.run, binaries: map, isRoot: false, hasApt: true });
+  const error = await provisionDebianPackages({ run: apt.run, binaries: map, isRoot: false, hasApt: true });
   expect(error).toMatch(
     /missing; .*Run as root: apt-get install -y --no-install-recommends prometheus prometheus-alertmanager jsonnet haproxy nginx-light redis-server$/,
   );
   expect(apt.calls).toEqual([]);
 });
 
-test('apt-get fails, or installs without the binaries: a failure each time', () => {
+test('apt-get fails, or installs without the binaries: a failure each time', async () => {
   const failing = recorder(args => (args[0] === 'install' ? 100 : 0));
   const policyRcPath = join(tempDir(), 'policy-rc.d');
   expect(
-    provisionDebianPackages({ run: failing.run, binaries: binaries([]), isRoot: true, hasApt: true, policyRcPath }),
+    await provisionDebianPackages({
+      run: failing.run,
+      binaries: binaries([]),
+      isRoot: true,
+      hasApt: true,
+      policyRcPath,
+    }),
   ).toMatch(/failed \(exit 100\)$/);
   expect(existsSync(policyRcPath)).toBe(false);
   const empty = recorder(() => 0);
   expect(
-    provisionDebianPackages({ run: empty.run, binaries: binaries([]), isRoot: true, hasApt: true, policyRcPath }),
+    await provisionDebianPackages({ run: empty.run, binaries: binaries([]), isRoot: true, hasApt: true, policyRcPath }),
   ).toMatch(/succeeded but .* is still missing$/);
 });
 
-test('version folders: npm ci where the install is missing or older than the lockfile; a failed npm ci is an error', () => {
+test('version folders: npm ci where the install is missing or older than the lockfile; a failed npm ci is an error', async () => {
   const versionsDir = tempDir();
   const folder = (name: string, installed: 'none' | 'old' | 'current') => {
     const dir = join(versionsDir, name);
@@ -158,14 +164,14 @@ test('version folders: npm ci where the install is missing or older than the loc
   folder('c-current', 'current');
   mkdirSync(join(versionsDir, 'd-no-lockfile'));
   const npm = recorder(args => (args.at(-1)!.endsWith('b-old') ? 1 : 0));
-  const errors = provisionVersionFolders({ run: npm.run, versionsDir });
+  const errors = await provisionVersionFolders({ run: npm.run, versionsDir });
   expect(npm.calls.map(c => c.at(-1)!.split('/').pop())).toEqual(['a-missing', 'b-old']);
   expect(npm.calls[0]!.slice(0, 4)).toEqual(['npm', 'ci', '--no-audit', '--no-fund']);
   expect(errors).toHaveLength(1);
   expect(errors[0]).toMatch(/npm ci in .*b-old failed \(exit 1\); the tests that need it cannot run/);
 });
 
-test('runtimes: each binary of scripts/runtimes.mjs must answer --version with its own line', () => {
+test('runtimes: each binary of scripts/runtimes.mjs must answer --version with its own line', async () => {
   const asked: string[] = [];
   // Every runtime answers its line, but the one for Node 26 is really a Node 20.
   const run = (cmd: string, args: string[]) => {
@@ -174,13 +180,13 @@ test('runtimes: each binary of scripts/runtimes.mjs must answer --version with i
     const line = cmd.includes('/node26/') ? '20' : /\/node(\d+)/.exec(cmd)![1];
     return { status: 0, signal: null, stdout: `v${line}.1.2\n` };
   };
-  const errors = provisionRuntimes({ run });
+  const errors = await provisionRuntimes({ run });
   expect(asked).toEqual(['node22.15 --version', 'node22 --version', 'node24 --version', 'node26 --version']);
   expect(errors).toEqual([
     expect.stringMatching(/test\/runtimes\/node_modules\/node26\/bin\/node is not Node\.js 26 \(v20\.1\.2\)/),
   ]);
 });
 
-test('runtimes: the real binaries are each of their line', () => {
-  expect(provisionRuntimes()).toEqual([]);
+test('runtimes: the real binaries are each of their line', async () => {
+  expect(await provisionRuntimes()).toEqual([]);
 });
