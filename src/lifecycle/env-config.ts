@@ -57,6 +57,8 @@ export interface RegisterEnvConfig {
   sdkDisabled: boolean;
   /** FORKWATCH_START_SDK: false means never start a NodeSDK, only report through providers the app registers. */
   startSdk: boolean;
+  /** FORKWATCH_RESOURCE_COMMAND_LINE: the resource keeps the command line (process.command_args, …). */
+  resourceCommandLine: boolean;
   /** Only the keys that were set (and valid) in the environment: the instrumentation's defaults stay in one place. */
   instrumentation: EnvInstrumentationConfig;
   /** Empty: no metrics exporter (`none`). */
@@ -88,6 +90,7 @@ export const FORKWATCH_ENV = {
   perRequestMaxTracked: 'FORKWATCH_PER_REQUEST_MAX_TRACKED',
   perRequestBalancerHidesCloses: 'FORKWATCH_PER_REQUEST_BALANCER_HIDES_CLOSES',
   startSdk: 'FORKWATCH_START_SDK',
+  resourceCommandLine: 'FORKWATCH_RESOURCE_COMMAND_LINE',
 } as const;
 
 export function readRegisterEnv(env: Env): RegisterEnvConfig {
@@ -148,6 +151,7 @@ export function readRegisterEnv(env: Env): RegisterEnvConfig {
   return {
     sdkDisabled: r.bool('OTEL_SDK_DISABLED', false) === true,
     startSdk: r.bool(FORKWATCH_ENV.startSdk, true) !== false,
+    resourceCommandLine: r.bool(FORKWATCH_ENV.resourceCommandLine, false) === true,
     instrumentation,
     metricsExporters: r.exporterList('OTEL_METRICS_EXPORTER', METRICS_EXPORTERS, ['prometheus']),
     // forkwatch's output is its metrics: spans and logs are opt-in, so an app with no Collector nearby does not

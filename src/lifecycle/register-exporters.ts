@@ -61,7 +61,14 @@ export function createMetricExporters(env: RegisterEnvConfig, say: (line: string
   return exporters;
 }
 
-/** Serves the Prometheus exporter's handler on OTEL_EXPORTER_PROMETHEUS_HOST/PORT; unref'd, one line on failure. */
+/**
+ * Serves the Prometheus exporter's metrics on OTEL_EXPORTER_PROMETHEUS_HOST/PORT; unref'd, one line on failure.
+ *
+ * The server is forkwatch's own, in the host's process, so whatever connects must cost the host little and nothing
+ * for long: the listener's limits (shared/listener.ts) close slow and silent connections, and scrapes that arrive
+ * while a collection runs share it and its one serialized body (the exporter's own handler collects and serializes
+ * once per request: 200 concurrent scrapers kept 200 copies alive and grew the host's RSS by 200 MB for good).
+ */
 export function servePrometheus(
   exporter: PrometheusExporter,
   { host, port }: RegisterEnvConfig['prometheus'],
@@ -70,11 +77,17 @@ export function servePrometheus(
 ): Server {
   const where = `${host ?? 'all interfaces'} port ${port}`;
   const { createServer } = require('node:http') as typeof import('node:http');
-  const server = createServer((request, response) => {
+  const { limitListener, listenerOptions, sendAnswer } =
+    require('../shared/listener') as typeof import('../shared/listener');
+  const scrape = coalescedScrape(exporter, resourceSettled);
+  const server = createServer(listenerOptions(), (request, response) => {
     const path = (request.url ?? '').split('?')[0];
-    if (request.method !== 'GET' || path !== PROMETHEUS_PATH) return void response.writeHead(404).end('Not found');
-    void resourceSettled().then(() => exporter.getMetricsRequestHandler(request, response));
+    if (request.method !== 'GET' || path !== PROMETHEUS_PATH)
+      return sendAnswer(response, 404, { 'content-type': 'text/plain' }, 'Not found');
+    // A client that left before the answer is simply not answered: it held no slot, and its body is shared.
+    void scrape().then(body => sendAnswer(response, 200, { 'content-type': 'text/plain' }, body));
   });
+  limitListener(server);
   server.on('connection', socket => socket.unref());
   server.once('error', (error: NodeJS.ErrnoException) => {
     const reason =
@@ -86,4 +99,36 @@ export function servePrometheus(
   server.listen(port, host, () => server.unref());
   server.unref();
   return server;
+}
+
+/**
+ * One collection at a time: a scrape that comes while one runs gets its body (a few milliseconds old), and the next
+ * scrape after it ends starts another. What the exporter's handler answers, it answers: the text, or the failure
+ * as a comment.
+ */
+export function coalescedScrape(
+  exporter: PrometheusExporter,
+  resourceSettled: () => Promise<void>,
+): () => Promise<Buffer> {
+  const { PrometheusSerializer } =
+    require('@opentelemetry/exporter-prometheus') as typeof import('@opentelemetry/exporter-prometheus');
+  const { diag } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+  const serializer = new PrometheusSerializer();
+  let running: Promise<Buffer> | undefined;
+  const collect = async (): Promise<Buffer> => {
+    await resourceSettled();
+    try {
+      const { resourceMetrics, errors } = await exporter.collect();
+      if (errors.length > 0) diag.error('PrometheusExporter: metrics collection errors', ...errors);
+      return Buffer.from(serializer.serialize(resourceMetrics), 'utf8');
+    } catch (error) {
+      return Buffer.from(`# failed to export metrics: ${error}`, 'utf8');
+    }
+  };
+  return () => {
+    running ??= collect().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
 }

@@ -59,6 +59,13 @@ const API_LOGS_PACKAGE = '@opentelemetry/api-logs';
 
 const RESOURCE_DETECTORS = ['env', 'host', 'os', 'process', 'serviceinstance'] as const;
 const DEFAULT_RESOURCE_DETECTORS = ['env', 'process', 'host'] as const;
+/**
+ * What the process detector reads from the command line: its arguments carry tokens as often as not
+ * (`--api-token=…`), and `/metrics` shows them to whoever reaches it (`target_info`). Left out unless
+ * FORKWATCH_RESOURCE_COMMAND_LINE=true; the other detectors read no argument and no environment variable but
+ * OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME, which the user sets for the purpose.
+ */
+export const COMMAND_LINE_ATTRIBUTES = ['process.command_args', 'process.command', 'process.command_line'] as const;
 
 export interface SdkSettings {
   metricReaders: IMetricReader[];
@@ -67,6 +74,8 @@ export interface SdkSettings {
   /** Someone registered these already (without providers): keep theirs. */
   keepContextManager: boolean;
   keepPropagator: boolean;
+  /** FORKWATCH_RESOURCE_COMMAND_LINE: keep the process detector's command line in the resource. */
+  keepCommandLine?: boolean;
   say(line: string): void;
 }
 
@@ -139,13 +148,13 @@ export function otlpMetricReader(say: (line: string) => void): IMetricReader | u
  * synchronous `detectResources` over the detectors OTEL_NODE_RESOURCE_DETECTORS names, merged into
  * `defaultResource()`.
  */
-function detectResource(): Resource {
+function detectResource(keepCommandLine: boolean): Resource {
   const resources = require('@opentelemetry/resources') as Resources;
   const byName = {
     env: resources.envDetector,
     host: resources.hostDetector,
     os: resources.osDetector,
-    process: resources.processDetector,
+    process: keepCommandLine ? resources.processDetector : withoutCommandLine(resources.processDetector),
     serviceinstance: resources.serviceInstanceIdDetector,
   };
   const requested = envList('OTEL_NODE_RESOURCE_DETECTORS');
@@ -162,6 +171,20 @@ function detectResource(): Resource {
     return found ? [found] : [];
   });
   return resources.defaultResource().merge(resources.detectResources({ detectors: chosen }));
+}
+
+type ResourceDetector = Resources['processDetector'];
+
+/** The detector, minus the attributes that repeat the command line. */
+function withoutCommandLine(detector: ResourceDetector): ResourceDetector {
+  return {
+    detect(config) {
+      const detected = detector.detect(config);
+      const attributes = { ...detected.attributes };
+      for (const name of COMMAND_LINE_ATTRIBUTES) delete attributes[name];
+      return { ...detected, attributes };
+    },
+  };
 }
 
 /** OTEL_PROPAGATORS, for the W3C propagators @opentelemetry/core carries (b3 and jaeger would need more packages). */
@@ -255,7 +278,7 @@ export function startSdk(settings: SdkSettings, stderrProcessor: () => SpanProce
     const propagator = propagatorFromEnv(settings.say);
     if (propagator) propagation.setGlobalPropagator(propagator);
   }
-  const resource = detectResource();
+  const resource = detectResource(settings.keepCommandLine === true);
 
   let meterProvider: MeterProvider | undefined;
   if (settings.metricReaders.length > 0) {

@@ -166,6 +166,7 @@ class Registration implements ForkwatchRegistration {
         logsExporters: this.env.logsExporters,
         keepContextManager: contextRegistered,
         keepPropagator: propagatorRegistered,
+        keepCommandLine: this.env.resourceCommandLine,
         say: this.say,
       },
       () => new StderrSpanProcessor(),

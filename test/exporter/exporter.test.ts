@@ -209,7 +209,7 @@ describe('/probe refusals (issue 38)', () => {
     ]) {
       const res = await fetch(probeUrl(base, target));
       expect(res.status, target).toBe(403);
-      expect(await res.text()).toMatch(/is not in module default's targets/);
+      expect(await res.text()).toMatch(/is not in the targets of module "default"/);
     }
     expect(connections).toBe(0);
     expect(received).toEqual([]);
@@ -287,7 +287,7 @@ describe('config and limits', () => {
       /modules\.a\.bearer: a secret is never written in the config file/,
     );
     expect(bad({ modules: { a: { resumes: 1000 } } })).toMatch(/modules\.a\.resumes: an integer from 1 to 100/);
-    expect(bad({ modules: { a: { timeout: 5 } } })).toMatch(/unknown field timeout/);
+    expect(bad({ modules: { a: { timeout: 5 } } })).toMatch(/unknown field "timeout"/);
     expect(bad({ modules: { a: { streams: ['sideways'] } } })).toMatch(/streams/);
     expect(bad({ modules: { a: {} }, concurrency: 0 })).toMatch(/concurrency/);
   });
@@ -386,7 +386,7 @@ describe('config and limits', () => {
     const releases: Array<() => void> = [];
     const task = () => new Promise<void>(resolve => releases.push(resolve));
     const runs = [limiter.run(task), limiter.run(task), limiter.run(task)];
-    expect(await limiter.run(task)).toBeUndefined(); // two running, one queued: full
+    expect(await limiter.run(task)).toBe('queue_full'); // two running, one queued: full
     expect(limiter.inFlight).toBe(2);
     expect(limiter.queued).toBe(1);
     releases.shift()!();

@@ -15,6 +15,7 @@ describe('defaults (nothing set)', () => {
     expect(config).toEqual({
       sdkDisabled: false,
       startSdk: true,
+      resourceCommandLine: false,
       instrumentation: {},
       metricsExporters: ['prometheus'],
       tracesExporters: [],
@@ -57,9 +58,11 @@ describe('FORKWATCH_* settings', () => {
       FORKWATCH_PER_REQUEST_MAX_TRACKED: '500',
       FORKWATCH_PER_REQUEST_BALANCER_HIDES_CLOSES: 'true',
       FORKWATCH_START_SDK: 'false',
+      FORKWATCH_RESOURCE_COMMAND_LINE: 'true',
     });
     expect(config.diagnostics).toEqual([]);
     expect(config.startSdk).toBe(false);
+    expect(config.resourceCommandLine).toBe(true);
     expect(config.instrumentation).toEqual({
       onFork: 'abort',
       captureEventIds: false,

@@ -63,9 +63,24 @@ export function loadConfig(path: string): ExporterConfig {
   try {
     raw = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(`${path} is not JSON: ${(error as Error).message}`);
+    throw new ConfigError(`${path} is not JSON${jsonErrorPlace(text, (error as Error).message)}`);
   }
   return parseConfig(raw);
+}
+
+/**
+ * Where JSON.parse stopped, as line and column: never its message, which quotes the text around the error, and
+ * that text may be a secret the file should not hold.
+ */
+function jsonErrorPlace(text: string, message: string): string {
+  const lineColumn = /line (\d+) column (\d+)/.exec(message);
+  if (lineColumn) return ` (line ${lineColumn[1]}, column ${lineColumn[2]})`;
+  const position = /position (\d+)/.exec(message);
+  if (position) {
+    const before = text.slice(0, Number(position[1])).split('\n');
+    return ` (line ${before.length}, column ${before.at(-1)!.length + 1})`;
+  }
+  return /end of (JSON|data) input/i.test(message) ? ' (it ends too soon)' : '';
 }
 
 export function parseConfig(raw: unknown): ExporterConfig {
@@ -125,7 +140,8 @@ function parseModule(raw: unknown, where: string): ModuleConfig {
     deadlineMs: int(m.deadlineMs, `${where}.deadlineMs`, EXPORTER_DEFAULTS.deadlineMs, 100, 3_600_000),
     headers: Object.fromEntries(
       Object.entries(headers).map(([name, source]) => {
-        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) throw new ConfigError(`${where}.headers: bad name ${name}`);
+        if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name))
+          throw new ConfigError(`${where}.headers: bad name ${JSON.stringify(name.slice(0, 100))}`);
         const value = secretSource(source, `${where}.headers.${name}`, !SECRET_HEADER.test(name));
         if ('value' in value && !/^[\t\x20-\x7e\x80-\xff]*$/.test(value.value))
           throw new ConfigError(`${where}.headers.${name}: a line break or a control character in the value`);
@@ -217,7 +233,8 @@ function object(raw: unknown, where: string): Record<string, unknown> {
 
 function allowOnly(raw: Record<string, unknown>, keys: string[], where: string): void {
   for (const key of Object.keys(raw))
-    if (!keys.includes(key)) throw new ConfigError(`${where}: unknown field ${key} (known: ${keys.join(', ')})`);
+    if (!keys.includes(key))
+      throw new ConfigError(`${where}: unknown field ${JSON.stringify(key.slice(0, 100))} (known: ${keys.join(', ')})`);
 }
 
 function int(raw: unknown, where: string, fallback: number, min: number, max: number): number {

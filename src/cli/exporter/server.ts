@@ -9,12 +9,14 @@
  * the exporter's own. Probes are limited in number, bounded in time, and always end their session.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { limitListener, listenerOptions, sendAnswer } from '../../shared/listener';
 import { type ProbeOptions, displayTarget } from '../probe/options';
 import { renderPrometheus } from '../probe/prometheus';
 import { type ProbeReport, VERDICTS } from '../probe/report';
 import { runProbe } from '../probe/run-probe';
 import { ConfigError, type ExporterConfig, type ModuleConfig, findModule, moduleHeaders } from './config';
 import { Limiter } from './limiter';
+import { oneLine, quoted, withoutSecrets } from './log-text';
 import { targetAllowed } from './targets';
 
 /** Prometheus sends its scrape timeout; the probe must answer a little before it (blackbox's default offset). */
@@ -34,10 +36,13 @@ export interface Exporter {
   selfMetrics(): string;
 }
 
-export function createExporter({ config, env = process.env, log = () => undefined }: ExporterOptions): Exporter {
+export function createExporter({ config, env = process.env, log: write = () => undefined }: ExporterOptions): Exporter {
+  // Values from a request are quoted where they are written; this keeps every call one line whatever slips by.
+  const log = (line: string) => write(oneLine(line));
   const limiter = new Limiter(config.concurrency, config.queue);
   const probes = new Map<string, number>(); // `${module}\u0000${verdict}` → count
   const refused = { queue_full: 0, bad_request: 0, target_not_allowed: 0 };
+  let abandoned = 0;
   for (const module of Object.keys(config.modules)) for (const v of VERDICTS) probes.set(`${module}\u0000${v}`, 0);
 
   const probe = async (query: URLSearchParams, res: ServerResponse, req: IncomingMessage) => {
@@ -49,13 +54,13 @@ export function createExporter({ config, env = process.env, log = () => undefine
       log(`forkwatch exporter: 400 ${message}`);
       send(res, 400, 'text/plain; charset=utf-8', `${message}\n`);
     };
-    if (module === undefined) return bad(`unknown module ${JSON.stringify(moduleName.slice(0, 100))}`);
+    if (module === undefined) return bad(`unknown module ${quoted(moduleName, 100)}`);
     const targetUrl = parseTarget(target);
     if (typeof targetUrl === 'string') return bad(targetUrl);
     // Before any connection, and before the module's secrets are even read.
     if (module.targets !== undefined && !targetAllowed(module.targets, targetUrl)) {
       refused.target_not_allowed++;
-      const message = `target ${displayTarget(targetUrl)} is not in module ${moduleName}'s targets`;
+      const message = `target ${quoted(displayTarget(targetUrl))} is not in the targets of module ${quoted(moduleName)}`;
       log(`forkwatch exporter: 403 ${message}`);
       return send(res, 403, 'text/plain; charset=utf-8', `${message}\n`);
     }
@@ -64,11 +69,26 @@ export function createExporter({ config, env = process.env, log = () => undefine
       headers = moduleHeaders(module, env);
     } catch (error) {
       if (!(error instanceof ConfigError)) throw error;
-      return bad(`module ${moduleName}: ${error.message}`);
+      return bad(`module ${quoted(moduleName)}: ${error.message}`);
     }
     const deadlineMs = probeDeadline(module, req.headers['x-prometheus-scrape-timeout-seconds']);
-    const outcome = await limiter.run(() => runBounded(probeOptions(targetUrl, headers, module), deadlineMs));
-    if (outcome === undefined) {
+    // A scrape whose client hung up is cut at once, and its slot (or its place in the queue) given back.
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    const outcome = await limiter.run(
+      () => runBounded(probeOptions(targetUrl, headers, module), deadlineMs, gone.signal),
+      gone.signal,
+    );
+    if (outcome === 'cancelled') {
+      abandoned++;
+      log(
+        `forkwatch exporter: probe ${quoted(displayTarget(targetUrl))} module=${quoted(moduleName)} abandoned: the client went away`,
+      );
+      return;
+    }
+    if (outcome === 'queue_full') {
       refused.queue_full++;
       log(`forkwatch exporter: 503 queue full (${config.concurrency} running, ${config.queue} waiting)`);
       return send(res, 503, 'text/plain; charset=utf-8', 'too many probes waiting\n');
@@ -77,12 +97,12 @@ export function createExporter({ config, env = process.env, log = () => undefine
     const key = `${moduleName}\u0000${report.verdict}`;
     probes.set(key, (probes.get(key) ?? 0) + 1);
     log(
-      `forkwatch exporter: probe ${report.target} module=${moduleName} verdict=${report.verdict} ${report.durationMs} ms`,
+      `forkwatch exporter: probe ${quoted(report.target)} module=${quoted(moduleName)} verdict=${report.verdict} ${report.durationMs} ms`,
     );
     send(res, 200, TEXT_FORMAT, renderPrometheus(report, { targetLabel: false }));
   };
 
-  const selfMetrics = () => renderSelfMetrics(probes, refused, limiter);
+  const selfMetrics = () => renderSelfMetrics(probes, refused, abandoned, limiter);
 
   return {
     selfMetrics,
@@ -91,7 +111,7 @@ export function createExporter({ config, env = process.env, log = () => undefine
         route(req, res);
       } catch (error) {
         // No request may take the exporter down: whatever slipped through is logged and answered.
-        log(`forkwatch exporter: request error: ${(error as Error).message}`);
+        log(`forkwatch exporter: request error: ${quoted(String((error as Error)?.message))}`);
         if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'exporter error\n');
       }
     },
@@ -104,7 +124,7 @@ export function createExporter({ config, env = process.env, log = () => undefine
     switch (target.path) {
       case '/probe':
         probe(target.query, res, req).catch(error => {
-          log(`forkwatch exporter: probe error: ${(error as Error).message}`);
+          log(`forkwatch exporter: probe error: ${quoted(String((error as Error)?.message))}`);
           if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'probe error\n');
         });
         return;
@@ -141,6 +161,7 @@ export function requestTarget(raw: string | undefined): { path: string; query: U
 function renderSelfMetrics(
   probes: ReadonlyMap<string, number>,
   refused: Readonly<Record<string, number>>,
+  abandoned: number,
   limiter: Limiter,
 ): string {
   const lines = [
@@ -155,6 +176,9 @@ function renderSelfMetrics(
     '# HELP forkwatch_exporter_requests_refused_total /probe requests answered without a probe, by reason.',
     '# TYPE forkwatch_exporter_requests_refused_total counter',
     ...Object.entries(refused).map(([r, n]) => `forkwatch_exporter_requests_refused_total{reason="${r}"} ${n}`),
+    "# HELP forkwatch_exporter_probes_abandoned_total Probes cut because the scrape's client went away first.",
+    '# TYPE forkwatch_exporter_probes_abandoned_total counter',
+    `forkwatch_exporter_probes_abandoned_total ${abandoned}`,
     '# HELP forkwatch_exporter_probes_in_flight Probes running now.',
     '# TYPE forkwatch_exporter_probes_in_flight gauge',
     `forkwatch_exporter_probes_in_flight ${limiter.inFlight}`,
@@ -168,14 +192,20 @@ function renderSelfMetrics(
   return `${lines.join('\n')}\n`;
 }
 
-/** The probe, cut at `deadlineMs`: an unfinished probe is untestable (run-probe.ts), and its session still ends. */
-async function runBounded(options: ProbeOptions, deadlineMs: number): Promise<ProbeReport> {
+/**
+ * The probe, cut at `deadlineMs` or when the scrape is abandoned: an unfinished probe is untestable (run-probe.ts),
+ * and its session still ends.
+ */
+async function runBounded(options: ProbeOptions, deadlineMs: number, abandoned: AbortSignal): Promise<ProbeReport> {
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), deadlineMs);
+  const cut = () => stop.abort();
+  abandoned.addEventListener('abort', cut, { once: true });
   try {
     return await runProbe(options, undefined, stop.signal);
   } finally {
     clearTimeout(timer);
+    abandoned.removeEventListener('abort', cut);
   }
 }
 
@@ -207,7 +237,7 @@ export function parseTarget(target: string | null): URL | string {
   try {
     url = new URL(target);
   } catch {
-    return `target is not a URL: ${target.slice(0, 200)}`;
+    return `target is not a URL: ${quoted(withoutSecrets(target))}`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'target must be an http(s) URL';
   if (url.username !== '' || url.password !== '')
@@ -216,8 +246,7 @@ export function parseTarget(target: string | null): URL | string {
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string): void {
-  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
+  sendAnswer(res, status, { 'content-type': type }, body);
 }
 
 function quote(value: string): string {
@@ -230,9 +259,9 @@ export async function listen(
   port: number,
   log: (line: string) => void = () => undefined,
 ): Promise<Server> {
-  const server = createServer((req, res) => exporter.handle(req, res));
-  // A scrape that hangs up must not keep its socket: the probe still runs to its deadline and ends its session.
-  server.requestTimeout = 0;
+  // Slow and silent connections are closed, and connections are limited in number (shared/listener.ts); a probe
+  // may run for minutes with the connection quiet, so no idle timeout applies while an answer is awaited.
+  const server = limitListener(createServer(listenerOptions(), (req, res) => exporter.handle(req, res)));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

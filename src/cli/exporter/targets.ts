@@ -14,9 +14,10 @@
  * Schemes and ports match exactly (a missing port is the scheme's default); hosts and paths are compared after the
  * URL parser's normalisation (case, punycode, dot segments), the same as the target's.
  */
+import { withoutSecrets } from './log-text';
 
 export interface TargetPattern {
-  /** As written in the config, for messages. */
+  /** As written in the config (a valid pattern holds no credentials, query or fragment), for messages. */
   text: string;
   protocol: string;
   hostname: string;
@@ -29,20 +30,24 @@ export interface TargetPattern {
 
 const PATTERN = /^(https?):\/\/(\*\.)?([^/?#*@]+)(\/[^?#]*)?$/i;
 
-/** The pattern, or why it is not one. */
+/**
+ * The pattern, or why it is not one. A refused entry is shown without its credentials, query and fragment: they are
+ * why it is refused, and often a secret (`?token=…`, `https://user:password@…`).
+ */
 export function parseTargetPattern(text: string): TargetPattern | string {
+  const shown = JSON.stringify(withoutSecrets(text));
   const match = PATTERN.exec(text);
   if (match === null)
-    return `not an origin or a URL pattern (http(s)://host[:port][/path], "*." before the host for its subdomains, "*" at the end of the path for a prefix, no credentials, query or fragment): ${text}`;
+    return `not an origin or a URL pattern (http(s)://host[:port][/path], "*." before the host for its subdomains, "*" at the end of the path for a prefix, no credentials, query or fragment): ${shown}`;
   const [, scheme, star, host, rawPath] = match;
   const prefix = rawPath?.endsWith('*') === true;
   const pathText = prefix ? rawPath!.slice(0, -1) : rawPath;
-  if (pathText?.includes('*')) return `"*" only ends a path: ${text}`;
+  if (pathText?.includes('*')) return `"*" only ends a path: ${shown}`;
   let url: URL;
   try {
     url = new URL(`${scheme}://${host}${pathText ?? '/'}`);
   } catch {
-    return `not a valid origin: ${text}`;
+    return `not a valid origin: ${shown}`;
   }
   const anyPath = pathText === undefined || pathText === '/';
   return {
