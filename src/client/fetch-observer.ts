@@ -21,6 +21,7 @@
  * the client's intent) and the client's onerror (fail-loud mode errors the stream instead).
  */
 import { headerReader, perRequestVersionOf } from '../shared/fetch-request';
+import { observedPromise } from '../shared/observed-promise';
 import type { FetchLike, RequestInitLike } from '../shared/internal-types';
 import type { ForkwatchRuntime } from '../shared/runtime';
 import { protocolHasResumability } from '../shared/session-id';
@@ -134,8 +135,8 @@ function whileClaimed(release: () => void, send: () => unknown): unknown {
     release();
     throw error;
   }
-  Promise.resolve(result).then(release, release);
-  return result;
+  // The host's fetch promise is not observed directly: a reaction on it would mark its rejection handled.
+  return observedPromise(result, release, release, () => {});
 }
 
 /**

@@ -9,12 +9,13 @@
  *
  * - `new_session_id`: the answer carried another Mcp-Session-Id, and the SDK adopted it silently;
  * - `not_initialized`: the answer was "initialize first" (the SDK's own 400 "Server not initialized" from a
- *   transport the app created for the id without hydrating it; other stacks say "not initialized" too).
+ *   transport the app created for the id without hydrating it), matched exactly.
  *
  * Once per session id of a transport. An `initialize` is never counted: a client that starts over knows it did.
  */
 import type { StreamableHttpClientTransportLike } from '../shared/internal-types';
 import type { ClientRevivedReason } from '../shared/names';
+import { observedPromise } from '../shared/observed-promise';
 import type { ForkwatchRuntime } from '../shared/runtime';
 import { httpStatusOf } from './http-status';
 
@@ -28,8 +29,13 @@ const ATTRS: Readonly<Record<ClientRevivedReason, { transport: 'streamable_http'
   not_initialized: { transport: 'streamable_http', reason: 'not_initialized' },
 };
 
-const NOT_INITIALIZED =
-  /not initiali[sz]ed|initiali[sz]ation (?:was not|is not|not) complete|before initiali[sz]ation/i;
+/**
+ * The SDK's answer to a message for a session its transport never initialized (1.x and 2.x servers alike: a 400 whose
+ * JSON-RPC error message is exactly this). Only that: a 4xx that merely says "not initialized" (an auth layer's "JWT
+ * issuer not initialized") is not a session answered as new.
+ */
+const SDK_NOT_INITIALIZED_STATUS = 400;
+const SDK_NOT_INITIALIZED = /(?:^|[^\w ])Bad Request: Server not initialized(?:$|[^\w ])/;
 
 function isInitialize(message: unknown): boolean {
   return (message as { method?: unknown } | null)?.method === 'initialize';
@@ -37,7 +43,8 @@ function isInitialize(message: unknown): boolean {
 
 /**
  * Watches the answer to one message sent while the transport held `sessionBefore`; `sessionNow` reads the id the
- * transport holds after it. Never touches the promise the SDK's caller gets.
+ * transport holds after it. Returns what the SDK's caller gets in place of `result`: a promise that settles as it does
+ * (shared/observed-promise.ts), so a rejection nobody awaits is still the host's unhandled rejection.
  */
 export function watchSentMessage(
   state: RevivalState,
@@ -46,27 +53,26 @@ export function watchSentMessage(
   sessionNow: () => string | undefined,
   result: unknown,
   runtime: ForkwatchRuntime,
-): void {
-  if (sessionBefore === undefined || isInitialize(message)) return;
+): unknown {
+  if (sessionBefore === undefined || isInitialize(message)) return result;
   const count = (reason: ClientRevivedReason) => {
     if (state.revivedCounted === sessionBefore) return;
     state.revivedCounted = sessionBefore;
     runtime.instruments.clientRevivedSessions.add(1, ATTRS[reason]);
   };
-  Promise.resolve(result)
-    .then(
-      () => {
-        const now = sessionNow();
-        if (now !== undefined && now !== sessionBefore) count('new_session_id');
-      },
-      (error: unknown) => {
-        const status = httpStatusOf(error);
-        if (status !== undefined && status >= 400 && status < 500 && NOT_INITIALIZED.test(messageOf(error))) {
-          count('not_initialized');
-        }
-      },
-    )
-    .then(undefined, error => runtime.diag.error('watching a sent message failed', error));
+  return observedPromise(
+    result,
+    () => {
+      const now = sessionNow();
+      if (now !== undefined && now !== sessionBefore) count('new_session_id');
+    },
+    (error: unknown) => {
+      if (httpStatusOf(error) === SDK_NOT_INITIALIZED_STATUS && SDK_NOT_INITIALIZED.test(messageOf(error))) {
+        count('not_initialized');
+      }
+    },
+    error => runtime.diag.error('watching a sent message failed', error),
+  );
 }
 
 function messageOf(error: unknown): string {

@@ -13,6 +13,7 @@
  * - otherwise the usual first-frame verdict on the message's id.
  * The verdict comes from EventSource events, after the SDK's own listeners, so fail-loud mode does not apply.
  */
+import { observedPromise } from '../shared/observed-promise';
 import type { SessionRecord } from '../core/ledger';
 import type {
   EventSourceEventLike,
@@ -102,9 +103,11 @@ function observeConnections(transport: SseClientTransportLike, runtime: Forkwatc
       runtime.diag.error('legacy SSE request observation failed', error);
     }
     const attempt = state.attempt;
-    const response = delegate(url, requestInit);
-    Promise.resolve(response).then(
-      (res: WebResponseLike | null | undefined) => {
+    // The EventSource gets a promise that settles as the fetch's own does (shared/observed-promise.ts).
+    return observedPromise(
+      delegate(url, requestInit),
+      (value: unknown) => {
+        const res = value as WebResponseLike | null | undefined;
         if (attempt && !attempt.isConcluded && res && !res.ok) attempt.concludeRejected(res.status);
       },
       (error: unknown) => {
@@ -114,8 +117,8 @@ function observeConnections(transport: SseClientTransportLike, runtime: Forkwatc
           else attempt.concludeFailed(error);
         }
       },
+      error => runtime.diag.error('legacy SSE response observation failed', error),
     );
-    return response;
   };
   transport._eventSourceInit = { ...init, fetch: observingFetch };
   return state;

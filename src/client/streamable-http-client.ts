@@ -22,6 +22,7 @@
 import { type SpanContext, propagation } from '@opentelemetry/api';
 import { withEnteredContext } from '../shared/entered-context';
 import { StreamForkDetected } from '../shared/errors';
+import { observedPromise } from '../shared/observed-promise';
 import type {
   FetchLike,
   SdkMethod,
@@ -146,10 +147,9 @@ function wrapSend(original: Method, runtime: ForkwatchRuntime): Method {
     if (runtime.settings.observeFetch) adoptOwnFetch(this, runtime);
     const sessionBefore = sessionIdOf(this);
     const result = original.call(this, message, ...rest);
-    guarded(runtime, 'watching a sent message', () =>
+    return guardedOr(result, runtime, 'watching a sent message', () =>
       watchSentMessage(stateOf(this), message, sessionBefore, () => sessionIdOf(this), result, runtime),
     );
-    return result;
   };
 }
 
@@ -176,6 +176,16 @@ function guarded(runtime: ForkwatchRuntime, what: string, fn: () => void): void 
   }
 }
 
+/** `fn()`'s answer (what the host gets in place of `result`), or `result` itself if `fn` threw. */
+function guardedOr(result: unknown, runtime: ForkwatchRuntime, what: string, fn: () => unknown): unknown {
+  try {
+    return fn();
+  } catch (error) {
+    runtime.diag.error(`${what} failed; this stream is not checked`, error);
+    return result;
+  }
+}
+
 /** Every resume GET: a resume attempt (span and verdict) starts here. */
 function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method {
   function startOrAuthSseObserved(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
@@ -190,8 +200,7 @@ function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method
     if (!attempt) return original.call(this, options, ...rest);
     const started = attempt;
     const result = sendResumeGet(this, started, () => original.call(this, options, ...rest));
-    watchGet(this, options, started, result);
-    return result;
+    return guardedOr(result, runtime, 'watching a resume GET', () => watchGet(this, options, started, result, runtime));
   }
   return function startOrAuthSse(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
     if (!runtime.enabled) return original.call(this, options, ...rest);
@@ -204,8 +213,7 @@ function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method
       release();
       throw error;
     }
-    Promise.resolve(result).then(release, release);
-    return result;
+    return observedPromise(result, release, release, error => runtime.diag.error('releasing a resume GET', error));
   };
 }
 
@@ -225,14 +233,16 @@ function sendResumeGet(transport: object, attempt: ResumeAttempt, send: () => un
   }
 }
 
-/** Observes the outcome of a resume GET without touching the promise the SDK's caller gets. */
+/** Observes the outcome of a resume GET; returns what the SDK's caller gets in place of `result` (observed-promise.ts). */
 function watchGet(
   transport: StreamableHttpClientTransportLike,
   options: object,
   started: ResumeAttempt,
   result: unknown,
-): void {
-  Promise.resolve(result).then(
+  runtime: ForkwatchRuntime,
+): unknown {
+  return observedPromise(
+    result,
     () => {
       attempts.delete(options);
       // Resolved without a stream: 405 (no SSE offered) or an auth detour.
@@ -246,6 +256,7 @@ function watchGet(
       else if (transport._abortController?.signal?.aborted === true) started.concludeInconclusive('cancelled');
       else started.concludeFailed(error);
     },
+    error => runtime.diag.error('judging a resume GET failed', error),
   );
 }
 

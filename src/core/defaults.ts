@@ -27,8 +27,11 @@ export const DEFAULT_REISSUE_WINDOW_MS = 60_000;
 export const DEFAULT_MAX_TRACKED = 10_000;
 
 /** Session ids a server transport that serves every session (tmcp's HttpTransport) remembers having issued: about
- * 100 bytes each, so at most about 5 MB. The oldest is forgotten first; if it comes back, it counts as revived. */
+ * 100 bytes each for the SDK's 36-character ids, so about 5 MB (an id past MAX_HELD_SESSION_ID_CHARS is held as its
+ * digest: at most about 20 MB whatever the peers send). The oldest is forgotten first; if it comes back, it counts as revived. */
 export const MAX_HELD_SESSION_IDS = 50_000;
+/** Past this many characters a held session id is kept as its digest (about 20 characters): the SDK's are 36. */
+export const MAX_HELD_SESSION_ID_CHARS = 256;
 
 /** A GET stream that ends with no event within this long of opening is an empty answer: the reconnect after it is
  * an empty reconnect (a storm when it repeats). An idle stream a balancer closes after its timeout lives longer. */

@@ -81,7 +81,16 @@ export const MAX_REISSUE_KEY_CHARS = 1024;
 export function reissueKey(principal: string, method: string, name: string | undefined, argsDigest: string): string {
   const key = `${principal}\u0000${method}\u0000${name ?? ''}\u0000${argsDigest}`;
   // SOH first: a key of its own parts starts with the principal, never with a control character.
-  return key.length <= MAX_REISSUE_KEY_CHARS ? key : `\u0001${digestText(key)}`;
+  return boundedKey(key, MAX_REISSUE_KEY_CHARS);
+}
+
+/**
+ * A peer's string as a key held in memory: itself up to `maxChars`, past that a fixed-size digest (about 20
+ * characters) behind SOH, which no key of a protocol's own characters starts with. Memory by bytes, whatever the peer
+ * sends.
+ */
+export function boundedKey(text: string, maxChars: number): string {
+  return text.length <= maxChars ? text : `\u0001${digestText(text)}`;
 }
 
 export interface BrokenExchange {

@@ -12,6 +12,9 @@
  *   (import-in-the-middle >= 3.1). Node 26 deprecates `module.register()` (DEP0205) and warns on every start.
  * - `module.register` (a loader thread) elsewhere: Node 20.6 to 22.22.2 and 24.0 to 24.11.0, or an older
  *   import-in-the-middle.
+ *
+ * On the synchronous path a resolve hook of forkwatch's own goes in after import-in-the-middle's (so it runs first and
+ * sees its answer): see builtinFormatKept.
  */
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
@@ -29,8 +32,22 @@ interface SyncHooksModule {
 
 interface NodeModule {
   register?: (specifier: string) => void;
-  registerHooks?: (hooks: object) => unknown;
+  registerHooks?: (hooks: { resolve?: ResolveHook }) => unknown;
 }
+
+interface ResolveContext {
+  parentURL?: string;
+}
+interface ResolveResult {
+  url: string;
+  format?: string | null;
+  shortCircuit?: boolean;
+}
+type ResolveHook = (
+  specifier: string,
+  context: ResolveContext,
+  nextResolve: (specifier: string, context?: ResolveContext) => ResolveResult,
+) => ResolveResult;
 
 /** Installs the loader once; throws only what `module.register` itself throws (the entries say it on stderr). */
 export function installEsmLoader(): EsmLoader {
@@ -43,6 +60,7 @@ export function installEsmLoader(): EsmLoader {
     const sync = loadSyncHooks(iitm);
     if (sync?.supportsSyncHooks()) {
       sync.register();
+      mod.registerHooks({ resolve: builtinFormatKept });
       return 'sync';
     }
   }
@@ -63,3 +81,18 @@ function loadSyncHooks(iitm: NodeRequire): SyncHooksModule | undefined {
     return undefined;
   }
 }
+
+/**
+ * Workaround for import-in-the-middle's synchronous resolve hook (3.1 to 3.6 at least; not yet fixed upstream): it
+ * takes every resolution without a `parentURL` for the entry point and, its URL having no extension, answers
+ * `format: 'commonjs'` (the extensionless-entry rule of nodejs/import-in-the-middle#9). Under `node -e`, `-p` and the
+ * REPL, Node's own `require('module')` for the eval context resolves with no parent (nodejs/node#58607 shows it), so
+ * `node:module` comes back as CommonJS and Node's default load reads a file named `module`: ENOENT before the host's
+ * first line. A builtin URL answered as CommonJS for no parent is put back to `builtin`; nothing else is touched.
+ */
+const builtinFormatKept: ResolveHook = (specifier, context, nextResolve) => {
+  const result = nextResolve(specifier, context);
+  if (!context.parentURL && result.format === 'commonjs' && result.url.startsWith('node:'))
+    return { ...result, format: 'builtin' };
+  return result;
+};

@@ -10,6 +10,7 @@
  * watched from the transport's construction (hono-event-store.ts); a GET with Last-Event-ID is a resume, concluded
  * from its answer and its replay (hono-resume.ts).
  */
+import { observedPromise } from '../shared/observed-promise';
 import type { ServerRuntime } from './server-runtime';
 import type { SdkMethod, Wrap } from '../shared/internal-types';
 import { type HonoContextLike, honoSessionObserverOf } from './hono-session-observer';
@@ -51,14 +52,21 @@ const HONO_WRAPPERS: Readonly<Record<HonoMethod, (original: Method, runtime: Ser
         throw error;
       }
       // A resume's connection carries the standalone stream only if its replay resolved to it (hono-resume.ts).
-      if (resume) {
-        Promise.resolve(result)
-          .then(
-            r => resume.answered(r, answered),
-            e => resume.refused(e),
-          )
-          .then(undefined, error => runtime.diag.error('recording an @hono/mcp resume failed', error));
-      } else if (answered) Promise.resolve(result).then(answered, () => {});
+      // Hono gets a promise that settles as the handler's own does (shared/observed-promise.ts).
+      if (resume)
+        return observedPromise(
+          result,
+          r => resume.answered(r, answered),
+          e => resume.refused(e),
+          error => runtime.diag.error('recording an @hono/mcp resume failed', error),
+        );
+      if (answered)
+        return observedPromise(
+          result,
+          answered,
+          () => {},
+          error => runtime.diag.error('watching an @hono/mcp GET failed', error),
+        );
       return result;
     },
   send: (original, runtime) =>

@@ -33,6 +33,7 @@ import type { ServerRuntime } from './server-runtime';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../shared/internal-types';
 import { withEnteredContext } from '../shared/entered-context';
+import { observedPromise } from '../shared/observed-promise';
 import { type RecordingHooks, isRecordingStore, openReplayScope, recorderOf } from './recording-event-store';
 import { boundaryWatchOf } from './replay-boundary-watch';
 import { type Flavor, nodeFlavor, webFlavor } from './server-flavor';
@@ -130,17 +131,15 @@ function wrapHandleRequest(original: Method, { runtime, flavor, hooks }: ServerP
     session.requestReceived(req as HttpRequestLike | undefined);
     const first = session.requestStarted(req as HttpRequestLike | undefined);
     const result = original.call(this, req, ...rest);
-    if (first) {
-      const args = [req, ...rest];
-      whenSettled(
-        result,
-        value => session.firstRequestAnswered(flavor.status(value, args)),
-        () => {},
-        'watching a revived session failed',
-        runtime,
-      );
-    }
-    return result;
+    if (!first) return result;
+    const args = [req, ...rest];
+    return whenSettled(
+      result,
+      value => session.firstRequestAnswered(flavor.status(value, args)),
+      () => {},
+      'watching a revived session failed',
+      runtime,
+    );
   };
 }
 
@@ -215,8 +214,7 @@ function wrapHandleGetRequest(original: Method, { runtime, flavor, hooks }: Serv
     const resume = session.beginResume(request);
     if (!resume) {
       const result = original.call(this, req, ...rest);
-      if (connection) watchAnswer(result, connection, flavor, args, runtime);
-      return result;
+      return connection ? watchAnswer(result, connection, flavor, args, runtime) : result;
     }
     let result: unknown;
     try {
@@ -226,22 +224,23 @@ function wrapHandleGetRequest(original: Method, { runtime, flavor, hooks }: Serv
       concludeFailed(resume, error, runtime);
       throw error;
     }
-    concludeResume(result, resume, connection, flavor, args, runtime);
-    return result;
+    return concludeResume(result, resume, connection, flavor, args, runtime);
   };
 }
 
-/** Runs `answered` (or `failed`) once the SDK's handler settled, without touching the promise the caller gets. */
+/**
+ * Runs `answered` (or `failed`) once the SDK's handler settled; returns what the caller gets in place of `result`, a
+ * promise that settles as it does (shared/observed-promise.ts: a reaction on the handler's own promise would take an
+ * unawaited rejection from the host).
+ */
 function whenSettled(
   result: unknown,
   answered: (value: unknown) => unknown,
   failed: (error: unknown) => unknown,
   what: string,
   runtime: ServerRuntime,
-): void {
-  Promise.resolve(result)
-    .then(answered, failed)
-    .then(undefined, error => runtime.diag.error(what, error));
+): unknown {
+  return observedPromise(result, answered, failed, error => runtime.diag.error(what, error));
 }
 
 /** The answer to a fresh GET: whether its connection carries the standalone stream. */
@@ -251,8 +250,8 @@ function watchAnswer(
   flavor: Flavor,
   args: unknown[],
   runtime: ServerRuntime,
-): void {
-  whenSettled(
+): unknown {
+  return whenSettled(
     result,
     value => connection.answered(flavor.status(value, args)),
     () => {},
@@ -269,13 +268,19 @@ function concludeResume(
   flavor: Flavor,
   args: unknown[],
   runtime: ServerRuntime,
-): void {
+): unknown {
   const answered = (value: unknown) => {
     const status = flavor.status(value, args);
     connection?.answered(status, resume.record.replayStreamId);
     return resume.concludeAnswered(status);
   };
-  whenSettled(result, answered, error => resume.concludeFailed(error), 'recording a server resume failed', runtime);
+  return whenSettled(
+    result,
+    answered,
+    error => resume.concludeFailed(error),
+    'recording a server resume failed',
+    runtime,
+  );
 }
 
 function concludeFailed(resume: ServerResume, error: unknown, runtime: ServerRuntime): void {

@@ -14,6 +14,7 @@
  * The request and the Response are only read (status, the `mcp-session-id` header), never altered or awaited by the
  * host's caller on forkwatch's account: the caller gets the very promise respond returned.
  */
+import { observedPromise } from '../shared/observed-promise';
 import type { ServerRuntime } from './server-runtime';
 import type { SdkMethod, WebRequestLike, Wrap } from '../shared/internal-types';
 import { withEnteredContext } from '../shared/entered-context';
@@ -55,11 +56,13 @@ function wrapRespond(original: Method, runtime: ServerRuntime): Method {
       settle(() => watch.failed(error), runtime);
       throw error;
     }
-    Promise.resolve(result).then(
+    // The host gets a promise that settles as respond's own does: a reaction on that one would mark it handled.
+    return observedPromise(
+      result,
       response => settle(() => watch.answered(response), runtime),
       error => settle(() => watch.failed(error), runtime),
+      () => {},
     );
-    return result;
   };
 }
 
