@@ -202,6 +202,8 @@ export async function runFleet(options = {}) {
           store: policy.store,
           redisUrl: redis.url,
           deliveryWindowMs: o.deliveryWindowMs,
+          // forkwatch keeps the fleet's delivery marks in Redis (issue 49; a log per replica too), unless told not to.
+          fleetMarks: !o.judgeAlone && o.fleetMarks !== false,
           // The replicas know their store is shared (forkwatch's sharedEventStore), unless the run judges alone.
           instrumentationConfig: {
             sharedEventStore: policy.store === 'redis' && !o.judgeAlone,
@@ -474,6 +476,7 @@ export async function runFleet(options = {}) {
         verdictTimeoutMs: o.verdictTimeoutMs,
         deliveryWindowMs: o.deliveryWindowMs,
         judgeAlone: Boolean(o.judgeAlone),
+        fleetMarks: o.fleetMarks !== false,
       },
       durationMs: Date.now() - startedAt,
       events,

@@ -26,7 +26,7 @@ export function formatScore(s) {
   );
   lines.push(
     s.ledger
-      ? `server ledger: undelivered ${s.ledger.loss} loss events (stream_moved ${s.ledger.stream_moved}, no_listener ${s.ledger.no_listener}, dropped ${s.ledger.dropped}; shared store: ${s.ledger.shared.unreplayed} stored and not replayed here, ${s.ledger.shared.replayedUnpending} replayed elsewhere-stored, balance ${s.ledger.shared.balance}), abandoned ${s.ledger.abandoned}; ground truth lost ${s.ledger.lostEventsGroundTruth} (event recall ${pct(s.ledger.eventRecall)})`
+      ? `server ledger: undelivered ${s.ledger.loss} loss events (stream_moved ${s.ledger.stream_moved}, no_listener ${s.ledger.no_listener}, dropped ${s.ledger.dropped}; shared store: ${s.ledger.shared.unreplayed} stored and not replayed here, ${s.ledger.shared.replayedUnpending} replayed elsewhere-stored, balance ${s.ledger.shared.balance}; fleet marks: ${s.ledger.fleet ? `${s.ledger.fleet.total} (deleted ${s.ledger.fleet.session_deleted}, fresh stream ${s.ledger.fleet.fresh_stream}, overdue ${s.ledger.fleet.overdue})` : '–'}), abandoned ${s.ledger.abandoned}; ground truth lost ${s.ledger.lostEventsGroundTruth} (event recall ${pct(s.ledger.eventRecall)})`
       : 'server ledger: not in this build (forkwatch_server_undelivered_events_total absent)',
   );
   lines.push(

@@ -6,7 +6,8 @@
 // the SDK's web-standard transport, sessions registered in Redis and hydrated on any replica), with forkwatch
 // unless telemetry is off. Configured by FLEET_SERVER (JSON):
 //   name, telemetry (default true), store 'redis' (deploy/redis-event-store.cjs, shared) | 'local' (a log per
-//   replica, lab/fleet/shared-store.cjs), redisUrl, keepAliveMs, deliveryWindowMs, instrumentationConfig
+//   replica, lab/fleet/shared-store.cjs), redisUrl, keepAliveMs, deliveryWindowMs, instrumentationConfig,
+//   fleetMarks (forkwatch's fleetDelivery on deploy/redis-delivery-marks.cjs)
 // Tool `emit {from, count}` sends notifications numbered by the app (`seq`) on the session's standalone stream.
 // Routes besides /mcp and /healthz: GET /metrics, GET /__fleet/report (signals, process costs, sessions served).
 // Prints `LISTENING <port>` once it accepts connections. SIGTERM: drain, end open streams cleanly, exit.
@@ -21,16 +22,31 @@ const config = {
   keepAliveMs: 15_000,
   ...JSON.parse(process.env.FLEET_SERVER ?? '{}'),
 };
+// One node-redis client for the app's store and forkwatch's fleet delivery marks (issue 49): the marks get it before
+// it connects (their calls before that fail and count nothing; the first traffic comes after).
+const { createClient } = require('redis');
+const redis = createClient({ url: config.redisUrl });
+redis.on('error', () => {});
+const { RedisDeliveryMarks } = require('../../deploy/redis-delivery-marks.cjs');
+// The lab's scoring only: which sessions this replica's claims counted (the counter itself has no session label).
+const claims = new Map(); // session id -> events this replica claimed as never delivered
+class ScoredDeliveryMarks extends RedisDeliveryMarks {
+  async claim(sessionId, claim) {
+    const n = await super.claim(sessionId, claim);
+    if (n > 0) claims.set(sessionId, (claims.get(sessionId) ?? 0) + n);
+    return n;
+  }
+}
 const telemetry = config.telemetry
   ? setupFleetTelemetry({
       forkwatch: require(path.join(__dirname, '../../build/src/index.js')),
       instrumentationConfig: {
         ...(config.deliveryWindowMs ? { deliveryWindowMs: config.deliveryWindowMs } : {}),
+        ...(config.fleetMarks ? { fleetDelivery: new ScoredDeliveryMarks(redis) } : {}),
         ...config.instrumentationConfig,
       },
     })
   : undefined;
-const { createClient } = require('redis');
 const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { z } = require('zod');
 const { createReplica } = require('../../deploy/mcp-replica.cjs');
@@ -41,8 +57,6 @@ let eventsSent = 0;
 let sessionsCreated = 0;
 
 async function main() {
-  const redis = createClient({ url: config.redisUrl });
-  redis.on('error', () => {});
   await redis.connect();
   const buildServer = () => {
     sessionsCreated++;
@@ -87,6 +101,7 @@ async function main() {
       sessionsOpen: replica.sessions.size,
       sessionsCreated,
       served: Object.fromEntries(served),
+      fleetClaims: Object.fromEntries(claims),
       signals: signals ? Object.fromEntries(signals.sessions) : {},
       latencyMs: signals?.latency.values ?? [],
       process: meter.report(eventsSent),

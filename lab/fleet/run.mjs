@@ -17,6 +17,7 @@ import os from 'node:os';
 import { POLICIES, runFleet } from './fleet.mjs';
 import { scoreFleet } from './score.mjs';
 import { formatScore } from './format.mjs';
+import { gateFailures, gateRow } from './gate.mjs';
 
 const args = process.argv.slice(2);
 const value = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
@@ -31,6 +32,8 @@ const options = {
   crash: !args.includes('--no-crash'),
   // Redis policies: the replicas do not know their store is shared (forkwatch's sharedEventStore off).
   judgeAlone: args.includes('--judge-alone'),
+  // Without forkwatch's fleet delivery marks in Redis (issue 49): the per-process ledgers and the fleet balance.
+  fleetMarks: !args.includes('--no-fleet-marks'),
   onProgress: line => process.stderr.write(`  · ${line}\n`),
 };
 const out = value('--json');
@@ -64,3 +67,16 @@ if (out)
       2,
     ),
   );
+
+// Recall per policy by the signals the shipped alerts read, and the floors (lab/fleet/gate.mjs).
+console.log(
+  '\nrecall by the signals the shipped alerts read (policy | ground truth | sessions | events | marks | page | floor)',
+);
+for (const score of scores) console.log(`  ${gateRow(score)}`);
+const failed = scores.filter(score => gateFailures(score).length > 0);
+if (failed.length > 0) {
+  console.log(
+    `\n${failed.length} of ${scores.length} policies missed their floor: ${failed.map(s => s.policy).join(', ')}`,
+  );
+  process.exitCode = 1;
+}

@@ -20,6 +20,7 @@ const CLIENT_LOSS = outcome => outcome.startsWith('forked');
 const CLIENT_BAD = outcome => CLIENT_LOSS(outcome) || outcome === 'rejected' || outcome === 'inconclusive';
 const SERVER_LOSS = outcome => outcome === 'unknown_cursor' || outcome === 'ignored';
 const LEDGER_LOSS_REASONS = ['stream_moved', 'no_listener', 'dropped'];
+const FLEET_REASONS = ['session_deleted', 'fresh_stream', 'overdue'];
 
 function counterSum(text, name, labels = {}) {
   let total = 0;
@@ -180,8 +181,13 @@ export function scoreFleet(run) {
     replayedUnpending: sum('forkwatch_server_replayed_unpending_events_total'),
   };
   shared.balance = Math.max(0, shared.unreplayed - shared.replayedUnpending);
+  // The fleet's delivery marks (issue 49): each event claimed by one replica, so the sum counts it once.
+  const fleet = Object.fromEntries(
+    FLEET_REASONS.map(reason => [reason, sum('forkwatch_server_fleet_undelivered_events_total', { reason })]),
+  );
+  fleet.total = FLEET_REASONS.reduce((n, r) => n + fleet[r], 0);
   const judgedLoss = LEDGER_LOSS_REASONS.reduce((n, r) => n + ledger[r], 0);
-  const ledgerLoss = judgedLoss + shared.balance;
+  const ledgerLoss = judgedLoss + shared.balance + fleet.total;
   const lostEvents = sessions.reduce((n, s) => n + s.lost, 0);
   const outcomeTotals = (reports, name) => {
     const totals = {};
@@ -193,6 +199,34 @@ export function scoreFleet(run) {
     }
     return totals;
   };
+  // Per session, the events the fleet's marks counted (the lab's replicas note which session each claim was for).
+  const fleetClaims = new Map();
+  for (const server of run.servers) {
+    for (const [session, n] of Object.entries(server.fleetClaims ?? {})) {
+      fleetClaims.set(session, (fleetClaims.get(session) ?? 0) + n);
+    }
+  }
+  const scoredIds = new Set(scored.map(s => s.session));
+  const claimsOn = list => list.reduce((n, s) => n + (fleetClaims.get(s.session) ?? 0), 0);
+  const marks = {
+    present: run.servers.some(s => s.fleetClaims !== undefined),
+    // counted on lossy sessions, at most what each lost; beyond that, and on lossless sessions: counted falsely
+    countedLost: lossy.reduce((n, s) => n + Math.min(fleetClaims.get(s.session) ?? 0, s.lost), 0),
+    countedBeyondLost: lossy.reduce((n, s) => n + Math.max(0, (fleetClaims.get(s.session) ?? 0) - s.lost), 0),
+    countedOnLossless: claimsOn(lossless.filter(s => !s.crashed)),
+    // the crash victim's sessions: what they lost before the crash no ground truth sees
+    countedUnscored: [...fleetClaims].reduce((n, [session, c]) => n + (scoredIds.has(session) ? 0 : c), 0),
+    sessionsCaught: lossy.filter(s => (fleetClaims.get(s.session) ?? 0) > 0).length,
+  };
+  // Recall by the signals the shipped alerts read: the servers' delivery SLI (ForkwatchServerDeliveryBudgetBurn:
+  // the fleet's marks, per session from the lab's notes), resume outcomes (ForkwatchServerUnknownCursors,
+  // ForkwatchServerCursorsIgnored) and client forks (ForkwatchForksDetected).
+  const alertCaught = lossy.filter(
+    s =>
+      (fleetClaims.get(s.session) ?? 0) > 0 ||
+      countWhere(serverSignals.get(s.session), SERVER_LOSS) > 0 ||
+      countWhere(clientSignals.get(s.session), CLIENT_LOSS) > 0,
+  );
   const per10k = n => (resumes ? (n / resumes) * 10_000 : NaN);
   const ratio = (a, b) => (b ? a / b : NaN);
   return {
@@ -230,13 +264,21 @@ export function scoreFleet(run) {
       clientAnyBad: ratio(caughtClientOrInconclusive.length, lossy.length),
       server: ratio(caughtServer.length, lossy.length),
       either: ratio(caughtEither.length, lossy.length),
+      // What the shipped alerts read: sessions with a loss signal of theirs; events, by the fleet's marks per session
+      // when the replicas keep them, else the ledger's events (no session label) against the events lost.
+      alertSessions: ratio(alertCaught.length, lossy.length),
+      alertEvents: marks.present
+        ? ratio(marks.countedLost, lostEvents)
+        : ratio(Math.min(ledgerLoss, lostEvents), lostEvents),
     },
+    fleetMarks: marks,
     // Counters carry no session: the ledger is scored by events (its loss events against the events really lost).
     ledger: ledgerPresent
       ? {
           ...ledger,
           judged: judgedLoss,
           shared,
+          fleet,
           loss: ledgerLoss,
           lostEventsGroundTruth: lostEvents,
           eventRecall: ratio(Math.min(ledgerLoss, lostEvents), lostEvents),

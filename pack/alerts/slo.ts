@@ -76,6 +76,7 @@ function serverSli(config: ForkwatchConfig): CounterSli {
   const written = s.sel(METRICS.serverEvents.prometheusName);
   const unreplayed = s.sel(METRICS.serverSharedUnreplayedEvents.prometheusName);
   const replayedUnpending = s.sel(METRICS.serverReplayedUnpendingEvents.prometheusName);
+  const fleetUndelivered = s.sel(METRICS.serverFleetUndeliveredEvents.prometheusName);
   const lag = seconds(config.sharedStoreReplayLag);
   const sum = (expr: string) => `sum by (${s.by()}) (${expr})`;
   return {
@@ -88,9 +89,12 @@ function serverSli(config: ForkwatchConfig): CounterSli {
       const judged = sum(`increase(${lost}[${w}])`);
       const stored = sum(`increase(${unreplayed}[${w}])`);
       const elsewhere = sum(`increase(${replayedUnpending}[${seconds(w) + lag}s])`);
+      // The fleet's delivery marks (issue 49): each event claimed by one replica, so the sum counts it once.
+      const fleet = sum(`increase(${fleetUndelivered}[${w}])`);
       return (
         `(\n  ${judged}\n  +\n  (\n    clamp_min(\n      ${stored}\n      -\n      (${elsewhere} or ${stored} * 0),\n` +
-        `      0\n    )\n    or\n    ${judged} * 0\n  )\n)\n/\n${sum(`increase(${written}[${w}])`)}\n`
+        `      0\n    )\n    or\n    ${judged} * 0\n  )\n  +\n  (${fleet} or ${judged} * 0)\n)\n/\n` +
+        `${sum(`increase(${written}[${w}])`)}\n`
       );
     },
     total: w => sum(`increase(${written}[${w}])`),
@@ -124,7 +128,8 @@ export function sloRecordingRules(config: ForkwatchConfig): RuleSpec[] {
               `Server delivery SLI: of the events servers stored or wrote, the share that never reached a live client\n` +
               `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}); abandoned (the client went away for good) is not loss.\n` +
               `With a shared event store, events a replica stored and did not replay count only past what other\n` +
-              `replicas replayed that was not pending on them (over the window plus ${config.sharedStoreReplayLag}).`,
+              `replicas replayed that was not pending on them (over the window plus ${config.sharedStoreReplayLag}).\n` +
+              `With fleet delivery marks (fleetDelivery), the events no replica delivered, each claimed by one replica.`,
           }
         : {}),
     })),

@@ -37,7 +37,10 @@ export const DEFAULT_VERDICT_TIMEOUT_MS = 10_000;
 /** setTimeout() fires at once for delays above 2^31 - 1 ms. */
 const MAX_TIMER_MS = 2_147_483_647;
 
-/** The instrumentation settings that can come from the environment (hooks and custom codecs cannot). */
+/**
+ * The instrumentation settings that can come from the environment (hooks, custom codecs and `fleetDelivery` cannot:
+ * the fleet's delivery marks are an object over the app's own store client, handed in code; issue 49).
+ */
 export interface EnvInstrumentationConfig {
   onFork?: OnForkMode;
   captureEventIds?: boolean;

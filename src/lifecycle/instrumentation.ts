@@ -226,11 +226,14 @@ export class ForkwatchInstrumentation
           this.instruments.serverSharedUnreplayedEvents.add(events, { transport, reason }),
         countReplayedUnpending: (transport, events) =>
           this.instruments.serverReplayedUnpendingEvents.add(events, { transport }),
+        countFleetUndelivered: (transport, reason, events) =>
+          this.instruments.serverFleetUndeliveredEvents.add(events, { transport, reason }),
         now: nowMs,
         onError: (what, error) => this.diag.error(`${what} failed`, error),
       },
       'streamable_http',
       this.settings.sharedEventStore,
+      this.settings.fleetDelivery,
     );
   }
 }

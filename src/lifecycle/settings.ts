@@ -35,6 +35,15 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
     warnings.push(`invalid deliveryWindowMs ${config.deliveryWindowMs}; using ${DEFAULT_DELIVERY_WINDOW_MS}`);
   if (config.sharedEventStore !== undefined && typeof config.sharedEventStore !== 'boolean')
     warnings.push(`invalid sharedEventStore ${JSON.stringify(config.sharedEventStore)}; using false`);
+  const fleetDelivery = config.fleetDelivery;
+  const marksValid =
+    fleetDelivery !== null &&
+    typeof fleetDelivery === 'object' &&
+    typeof fleetDelivery.pending === 'function' &&
+    typeof fleetDelivery.delivered === 'function' &&
+    typeof fleetDelivery.claim === 'function';
+  if (fleetDelivery !== undefined && !marksValid)
+    warnings.push('invalid fleetDelivery: needs pending(), delivered() and claim() methods; fleet delivery marks off');
   const perRequest = config.perRequest;
   const reissueWindow = atLeast(perRequest?.reissueWindowMs, 0);
   if (perRequest?.reissueWindowMs !== undefined && reissueWindow === undefined)
@@ -63,6 +72,7 @@ export function resolveSettings(config: ForkwatchInstrumentationConfig): Setting
         balancerHidesCloses: hidesCloses === true,
       }),
       sharedEventStore: config.sharedEventStore === true,
+      fleetDelivery: marksValid ? fleetDelivery : undefined,
     },
     warnings,
   };

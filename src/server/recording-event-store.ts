@@ -37,6 +37,8 @@ export interface ReplayRecord {
   replayCalled: boolean;
   /** Calls of the `send` callback during replayEventsAfter: the events replayed. */
   replayedEvents: number;
+  /** The ids of the first MAX_REPLAYED_IDS events replayed: the fleet's delivery marks (issue 49) go with them. */
+  readonly replayedIds: string[];
   /** What replayEventsAfter resolved to: '' (the SDK's InMemoryEventStore) means the cursor was not found. */
   replayStreamId: unknown;
   replaySettled: boolean;
@@ -58,6 +60,7 @@ export function newReplayRecord(transport: object): ReplayRecord {
     lookupStreamId: undefined,
     replayCalled: false,
     replayedEvents: 0,
+    replayedIds: [],
     replayStreamId: undefined,
     replaySettled: false,
     storeFailed: false,
@@ -68,6 +71,9 @@ export function newReplayRecord(transport: object): ReplayRecord {
     pending: [],
   };
 }
+
+/** Replayed event ids a record keeps (a longer replay keeps its first ones). */
+export const MAX_REPLAYED_IDS = 1024;
 
 /** One resume request's scope: its cursor, and its record until the resume is concluded (then undefined). */
 export interface ReplayScope {
@@ -294,6 +300,10 @@ function countingReplayOptions(record: ReplayRecord, watch: StoreWatch, options:
     send: function send_(this: unknown, ...sendArgs: unknown[]) {
       if (!record.replaySettled) {
         record.replayedEvents++;
+        const id = sendArgs[0];
+        if ((typeof id === 'string' || typeof id === 'number') && record.replayedIds.length < MAX_REPLAYED_IDS) {
+          record.replayedIds.push(String(id));
+        }
         if (watch.share.shared) foreignEvent(record, watch, sendArgs[0]);
       }
       return send.apply(this, sendArgs);

@@ -22,8 +22,11 @@ import {
   probeDeliveryLedger,
 } from '../core/delivery-ledger';
 import { clearTimeout, setTimeout } from 'node:timers';
+import type { FleetDeliveryMarks } from '../shared/types';
+import { FleetDelivery } from './fleet-delivery';
 import {
   SERVER_SHARED_UNREPLAYED_REASONS,
+  type ServerFleetUndeliveredReason,
   type ServerSharedUnreplayedReason,
   type ServerTransportLabel,
   type ServerUndeliveredReason,
@@ -36,6 +39,8 @@ export interface ServerDeliveryHost {
   countSharedUnreplayed(transport: ServerTransportLabel, reason: ServerSharedUnreplayedReason, events: number): void;
   /** Adds to forkwatch_server_replayed_unpending_events_total. */
   countReplayedUnpending(transport: ServerTransportLabel, events: number): void;
+  /** Adds to forkwatch_server_fleet_undelivered_events_total (with fleet delivery marks). */
+  countFleetUndelivered(transport: ServerTransportLabel, reason: ServerFleetUndeliveredReason, events: number): void;
   now(): number;
   onError(what: string, error: unknown): void;
 }
@@ -51,6 +56,8 @@ export class ServerDelivery {
   private sweeps = 0;
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
   private readonly tickMs: number;
+  /** The fleet's delivery marks (fleetDelivery), if the app handed some: they judge what one process cannot. */
+  readonly fleet: FleetDelivery | undefined;
 
   /**
    * `sharedStore`: every replica reads one event store, so another replica may replay what this one stored; the
@@ -61,16 +68,23 @@ export class ServerDelivery {
     private readonly host: ServerDeliveryHost,
     private readonly transport: ServerTransportLabel = 'streamable_http',
     private readonly sharedStore = false,
+    marks?: FleetDeliveryMarks,
   ) {
     this.ledger = new DeliveryLedger(
       options,
       (_key, core, events) => {
         const reason = sameReasons(core);
-        if (this.sharedStore && isSharedReason(reason)) this.host.countSharedUnreplayed(this.transport, reason, events);
-        else this.host.countUndelivered(this.transport, reason, events);
+        // With the fleet's marks, what one process cannot judge alone is the marks' to count (each event once).
+        if ((this.sharedStore || this.fleet) && isSharedReason(reason)) {
+          if (!this.fleet) this.host.countSharedUnreplayed(this.transport, reason, events);
+        } else this.host.countUndelivered(this.transport, reason, events);
       },
       (_key, events) => this.host.countReplayedUnpending(this.transport, events),
     );
+    this.fleet =
+      marks === undefined
+        ? undefined
+        : new FleetDelivery(marks, this.ledger.options.windowMs, host, transport, sharedStore);
     // A quarter of the window, so a verdict is at most that late; never busier than every 20 ms.
     this.tickMs = Math.min(5_000, Math.max(20, Math.floor(this.ledger.options.windowMs / 4)));
   }

@@ -20,7 +20,8 @@ import { standaloneStreamId, streamHasRequestInFlight } from './transport-delive
 
 /** Where a resume reports what it replayed: the transport's session observer (session-observer.ts). */
 export interface ReplaySink {
-  replaySent(streamId: string, events: number): void;
+  /** `ids`: the first of the events' ids (recording-event-store.ts's MAX_REPLAYED_IDS), for the fleet's marks. */
+  replaySent(streamId: string, events: number, ids?: readonly string[]): void;
   /** The resume concluded with this outcome (a revived session's first resume decides its state). */
   resumeConcluded?(outcome: ServerResumeOutcome): void;
 }
@@ -190,7 +191,7 @@ export class ServerResume {
     const ownEvents = record.replayedEvents - record.foreignEvents;
     const fromTheLog = outcome === 'replayed' || outcome === 'cross_session' || outcome === 'completed_stream';
     if (fromTheLog && record.replayCalled && typeof record.replayStreamId === 'string') {
-      this.init.session.replaySent(record.replayStreamId, ownEvents);
+      this.init.session.replaySent(record.replayStreamId, ownEvents, record.replayedIds);
     }
     // Only a replay of the session's own stream measures the gap; an unknown cursor's 0 events say nothing about it.
     if ((outcome === 'replayed' || outcome === 'cross_session') && record.replayCalled) {

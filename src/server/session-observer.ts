@@ -133,7 +133,18 @@ export class ServerSessionObserver implements StoreRecorder {
 
   /** A request other than a GET: a GET may be a late resume, which is no proof that events were lost. */
   requestReceived(req: HttpRequestLike | undefined): void {
-    if (req?.method !== 'GET' && this.resumable) this.runtime.serverDelivery.requestReceived(this.transport);
+    if (req?.method !== 'GET' && this.resumable) {
+      const delivery = this.runtime.serverDelivery;
+      delivery.requestReceived(this.transport);
+      delivery.fleet?.seen(this.transport, this.sessionId(req), req?.method === 'DELETE' ? 'delete' : 'request');
+    }
+  }
+
+  /** The session's id: the transport's own, else the request's header (for the fleet's delivery marks). */
+  private sessionId(req: HttpRequestLike | undefined): string | undefined {
+    const own = this.transport.sessionId;
+    if (typeof own === 'string' && own !== '') return own;
+    return req === undefined ? undefined : this.flavor.header(req, 'mcp-session-id');
   }
 
   /** A GET: a listener here. Returns the watch on its connection, which may come to carry the standalone stream. */
@@ -141,7 +152,9 @@ export class ServerSessionObserver implements StoreRecorder {
     if (!this.resumable) return undefined;
     this.runtime.serverDelivery.getReceived(this.transport);
     this.revival.getReceived(this.runtime);
-    if (this.flavor.header(req, 'last-event-id') === undefined) this.revival.freshGet(this.runtime);
+    const fresh = this.flavor.header(req, 'last-event-id') === undefined;
+    if (fresh) this.revival.freshGet(this.runtime);
+    this.runtime.serverDelivery.fleet?.seen(this.transport, this.sessionId(req), fresh ? 'fresh_get' : 'resume_get');
     try {
       return this.watchStandaloneConnection(req, args);
     } catch (error) {
@@ -197,7 +210,9 @@ export class ServerSessionObserver implements StoreRecorder {
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       // Who stored what, only in a store object other sessions use too (replay-boundary-watch.ts).
       if (this.share?.shared) boundaryWatchOf(this.runtime).stored(this.transport, eventId);
-      this.waitWithUnwritten(streamId, !decided && streamIsOpen(this.transport, streamId), 1);
+      const open = !decided && streamIsOpen(this.transport, streamId);
+      this.waitWithUnwritten(streamId, open, 1);
+      if (!open) this.markPending(streamId, eventId);
     } catch (error) {
       this.runtime.diag.error('recording a stored event failed', error);
     }
@@ -251,6 +266,7 @@ export class ServerSessionObserver implements StoreRecorder {
         if (priming || typeof streamId !== 'string') return this.eventCounted();
         const event = this.eventStored(streamId, openAtCall);
         if (event === undefined) return;
+        if (!event.open) this.markPending(streamId, eventId);
         // A response written nowhere: the stream's events that were never written wait with it (see eventStoring).
         this.waitWithUnwritten(streamId, event.open);
         // A response written live completes its request stream: a later resume of it is another log's cursor.
@@ -318,8 +334,18 @@ export class ServerSessionObserver implements StoreRecorder {
     }
   }
 
-  /** A resume here replayed `events` events of `streamId`. */
-  replaySent(streamId: string, events: number): void {
+  /** The fleet's delivery marks (issue 49): an event stored here while its stream had no connection here. */
+  private markPending(streamId: string, eventId: unknown): void {
+    this.runtime.serverDelivery.fleet?.pending(
+      this.sessionId(undefined),
+      eventId,
+      streamId === standaloneStreamId(this.transport),
+    );
+  }
+
+  /** A resume here replayed `events` events of `streamId` (`ids`: the first of their ids). */
+  replaySent(streamId: string, events: number, ids: readonly string[] = []): void {
+    this.runtime.serverDelivery.fleet?.delivered(this.sessionId(undefined), ids);
     // Events still expected on the stream are in the store after the client's cursor: this replay or the reconnected
     // stream delivers them.
     this.liveWritesMade?.take(streamId);

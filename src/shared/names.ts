@@ -114,6 +114,19 @@ export const SERVER_SHARED_UNREPLAYED_REASONS = [
 ] as const satisfies readonly ServerUndeliveredReason[];
 export type ServerSharedUnreplayedReason = (typeof SERVER_SHARED_UNREPLAYED_REASONS)[number];
 
+// --- issue 49 ---
+/**
+ * With fleet delivery marks (`fleetDelivery`: the replicas' shared store keeps which stored events no replica
+ * delivered), why the fleet counted an event as never delivered. Each event is claimed by exactly one replica, so the
+ * sum over replicas counts it once (core/fleet-delivery-rules.ts):
+ * `session_deleted`: the client deleted the session with it undelivered; `fresh_stream`: the client opened a new
+ * standalone stream without Last-Event-ID, which no replay can reach back from; `overdue`: the session was alive in
+ * the fleet a delivery window after it was stored, and no replica had delivered it.
+ */
+export const SERVER_FLEET_UNDELIVERED_REASONS = ['session_deleted', 'fresh_stream', 'overdue'] as const;
+export type ServerFleetUndeliveredReason = (typeof SERVER_FLEET_UNDELIVERED_REASONS)[number];
+// --- end issue 49 ---
+
 /**
  * Revived sessions and reconnect storms (issue 41). A revived session is one a server answered as live after losing
  * it: the client sees it answer as a new session (`new_session_id`: a response carried another Mcp-Session-Id than the
@@ -464,6 +477,17 @@ export const METRICS = {
       'Events a resume on this process replayed that were not pending here: stored by another replica in a shared event store, or re-sent after a live write.',
     labels: { transport: SERVER_TRANSPORTS },
   },
+  // --- issue 49 ---
+  serverFleetUndeliveredEvents: {
+    otelName: 'forkwatch.server.fleet_undelivered_events',
+    prometheusName: 'forkwatch_server_fleet_undelivered_events_total',
+    kind: 'counter',
+    unit: '{event}',
+    description:
+      'With fleet delivery marks (fleetDelivery): events stored in the shared store that no replica delivered, live or by a replay, claimed by exactly one replica (summed over replicas, each event counts once), by reason.',
+    labels: { transport: SERVER_TRANSPORTS, reason: SERVER_FLEET_UNDELIVERED_REASONS },
+  },
+  // --- end issue 49 ---
   clientRevivedSessions: {
     otelName: 'forkwatch.client.revived_sessions',
     prometheusName: 'forkwatch_client_revived_sessions_total',

@@ -10,7 +10,7 @@ import type { DiagLogger, Tracer } from '@opentelemetry/api';
 import type { EventIdCodec } from '../core/codecs';
 import type { SessionLedger } from '../core/ledger';
 import type { ForkwatchInstruments } from './metrics';
-import type { OnForkMode, ResumeVerdictInfo } from './types';
+import type { FleetDeliveryMarks, OnForkMode, ResumeVerdictInfo } from './types';
 
 /** Protocol 2026-07-28: what the per-request observers remember, and for how long. */
 export interface PerRequestLimits {
@@ -40,6 +40,8 @@ export interface ResolvedSettings {
   perRequest: PerRequestLimits;
   /** Replicas share one event store (sharedEventStore): loss is judged with the fleet balance. */
   sharedEventStore: boolean;
+  /** The fleet's delivery marks (fleetDelivery), if the app handed some. */
+  fleetDelivery: FleetDeliveryMarks | undefined;
 }
 
 export interface ForkwatchRuntime {

@@ -60,6 +60,16 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
    * process, and every process judges alone.
    */
   sharedEventStore?: boolean;
+  /**
+   * Server side, opt-in (issue 49): delivery marks in the store the replicas share, so the fleet counts the events
+   * no replica delivered, each once (forkwatch_server_fleet_undelivered_events_total). forkwatch has no store client
+   * of its own: hand it an object with these three methods over your own client (deploy/redis-delivery-marks.cjs
+   * does it for node-redis). With it, the loss one process cannot judge alone (`stream_moved`, `no_listener`) is
+   * the marks' to count: the fleet balance's counter stays at 0 and those reasons are not counted per process.
+   * Works with `sharedEventStore` (event ids are the shared log's) and without (a log per replica: marks are keyed
+   * by process). Never awaited on the host's path; a failing call is a diagnostic, and its events go uncounted.
+   */
+  fleetDelivery?: FleetDeliveryMarks;
   /** Inject the trace context into resume GETs, so the server's resume span joins the client's trace. Default true. */
   propagateContext?: boolean;
   /**
@@ -80,3 +90,31 @@ export interface ForkwatchInstrumentationConfig extends InstrumentationConfig {
    */
   perRequest?: { reissueWindowMs?: number; maxTracked?: number; balancerHidesCloses?: boolean };
 }
+
+// --- issue 49 ---
+/** A mark of an event a replica stored while its stream had no connection on that replica. */
+export interface PendingDeliveryMark {
+  /** The id the event store returned for it. */
+  readonly eventId: string;
+  /** When it was stored (ms since the epoch, this replica's clock). */
+  readonly storedAt: number;
+  /** It belongs to the session's standalone (GET) stream. */
+  readonly standalone: boolean;
+}
+
+/**
+ * Delivery marks in the fleet's shared store (`fleetDelivery`). Every method may return a promise; forkwatch never
+ * awaits it on the host's path. `claim` must be atomic: an event's mark is removed and counted by one caller only.
+ */
+export interface FleetDeliveryMarks {
+  /** Marks these events of the session pending, unless a replay already delivered them (the marks may come late). */
+  pending(sessionId: string, marks: readonly PendingDeliveryMark[]): unknown;
+  /** A replay on this replica sent these events of the session: their marks go (or never come). */
+  delivered(sessionId: string, eventIds: readonly string[]): unknown;
+  /** Removes the session's marks stored before `storedBefore` (standalone ones only if asked) and returns how many. */
+  claim(
+    sessionId: string,
+    claim: { readonly storedBefore: number; readonly standaloneOnly: boolean },
+  ): number | Promise<number>;
+}
+// --- end issue 49 ---
