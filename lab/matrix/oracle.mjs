@@ -41,6 +41,27 @@ const sum = (series, name, labelPattern) =>
     })
     .reduce((total, [, value]) => total + value, 0);
 
+/** The series the oracle reads, by side and kind (test/matrix checks them against names.ts and the alerts). */
+export const ORACLE_SERIES = {
+  page: [
+    'forkwatch_client_resumes_total',
+    'forkwatch_client_reissues_total',
+    'forkwatch_server_undelivered_events_total',
+    'forkwatch_server_resumes_total',
+    'forkwatch_server_shared_unreplayed_events_total',
+    'forkwatch_server_replayed_unpending_events_total',
+    'forkwatch_server_probable_reissues_total',
+  ],
+  exposure: [
+    'forkwatch_client_resumes_total',
+    'forkwatch_client_revived_sessions_total',
+    'forkwatch_client_empty_reconnects_total',
+    'forkwatch_server_resumes_total',
+    'forkwatch_server_revived_sessions_total',
+    'forkwatch_server_undelivered_events_total',
+  ],
+};
+
 /** What pages, from one side's series (a fleet's summed over its processes). */
 export const PAGE_SIGNALS = {
   client: s => ({
@@ -169,5 +190,11 @@ export function judge(record) {
     violations,
     counted: { client: record.client, server: record.server },
     error: record.error,
+    ms: record.ms,
+    lostBy: Object.fromEntries(
+      [...new Set(lost.map(k => k.split(':')[0]))].map(t => [t, lost.filter(k => k.startsWith(`${t}:`)).length]),
+    ),
+    gone: record.goneTags,
+    routes: record.routesSeen,
   };
 }

@@ -25,6 +25,7 @@ const { McpServer, HttpTransport } = sdk;
 const z = sdk.z.z ?? sdk.z;
 const sessions = new Map();
 const tickers = new Set();
+const revivals = new Map(); // an old session id -> the new one it was revived as
 let globalIds = 0;
 let notes = 0;
 
@@ -41,7 +42,8 @@ function storeFor(cell, sessionId) {
   store.storeEvent = async (streamId, message) => {
     const id = await storeEvent(streamId, message);
     const data = message?.params?.data;
-    if (data?.key) process.stdout.write(`STORED ${cell.id} ${JSON.stringify({ key: data.key, log: data.log, eventId: id })}\n`);
+    if (data?.key)
+      process.stdout.write(`STORED ${cell.id} ${JSON.stringify({ key: data.key, log: data.log, eventId: id })}\n`);
     return id;
   };
   return store;
@@ -169,10 +171,18 @@ const httpServer = createServer(async (req, res) => {
     let session = sessionId ? sessions.get(sessionId) : undefined;
     if (!session && !sessionId && req.method === 'POST') session = await createSession(cell);
     else if (!session && sessionId && cell.behaviour === 'revival') {
-      // A fresh session under a new id for the one this process never held.
-      sessionId = randomUUID();
-      session = await createSession(cell, sessionId);
-      req.headers['mcp-session-id'] = sessionId;
+      // A fresh session under a new id for the one this process never held, kept for the old id's next requests.
+      let revived = revivals.get(sessionId);
+      if (!revived) {
+        revived = randomUUID();
+        revivals.set(sessionId, revived);
+        await createSession(cell, revived);
+      }
+      session = sessions.get(revived);
+      // The SDK reads rawHeaders (through @hono/node-server): the request now names the revived session.
+      req.headers['mcp-session-id'] = revived;
+      for (let i = 0; i < req.rawHeaders.length; i += 2)
+        if (req.rawHeaders[i].toLowerCase() === 'mcp-session-id') req.rawHeaders[i + 1] = revived;
     } else if (!session && sessionId) session = await createSession(cell, sessionId);
     await session.transport.handleRequest(req, res, body);
   } catch (error) {

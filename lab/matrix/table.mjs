@@ -44,7 +44,7 @@ export function renderTable(verdicts, { combinations, ms, lanes, whole }) {
       'every server process; the counts are the deltas of their Prometheus scrapes around the cell.',
     '',
     'Ground truth: a cell is *lossy* when a notification a server app sent never reached the app. *Paged*: a ' +
-      "series a paging (critical) alert reads moved on the client or a server. *Exposure*: an exposure series moved (see lab/matrix/oracle.mjs). Invariants: (a) no page-read signal on a lossless run; (b) every loss provable from a side is counted by that side; (c) every lossy run is at least exposure on the client.",
+      'series a paging (critical) alert reads moved on the client or a server. *Exposure*: an exposure series moved (see lab/matrix/oracle.mjs). Invariants: (a) no page-read signal on a lossless run; (b) every loss provable from a side is counted by that side; (c) every lossy run is at least exposure on the client.',
     '',
     '| cells | lossy | paged | exposure | false pages | (a) violations | (b) violations | (c) violations |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
@@ -70,7 +70,10 @@ export function renderTable(verdicts, { combinations, ms, lanes, whole }) {
   lines.push('', '## Violations', '');
   if (!violations.length) lines.push('None.');
   else {
-    lines.push('| cell | invariant | lost/sent | proof | client counted | servers counted |', '|---|---|---|---|---|---|');
+    lines.push(
+      '| cell | invariant | lost/sent | proof | client counted | servers counted |',
+      '|---|---|---|---|---|---|',
+    );
     for (const v of violations)
       lines.push(
         `| ${v.name} | ${v.violations.join(', ')} | ${v.lost}/${v.sent} | ${[v.proof.client && `client: ${v.proof.client}`, v.proof.server && `server: ${v.proof.server}`].filter(Boolean).join('; ') || '—'} | ${countedBy(v, 'client')} | ${countedBy(v, 'server')} |`,

@@ -80,7 +80,8 @@ function startServer(shared) {
         nl = buffer.indexOf('\n');
         const [word, cellId, rest] = line.split(' ');
         if (word === 'SENT') bucket(sent, cellId).push(rest);
-        else if (word === 'STORED') bucket(stored, cellId).push(JSON.parse(line.slice(word.length + cellId.length + 2)));
+        else if (word === 'STORED')
+          bucket(stored, cellId).push(JSON.parse(line.slice(word.length + cellId.length + 2)));
         else if (word === 'LISTENING') {
           clearTimeout(timer);
           const url = `http://127.0.0.1:${cellId}`;
@@ -121,8 +122,7 @@ async function waitFor(what, predicate, timeoutMs) {
   return true;
 }
 
-const routes = (pair, body) =>
-  fetch(`${pair.proxy.url}/__lab/routes`, { method: 'POST', body: JSON.stringify(body) });
+const routes = (pair, body) => fetch(`${pair.proxy.url}/__lab/routes`, { method: 'POST', body: JSON.stringify(body) });
 const cut = (pair, body) => fetch(`${pair.proxy.url}/__lab/cut`, { method: 'POST', body: JSON.stringify(body) });
 
 const TRAFFIC = { idle: { pre: 2, away: 3 }, live: { pre: 2, away: 3 }, burst: { pre: 10, away: 25 } };
