@@ -185,3 +185,54 @@ describe('forkwatch drill on the SDK 1.32.2 client and servers', () => {
     expect(moved(report, 'server', /^forkwatch_server_resumes_total\{.*outcome="replayed"/)).toHaveLength(1);
   }, 180_000);
 });
+
+describe('forkwatch drill in front of another stack: @hono/mcp 0.3.2 (forkwatch/register, its metrics via prom-client)', () => {
+  test('a resume passed back to the hono server: replayed there, no fork on the client', async () => {
+    const appFolder = join(root, 'test/sdk-versions/hono-mcp');
+    const hono = spawn(
+      process.execPath,
+      ['--import', join(root, 'build/src/register.js'), join(root, 'lab/stacks/hono-mcp-server.mjs')],
+      {
+        cwd: appFolder,
+        env: {
+          ...process.env,
+          STACK_APP: appFolder,
+          STACK_SERVER: JSON.stringify({ port: 0, eventStore: 'memory', metricsRoute: true }),
+          OTEL_METRICS_EXPORTER: 'none',
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    children.push(hono);
+    const port = Number((await waitForLine(hono.stderr!, /STACK LISTENING (\d+)/, 'hono server', 120_000))[1]);
+    const client = await startClient();
+    const report = await runDrill(
+      [
+        '--upstream',
+        `http://127.0.0.1:${port}/mcp`,
+        '--client-metrics',
+        client.metrics,
+        '--server-metrics',
+        `http://127.0.0.1:${port}/metrics`,
+        '--stop-after',
+        '1',
+        '--settle-ms',
+        '4000',
+        '--duration',
+        '90',
+      ],
+      client.child,
+    );
+    expect(report.cuts).toBe(1);
+    const resume = report.streams.find(s => s.kind === 'resume')!;
+    expect(resume).toMatchObject({ to: 'upstream', status: 200, fault: 'passed' });
+    expect(resume.framesArrived).toBeGreaterThanOrEqual(1);
+    const server = report.sides.find(s => s.side === 'server')!;
+    expect(server.error).toBeUndefined();
+    expect(moved(report, 'server', /^forkwatch_server_resumes_total\{.*outcome="replayed"/)).toEqual([
+      expect.objectContaining({ after: 1 }),
+    ]);
+    expect(moved(report, 'client', /^forkwatch_client_forks_total/)).toEqual([]);
+    expect(moved(report, 'client', /^forkwatch_client_resumes_total\{/).length).toBeGreaterThan(0);
+  }, 240_000);
+});
