@@ -21,7 +21,8 @@
 //   instrumentation  ForkwatchInstrumentation config
 //   sdk         'v1' (default, @modelcontextprotocol/sdk) | 'v2' (@modelcontextprotocol/server + /node)
 //   resolveFrom a folder whose node_modules holds the SDK 1.x version to run (v1 only)
-//   metricsPort serve the Prometheus exporter on this port too
+//   metricsPort serve the Prometheus exporter on this port too (GET /__lab/metrics serves the same text on the
+//               server's own port)
 // The entry points print `LISTENING <port>` on stdout once it accepts connections (announce). startLabServer itself
 // only listens and returns the http.Server, so one process can run several (lab/target.mjs does).
 const { randomUUID } = require('node:crypto');
@@ -238,6 +239,13 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
         for (const s of new Set(sessions.values())) await s.transport?.close();
         sessions.clear();
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        return;
+      }
+      if (req.url === '/__lab/metrics') {
+        // The Prometheus text of this process's forkwatch, for scrapers (forkwatch drill --server-metrics).
+        res
+          .writeHead(200, { 'content-type': 'text/plain; version=0.0.4' })
+          .end(telemetry ? await telemetry.scrape() : '');
         return;
       }
       if (req.url === '/__lab/telemetry') {

@@ -19,6 +19,7 @@ const RANK: Record<string, number> = {
   server: 2,
   client: 3,
   'cli/probe': 2,
+  'cli/drill': 2,
   'cli/exporter': 3,
   cli: 4,
   lifecycle: 4,

@@ -6,7 +6,8 @@
 // McpServer and the types), one transport per session, served by Hono on @hono/node-server. Loaded from the app
 // folder in STACK_APP; run it with `--import forkwatch/register`.
 // STACK_SERVER (JSON): { port, eventStore: 'memory' | 'shared' | 'none' } ('memory': a MemoryEventStore per session,
-// 'shared': one for every session). Announces `STACK LISTENING <port>` on stderr.
+// 'shared': one for every session), metricsRoute: serve forkwatch's metrics on GET /metrics. Announces
+// `STACK LISTENING <port>` on stderr (port 0 or absent: the OS's choice).
 import { appLoader } from './load-app.mjs';
 
 const config = JSON.parse(process.env.STACK_SERVER ?? '{}');
@@ -48,7 +49,18 @@ app.all('/mcp', async c => {
   const transport = id === undefined ? await newSession() : transports.get(id);
   return transport.handleRequest(c);
 });
-const http = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: config.port }, () =>
-  process.stderr.write(`STACK LISTENING ${config.port}\n`),
+if (config.metricsRoute) {
+  // forkwatch's families in a prom-client registry on the app's own port (run with OTEL_METRICS_EXPORTER=none):
+  // one port, the OS's choice, for `forkwatch drill --server-metrics`.
+  const { createRequire } = await import('node:module');
+  const requireFromRepo = createRequire(new URL('../../package.json', import.meta.url));
+  const { Registry } = requireFromRepo('prom-client');
+  const { registerForkwatchMetrics } = requireFromRepo('./build/src/prom-client.js');
+  const registry = new Registry();
+  registerForkwatchMetrics(registry);
+  app.get('/metrics', async c => c.text(await registry.metrics()));
+}
+const http = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: config.port ?? 0 }, info =>
+  process.stderr.write(`STACK LISTENING ${info.port}\n`),
 );
 process.once('SIGTERM', () => http.close(() => process.exit(0)));

@@ -3,7 +3,8 @@
  * Copyright The forkwatch Authors
  * SPDX-License-Identifier: Apache-2.0
  */
-/** The `forkwatch` command: `forkwatch probe <url>`, `forkwatch exporter`, `forkwatch pack`, `--version`, `--help`. */
+/** The `forkwatch` command: `forkwatch probe <url>`, `drill`, `exporter`, `pack`, `--version`, `--help`. */
+import { runDrillCli } from './drill/cli';
 import { runExporterCli } from './exporter/cli';
 import { runProbeCli } from './probe/cli';
 import { USAGE_ERROR } from './probe/report';
@@ -16,6 +17,7 @@ Commands:
   probe <url>   test a live MCP endpoint for session resumability (forkwatch probe --help)
   pack          render the alerting pack (rules, dashboards, SLO specs, mixin) from a config (forkwatch pack --help)
   exporter      serve the probe to Prometheus, blackbox_exporter style (forkwatch exporter --help)
+  drill         stand between your client and server and make a fork happen on your traffic (forkwatch drill --help)
 
 Options:
   -v, --version print forkwatch's version
@@ -33,6 +35,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       return runPack(rest);
     case 'exporter':
       return runExporterCli(rest);
+    case 'drill':
+      return runDrillCli(rest);
     case '-v':
     case '--version':
     case 'version':

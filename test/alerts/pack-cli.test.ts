@@ -6,7 +6,7 @@
  * `forkwatch pack` as a user runs it: the built command (build/src/cli/main.js, which loads the bundled pack in
  * build/pack), in a folder of the user's, with relative paths. Config problems come out one line each (exit 1,
  * nothing written), a selector that is not PromQL is refused, the Collector config keeps a renamed cluster label,
- * and the PodMonitor selects the README's Deployment.
+ * and the PodMonitor selects the Deployment of docs/production.md.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -139,8 +139,8 @@ describe('the Collector and PodMonitor outputs follow the config and the README'
     ]);
   });
 
-  test("the PodMonitor selects the README's Deployment, scrapes its metrics port and names the job from its label", () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  test("the PodMonitor selects the production docs' Deployment, scrapes its metrics port and names the job from its label", () => {
+    const readme = readFileSync(join(ROOT, 'docs/production.md'), 'utf8');
     const block = [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)]
       .map(m => m[1] as string)
       .find(b => /kind: Deployment/.test(b));
