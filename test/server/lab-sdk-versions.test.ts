@@ -65,7 +65,6 @@ describe.each(lines)('$label server', ({ options, version }) => {
       resumes: { ignored: 1, replayed: 0 },
     });
   });
-
 });
 
 // Lines whose transport answers 400 and 409 to a resume (1.17 has no 409 and replays from any store).
