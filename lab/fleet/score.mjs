@@ -215,7 +215,9 @@ export function scoreFleet(run) {
     countedBeyondLost: lossy.reduce((n, s) => n + Math.max(0, (fleetClaims.get(s.session) ?? 0) - s.lost), 0),
     countedOnLossless: claimsOn(lossless.filter(s => !s.crashed)),
     // the crash victim's sessions: what they lost before the crash no ground truth sees
-    countedUnscored: [...fleetClaims].reduce((n, [session, c]) => n + (scoredIds.has(session) ? 0 : c), 0),
+    countedUnscored:
+      claimsOn(scored.filter(s => s.crashed)) +
+      [...fleetClaims].reduce((n, [session, c]) => n + (scoredIds.has(session) ? 0 : c), 0),
     sessionsCaught: lossy.filter(s => (fleetClaims.get(s.session) ?? 0) > 0).length,
   };
   // Recall by the signals the shipped alerts read: the servers' delivery SLI (ForkwatchServerDeliveryBudgetBurn:

@@ -24,6 +24,7 @@ const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
 const info = METRICS.instrumentationInfo.prometheusName;
 const sharedUnreplayed = METRICS.serverSharedUnreplayedEvents.prometheusName;
 const replayedUnpending = METRICS.serverReplayedUnpendingEvents.prometheusName;
+const fleetUndelivered = METRICS.serverFleetUndeliveredEvents.prometheusName;
 
 /** Outcomes of the client SLO (2xx resumes whose ids can prove continuity): unverified, rejected, failed are out. */
 export const SLO_OUTCOMES = [...CLIENT_SLO_GOOD, ...CLIENT_SLO_BAD];
@@ -81,6 +82,8 @@ export function queries(config: ForkwatchConfig) {
     // The two sides of the shared-store fleet balance (sharedEventStore).
     sharedUnreplayed: `sum (${rate(sharedUnreplayed)})`,
     replayedUnpending: `sum (${rate(replayedUnpending)})`,
+    // The fleet's delivery marks (fleetDelivery, issue 49): events no replica delivered, each counted once.
+    fleetUndeliveredByReason: `sum by (reason) (${rate(fleetUndelivered)})`,
     deliveryLossRatio: (window: string) => `${SERVER_LOSS_RATIO(window)}{${perJob}}`,
     noListenerShare:
       `sum by (${lossBy}, instance) (${increase(undelivered, 'reason="no_listener"')})\n` +

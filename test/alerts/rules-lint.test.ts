@@ -148,8 +148,11 @@ describe('alerts/*.rules.yml and alerts/runbooks', () => {
       const stored = `sum by (${by}) (increase(forkwatch_server_shared_unreplayed_events_total[${w}]))`;
       const lagged = `${seconds(w) + 300}s`;
       const elsewhere = `sum by (${by}) (increase(forkwatch_server_replayed_unpending_events_total[${lagged}]))`;
+      // Issue 49: the fleet's delivery marks, each event claimed by one replica, add as they are.
+      const fleet = `sum by (${by}) (increase(forkwatch_server_fleet_undelivered_events_total[${w}]))`;
       expect(norm(byName.get(`job:forkwatch_server_undelivered_loss:ratio_rate${w}`)?.expr ?? ''), w).toBe(
-        `( ${judged} + ( clamp_min( ${stored} - (${elsewhere} or ${stored} * 0), 0 ) or ${judged} * 0 ) ) / ` +
+        `( ${judged} + ( clamp_min( ${stored} - (${elsewhere} or ${stored} * 0), 0 ) or ${judged} * 0 ) + ` +
+          `(${fleet} or ${judged} * 0) ) / ` +
           `sum by (${by}) (increase(forkwatch_server_events_total[${w}]))`,
       );
     }

@@ -22,12 +22,15 @@ export function serverDeliveryPanels(ctx: Ctx) {
       'transport could not write them; `abandoned`: the client went away for good (not loss, never alerts). ' +
       'With a shared event store (sharedEventStore) the two lines are the fleet balance: events replicas stored ' +
       'and did not replay, against events replays sent that were not pending where they ran; loss is the excess. ' +
+      'With fleet delivery marks (fleetDelivery) the `fleet:` lines are the events no replica delivered, each ' +
+      'counted once by the replica that claimed it (`fresh_stream`, `session_deleted`, `overdue`): loss. ' +
       '**Red, orange or purple grows:** follow the delivery runbook for that reason; grey alone is clients leaving.',
     unit: 'cps',
     targets: [
       { expr: ctx.q.undeliveredByReason, legend: '{{reason}}' },
       { expr: ctx.q.sharedUnreplayed, legend: 'shared store: stored, not replayed here' },
       { expr: ctx.q.replayedUnpending, legend: 'shared store: replayed, stored elsewhere' },
+      { expr: ctx.q.fleetUndeliveredByReason, legend: 'fleet: {{reason}}' },
     ],
     links: ctx.links([ALERT.serverDeliveryBudgetBurn, ALERT.serverEventsWithoutListener], [TRACES.unknownCursors]),
     span: 8,
