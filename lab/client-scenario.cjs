@@ -89,6 +89,28 @@ async function runScenario({
       );
       await sleep(200);
     },
+    async 'frameless-resume-cut'() {
+      await emit(5);
+      await waitFor('5 events', () => receivedFromA() >= 5);
+      await control('routes', { resume: 'B', get: 'A' });
+      await control('cut', { midFrame: false });
+      await emit(7); // lost: stored on A while the client resumes on B, and no cursor comes back for them
+      await waitFor('the resume on B', async () => (await resumeGets('B')).some(e => e.status === 200));
+      await sleep(500);
+      await control('cut', { midFrame: false, kinds: ['resume'] });
+      // The SDK reconnects without Last-Event-ID (typescript-sdk #2499), to A.
+      await waitFor(
+        'the cursor-less reconnect to A',
+        async () =>
+          (await proxyLog()).filter(e => e.kind === 'get' && e.target === 'A' && e.status === 200).length >= 2,
+      ).catch(async e => {
+        throw new Error(e.message + JSON.stringify(await proxyLog()));
+      });
+      await sleep(200);
+      await emit(2); // live on the new stream
+      await waitFor('the live events', () => receivedFromA() >= 7);
+      await sleep(600);
+    },
     async 'live-fork'() {
       await emit(3);
       await waitFor('3 events', () => receivedFromA() >= 3);

@@ -144,6 +144,23 @@ export const SCENARIOS = {
       'a gateway answers the GET stream 405, so the client never listens: every notification of the session is lost',
     serverStory: 'A: no_listener for every notification of the standalone stream (the session never opened a GET here)',
   },
+  // Issue 45's client-only silent forks: the resume lands on a process without the log that answers 200 and sends
+  // nothing; the stream is cut after 500 ms; the SDK reconnects without Last-Event-ID (typescript-sdk #2499) to the
+  // process with the log and gets live events; the 7 events sent while away are lost.
+  'frameless-resume-cut-sdk-ids': {
+    a: {},
+    b: { store: { idFormat: 'sdk', unknownCursor: 'empty' }, hydrate: true },
+    client: 'frameless-resume-cut',
+    story: 'a frame-less 200 from a process without the log, cut after 500 ms; the cursor-less reconnect reaches A',
+    serverStory: 'B: unknown_cursor; A: the 7 events stored while away stream_moved (no replay can come)',
+  },
+  'frameless-resume-cut-integer-ids': {
+    a: { store: { idFormat: 'integer' }, jsonResponse: true },
+    b: { store: { idFormat: 'integer', unknownCursor: 'empty' }, hydrate: true, jsonResponse: true },
+    client: 'frameless-resume-cut',
+    story: 'the same with per-session integer ids (1-5 one by one, cursor 5, the cursor-less stream starts at 13)',
+    serverStory: 'B: unknown_cursor; A: the 7 events stored while away stream_moved (no replay can come)',
+  },
   'sdk-store-same-process': {
     a: { store: 'sdk-example', keepAliveMs: 200 },
     b: null, // the proxy's route B is process A: the resume lands on the process that holds the log

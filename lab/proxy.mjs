@@ -79,6 +79,8 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
           upRes.pipe(res);
           return;
         }
+        // A balancer passes an SSE response's headers on as they come: a 200 that sends nothing reaches the client.
+        res.flushHeaders();
         const stream = { res, upRes, upstreamReq, entry, cutNext: undefined, cutTimer: undefined };
         streams.add(stream);
         upRes.on('data', chunk => {

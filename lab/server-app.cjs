@@ -15,6 +15,8 @@
 //               session id: the multi-node pattern that makes resumes land on a process without the log
 //   ticker      { everyMs, count }: live notifications sent on hydrated sessions
 //   keepAliveMs SSE keep-alive comment interval
+//   jsonResponse answer POSTs with JSON (enableJsonResponse): only standalone events go through the event store, so
+//               a per-session counter numbers the GET stream's events one by one
 //   telemetry   true (default): OpenTelemetry SDK + ForkwatchInstrumentation, report on GET /__lab/telemetry
 //   instrumentation  ForkwatchInstrumentation config
 //   sdk         'v1' (default, @modelcontextprotocol/sdk) | 'v2' (@modelcontextprotocol/server + /node)
@@ -142,6 +144,7 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
       sessionIdGenerator: () => sessionId,
       eventStore: makeStore(sessionId),
       keepAliveMs: config.keepAliveMs,
+      ...(config.jsonResponse ? { enableJsonResponse: true } : {}),
       onsessioninitialized: id => sessions.set(id, session),
     });
     const server = new McpServer(

@@ -10,6 +10,7 @@
  *  - server delivery: of the events servers stored or wrote, the share lost to a live client (a loss reason of
  *    src/shared/names.ts; `abandoned`, the client gone for good, is not loss).
  */
+import { valuesWith } from '../../src/core/evidence';
 import { RESUME_OUTCOMES, type ResumeOutcome } from '../../src/core/verdict';
 import { METRICS, SERVER_UNDELIVERED_LOSS_REASONS } from '../../src/shared/names';
 import type { BurnWindow, ForkwatchConfig } from '../config/config';
@@ -19,9 +20,12 @@ import { percent, seconds, windowWords } from '../config/units';
 import { ALERT } from './names';
 import type { RuleSpec } from './rule-model';
 
-/** Client SLO: good and bad outcomes; every other outcome is out of the SLI. */
-export const CLIENT_SLO_GOOD: readonly ResumeOutcome[] = ['resumed'];
-export const CLIENT_SLO_BAD: readonly ResumeOutcome[] = ['forked'];
+/**
+ * Client SLO: good and bad outcomes, read from the evidence table (src/core/evidence.ts): proven continuity and
+ * proven loss; every other outcome is exposure, out of the SLI.
+ */
+export const CLIENT_SLO_GOOD = valuesWith('client_resume', 'proven_continuity') as readonly ResumeOutcome[];
+export const CLIENT_SLO_BAD = valuesWith('client_resume', 'proven_loss') as readonly ResumeOutcome[];
 /**
  * Out of the SLI: loud failures (rejected, failed), resumes whose ids cannot prove continuity (unverified) and
  * resumes with no frame before the verdict timeout (inconclusive: an idle session looks exactly like this).

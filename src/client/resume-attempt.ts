@@ -16,8 +16,9 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { displayEventId } from '../core/event-id';
+import { evidenceOf } from '../core/evidence';
 import type { SessionRecord } from '../core/ledger';
-import type { FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdict';
+import type { CursorlessVerdict, FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdict';
 import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 import { protocolVersionAttributes, sessionSpanAttributes } from '../shared/session-id';
@@ -59,6 +60,7 @@ export class ResumeAttempt {
   private concluded = false;
   outcome: ResumeOutcome | undefined;
   private inconclusiveReason: string | undefined;
+  private judgesCursorless = false;
   reason: ForkReason | undefined;
   httpStatus: number | undefined;
 
@@ -91,7 +93,10 @@ export class ResumeAttempt {
     return trace.setSpan(context.active(), this.span);
   }
 
-  concludeWithFirstFrame(firstId: string | undefined, verdict: FirstFrameVerdict): void {
+  concludeWithFirstFrame(
+    firstId: string | undefined,
+    verdict: FirstFrameVerdict | Exclude<CursorlessVerdict, { verdict: 'exposed' }>,
+  ): void {
     // `resumed` only when the ids proved continuity; an accepted first frame they cannot vouch for is `unverified`.
     const outcome = verdict.verdict === 'forked' ? 'forked' : verdict.continuityVerified ? 'resumed' : 'unverified';
     if (!this.begin(outcome)) return;
@@ -109,11 +114,12 @@ export class ResumeAttempt {
       this.reason = verdict.reason;
     } else {
       attrs[ATTR.continuityVerified] = verdict.continuityVerified;
-      if (verdict.clockRegressed) attrs[ATTR.clockRegressed] = true;
-      if (verdict.skippedEvents !== undefined) {
-        attrs[ATTR.skippedEvents] = verdict.skippedEvents;
-        m.clientResumeSkippedEvents.record(verdict.skippedEvents);
-      }
+      if ('clockRegressed' in verdict && verdict.clockRegressed) attrs[ATTR.clockRegressed] = true;
+    }
+    // The ids skipped between the cursor and the first frame: on a fork after a dropped cursor, the lost events.
+    if ('skippedEvents' in verdict && verdict.skippedEvents !== undefined) {
+      attrs[ATTR.skippedEvents] = verdict.skippedEvents;
+      m.clientResumeSkippedEvents.record(verdict.skippedEvents);
     }
     if (this.init.lostAt !== undefined) {
       const gapSeconds = Math.max(0, (now - this.init.lostAt) / 1000);
@@ -135,6 +141,43 @@ export class ResumeAttempt {
     this.finish({ [ATTR.verdict]: this.outcome!, [ATTR.reason]: 'cursor_dropped' });
   }
 
+  /**
+   * A reconnect without the cursor right after a resume that ended without a frame is not judged at once: the first
+   * frame of its stream is, against the dropped cursor (`concludeCursorless`). Until then the attempt is pending;
+   * a stream that ends or times out without a frame concludes `cursor_dropped_after_inconclusive` (exposure).
+   */
+  awaitCursorlessFrame(): void {
+    this.judgesCursorless = true;
+  }
+
+  /** True while the attempt waits for the first frame of a cursor-less stream. */
+  get isCursorless(): boolean {
+    return this.judgesCursorless;
+  }
+
+  /**
+   * The first frame of a cursor-less stream, judged against the dropped cursor (core/verdict.ts): skipped ids never
+   * consumed are a fork with their count (proven loss), every id in between consumed is continuity, anything the ids
+   * cannot tell stays exposure (`cursor_dropped_after_inconclusive`).
+   */
+  concludeCursorless(firstId: string | undefined, verdict: CursorlessVerdict): void {
+    if (verdict.verdict !== 'exposed') {
+      this.concludeWithFirstFrame(firstId, verdict);
+      return;
+    }
+    if (!this.begin('cursor_dropped_after_inconclusive')) return;
+    this.reason = 'cursor_dropped';
+    const attrs: Record<string, string | number | boolean> = {
+      [ATTR.verdict]: 'cursor_dropped_after_inconclusive',
+      [ATTR.reason]: 'cursor_dropped',
+      [ATTR.timeToFirstFrameMs]: Math.round(nowMs() - this.startedAt),
+    };
+    if (this.runtime.settings.captureEventIds && firstId !== undefined)
+      attrs[ATTR.firstEventId] = displayEventId(firstId) ?? '';
+    if (verdict.codec) attrs[ATTR.codec] = verdict.codec;
+    this.finish(attrs);
+  }
+
   /** A 409 is what the SDK's servers answer a resume while the stream still has a connection: named apart. */
   concludeRejected(status: number | undefined): void {
     if (!this.begin(status === 409 ? 'rejected_stream_held' : 'rejected')) return;
@@ -153,6 +196,13 @@ export class ResumeAttempt {
    * the Response (`unobservable`: a Response that is not the runtime's own): the attempt cannot be judged.
    */
   concludeInconclusive(why: 'stream_ended' | 'timeout' | 'cancelled' | 'unobservable'): void {
+    if (this.judgesCursorless) {
+      // No frame on the cursor-less stream either: the gap stays unproven.
+      if (!this.begin('cursor_dropped_after_inconclusive')) return;
+      this.reason = 'cursor_dropped';
+      this.finish({ [ATTR.verdict]: 'cursor_dropped_after_inconclusive', [ATTR.reason]: 'cursor_dropped' });
+      return;
+    }
     if (!this.begin('inconclusive')) return;
     this.inconclusiveReason = why;
     this.finish({ [ATTR.verdict]: 'inconclusive', [ATTR.reason]: why });
@@ -197,7 +247,9 @@ export class ResumeAttempt {
     this.span.setAttribute(ATTR.outcome, outcome);
     if (this.reason) this.span.setAttribute(ATTR.reason, this.reason);
     if (this.httpStatus !== undefined) this.span.setAttribute(ATTR.httpStatusCode, this.httpStatus);
-    if (outcome === 'forked') {
+    const evidence = evidenceOf('client_resume', outcome);
+    this.span.setAttribute(ATTR.evidence, evidence);
+    if (evidence === 'proven_loss') {
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: `session forked on resume: ${this.reason}` });
     } else if (outcome === 'rejected' || outcome === 'rejected_stream_held' || outcome === 'failed') {
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: `resume ${outcome}` });

@@ -17,7 +17,12 @@
 import { DensityWatch } from '../core/density';
 import { eventIdKey } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';
-import { decideFirstFrame } from '../core/verdict';
+import {
+  type CursorlessVerdict,
+  type FirstFrameInput,
+  decideCursorlessFirstFrame,
+  decideFirstFrame,
+} from '../core/verdict';
 import type { ClientTransportLabel } from '../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
 import type { ResumeVerdictInfo } from '../shared/types';
@@ -52,6 +57,13 @@ export interface ResumedStreamInit {
   /** The stream took in its first event (ends a run of empty reconnects: reconnect-storms.ts). */
   onFirstEvent?: () => void;
 }
+
+/**
+ * How long a cursor-less stream's first frame waits before ids skipped in its gap count as lost: a counter shared by
+ * the session's streams (deploy's Redis store) puts a POST stream's ids in the gap, and that stream's frames can
+ * reach the client a moment after the GET stream's first one.
+ */
+export const CURSORLESS_SETTLE_MS = 250;
 
 /** Metric attributes, shared: nothing is allocated per duplicate. */
 const DUPLICATE_ATTRS: Readonly<Record<ClientTransportLabel, { transport: ClientTransportLabel }>> = {
@@ -183,15 +195,53 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
     const attempt = this.take();
     if (!attempt) return;
     const session = this.init.session;
-    const verdict = decideFirstFrame({
+    const input: FirstFrameInput = {
       cursor: attempt.init.heldCursor,
       firstId: id === undefined || id === '' ? id : eventIdKey(id),
       codec: this.runtime.settings.codec,
       wasConsumed: candidate => session.hasConsumed(candidate),
       sequenceSeenDense: session.density === 'dense',
-    });
+    };
+    if (attempt.isCursorless) {
+      this.judgeCursorless(attempt, id, input);
+      return;
+    }
+    const verdict = decideFirstFrame(input);
     attempt.concludeWithFirstFrame(id, verdict);
-    if (verdict.verdict !== 'forked') return;
+    if (verdict.verdict === 'forked') this.reportFork(attempt, id);
+  }
+
+  /**
+   * The first frame of a stream opened without the cursor the client held: judged against that cursor. Ids skipped
+   * in the gap are judged again after CURSORLESS_SETTLE_MS, once the session's other streams delivered theirs.
+   */
+  private judgeCursorless(attempt: ResumeAttempt, id: string | undefined, input: FirstFrameInput): void {
+    const conclude = (verdict: CursorlessVerdict) => {
+      attempt.concludeCursorless(id, verdict);
+      if (verdict.verdict === 'forked') this.reportFork(attempt, id);
+    };
+    const verdict = decideCursorlessFirstFrame(input);
+    if (verdict.verdict !== 'forked' || verdict.skippedEvents === undefined) {
+      conclude(verdict);
+      return;
+    }
+    // By then the frame itself was consumed: only the ids in the gap are asked about.
+    const later: FirstFrameInput = {
+      ...input,
+      wasConsumed: candidate => candidate !== input.firstId && input.wasConsumed(candidate),
+    };
+    const timer = setTimeout(() => {
+      try {
+        conclude(decideCursorlessFirstFrame(later));
+      } catch (error) {
+        this.runtime.diag.error('judging a cursor-less reconnect failed', error);
+      }
+    }, CURSORLESS_SETTLE_MS);
+    // Never keep the host process alive for a verdict.
+    timer.unref?.();
+  }
+
+  private reportFork(attempt: ResumeAttempt, id: string | undefined): void {
     const info = attempt.verdictInfo(id);
     this.runtime.notifyFork(info);
     if (!this.failsLoud || !this.init.reportFork) return;

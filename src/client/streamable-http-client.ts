@@ -374,7 +374,10 @@ function beginAttempt(
     follows: reconnect?.follows,
   });
   if (cursor === undefined) {
-    attempt.concludeCursorDropped(reconnect?.afterInconclusive === true);
+    // Right after a resume that ended without a frame, the new stream's first frame is judged against the cursor
+    // (resumed-stream.ts); otherwise a live process held the stream and dropping the cursor is a fork at once.
+    if (reconnect?.afterInconclusive === true) attempt.awaitCursorlessFrame();
+    else attempt.concludeCursorDropped(false);
   }
   if (attempt.outcome === 'forked') {
     const info = attempt.verdictInfo(undefined);

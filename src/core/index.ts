@@ -9,6 +9,7 @@ export * from './delivery-ledger';
 export * from './delivery-rules';
 export * from './density';
 export * from './event-id';
+export * from './evidence';
 export * from './ledger';
 export * from './replay-boundary';
 export * from './sse-frame-observer';

@@ -152,3 +152,59 @@ function compareLearned(before: DecodedEventId, after: DecodedEventId, codec: st
     after.sequence > before.sequence;
   return { verdict: 'resumed', continuityVerified: ordered, codec };
 }
+
+/**
+ * The first frame of a stream the client opened without the cursor it held (typescript-sdk #2499), right after a
+ * resume that ended without a frame. No replay can come on such a stream, so the frame is judged against the
+ * dropped cursor (the stream's last consumed id): `forked` with a count when the ids prove events were skipped,
+ * `resumed` when they prove none were, `exposed` when they cannot tell (the SDK's time-and-random ids, a numbering
+ * not learned dense). A regression, a reused id or a foreign format is a fork as on any resume.
+ */
+export type CursorlessVerdict =
+  | { verdict: 'forked'; reason: ForkReason; skippedEvents?: number; codec?: string }
+  | { verdict: 'resumed'; continuityVerified: true; skippedEvents: 0; codec?: string }
+  | { verdict: 'exposed'; codec?: string };
+
+/** Gaps wider than this are not walked id by id: the session's ring of consumed ids is smaller anyway. */
+export const CURSORLESS_GAP_LIMIT = 10_000;
+
+export interface CursorlessInput extends FirstFrameInput {
+  /** The cursor the client held and did not send. */
+  cursor: string;
+}
+
+export function decideCursorlessFirstFrame(input: CursorlessInput): CursorlessVerdict {
+  const base = decideFirstFrame(input);
+  if (base.verdict === 'forked') return base;
+  const codecName = base.codec !== undefined ? { codec: base.codec } : {};
+  if (base.skippedEvents === undefined || input.firstId === undefined) return { verdict: 'exposed', ...codecName };
+  const skipped = unconsumedInGap(input, base.skippedEvents);
+  if (skipped === undefined) return { verdict: 'exposed', ...codecName };
+  if (skipped === 0) return { verdict: 'resumed', continuityVerified: true, skippedEvents: 0, ...codecName };
+  return { verdict: 'forked', reason: 'cursor_dropped', skippedEvents: skipped, ...codecName };
+}
+
+/**
+ * The ids between the cursor and the first frame that the session never consumed on any stream. A counter shared by
+ * a session's streams (deploy's Redis store: one INCR for POST and GET events) puts the POST streams' ids in a
+ * lossless gap of the GET stream; those were consumed, so they are not skipped. Ids without a stream key are
+ * re-encoded as the integers they are; a format with a stream key numbers each stream on its own (the codec's
+ * `dense`), so its gap is skipped as it stands. Undefined when the gap is too wide to walk.
+ */
+function unconsumedInGap(input: CursorlessInput, gap: number): number | undefined {
+  if (gap === 0) return 0;
+  const codec = input.codec === undefined || input.codec.name === 'auto' ? detectCodec(input.cursor) : input.codec;
+  const before = codec ? safeDecode(codec, input.cursor) : undefined;
+  if (!codec || !before || !isFiniteNumber(before.sequence)) return undefined;
+  if (before.stream !== undefined) return gap;
+  if (gap > CURSORLESS_GAP_LIMIT) return undefined;
+  let unconsumed = 0;
+  for (let n = before.sequence + 1; n <= before.sequence + gap; n++) {
+    const id = String(n);
+    const decoded = safeDecode(codec, id);
+    // An id the codec would not write this way cannot be looked up: no proof either way.
+    if (decoded?.sequence !== n || decoded.stream !== undefined) return undefined;
+    if (!input.wasConsumed(id)) unconsumed++;
+  }
+  return unconsumed;
+}

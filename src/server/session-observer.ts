@@ -112,6 +112,8 @@ export class ServerSessionObserver implements StoreRecorder {
    */
   requestStarted(req: HttpRequestLike | undefined): boolean {
     try {
+      // A stateless transport (sessionIdGenerator: undefined) has no session to revive: a kept id is ignored by it.
+      if (isStateless(this.transport)) return this.revival.requestStarted(undefined);
       return this.revival.requestStarted(this.flavor.header(req, 'mcp-session-id'));
     } catch (error) {
       this.runtime.diag.error('reading a request failed; this request is not recorded', error);
@@ -410,4 +412,15 @@ export function sessionObserverOf(
 /** The observer of a transport the patch has seen, for the store wrapper's hooks. */
 export function knownSessionObserver(transport: object): ServerSessionObserver | undefined {
   return observers.get(transport);
+}
+
+/**
+ * True for a transport built in stateless mode (`sessionIdGenerator: undefined`, what mcp-handler and
+ * @vercel/mcp-adapter build per request): its constructor sets the field to undefined. A transport without the field
+ * (another version or stack) is not taken for stateless.
+ */
+function isStateless(transport: StreamableHttpServerTransportLike): boolean {
+  const inner = transport._webStandardTransport;
+  const core = inner !== null && typeof inner === 'object' ? (inner as StreamableHttpServerTransportLike) : transport;
+  return Object.hasOwn(core, 'sessionIdGenerator') && core.sessionIdGenerator === undefined;
 }

@@ -123,6 +123,10 @@ export interface StreamableHttpServerTransportLike {
   /** '_GET_stream' in every version so far. */
   _standaloneSseStreamId?: unknown;
   _enableJsonResponse?: unknown;
+  /** Undefined (an own field set to undefined) in stateless mode: the transport validates no session id. */
+  sessionIdGenerator?: unknown;
+  /** 1.x's node transport wraps a web-standard one since 1.24. */
+  _webStandardTransport?: unknown;
   handleRequest?: unknown;
   handleGetRequest?: unknown;
   replayEvents?: unknown;

@@ -8,6 +8,7 @@
  * The Prometheus names here are a contract: dashboards, alerts and users' queries use them. Tests check the
  * OpenTelemetry exporter's scrape, the prom-client bridge, the dashboards and the rules against this module.
  */
+import { type EvidenceSubject, WHOLE_FAMILY, valuesWith } from '../core/evidence';
 import type { BoundaryOutcome } from '../core/replay-boundary';
 import { FORK_REASONS, RESUME_OUTCOMES } from '../core/verdict';
 import { PACKAGE_VERSION } from './version';
@@ -61,11 +62,10 @@ export const SERVER_BOUNDARY_OUTCOMES = [
 export const SERVER_UNDELIVERED_REASONS = ['stream_moved', 'no_listener', 'dropped', 'abandoned'] as const;
 export type ServerUndeliveredReason = (typeof SERVER_UNDELIVERED_REASONS)[number];
 /** The undelivered reasons that are loss to a live client (the server delivery SLO's bad events). */
-export const SERVER_UNDELIVERED_LOSS_REASONS = [
-  'stream_moved',
-  'no_listener',
-  'dropped',
-] as const satisfies readonly ServerUndeliveredReason[];
+export const SERVER_UNDELIVERED_LOSS_REASONS = valuesWith(
+  'server_undelivered',
+  'proven_loss',
+) as readonly ServerUndeliveredReason[];
 
 /**
  * Protocol 2026-07-28 (per-request MCP): how a server exchange ended. `unconfirmed` (issue 40): written to a request
@@ -572,4 +572,62 @@ export const ATTR = {
   /** The other session of a cross_session replay: hashed like forkwatch.session.hash; raw only when opted in. */
   foreignSessionHash: 'forkwatch.replay.foreign_session.hash',
   foreignSessionId: 'forkwatch.replay.foreign_session.id',
+  /** What the resume proves (core/evidence.ts): proven_loss, proven_continuity or exposure. */
+  evidence: 'forkwatch.evidence',
 } as const;
+
+// --- issue 45 evidence ---
+/**
+ * Where each subject of the evidence table (core/evidence.ts) is counted: its metric family and the label whose
+ * values are the table's rows (none: the whole family is one row). test/core/evidence.test.ts checks that every
+ * value of every label here has exactly one row; the pack reads loss and exposure series from here.
+ */
+export interface EvidenceFamily {
+  readonly metric: MetricKey;
+  readonly label: string | undefined;
+}
+export const EVIDENCE_FAMILIES: Readonly<Record<EvidenceSubject, EvidenceFamily>> = {
+  client_resume: { metric: 'clientResumes', label: LABEL.outcome },
+  client_fork: { metric: 'clientForks', label: LABEL.reason },
+  client_duplicate_events: { metric: 'clientDuplicateEvents', label: undefined },
+  client_foreign_responses: { metric: 'clientForeignResponses', label: undefined },
+  client_exchange: { metric: 'clientExchanges', label: LABEL.outcome },
+  client_reissue: { metric: 'clientReissues', label: LABEL.outcome },
+  client_listen_stream: { metric: 'clientListenStreams', label: LABEL.outcome },
+  client_revived: { metric: 'clientRevivedSessions', label: LABEL.reason },
+  client_empty_reconnect: { metric: 'clientEmptyReconnects', label: LABEL.kind },
+  server_resume: { metric: 'serverResumes', label: LABEL.outcome },
+  server_undelivered: { metric: 'serverUndeliveredEvents', label: LABEL.reason },
+  server_shared_unreplayed: { metric: 'serverSharedUnreplayedEvents', label: LABEL.reason },
+  server_replayed_unpending: { metric: 'serverReplayedUnpendingEvents', label: undefined },
+  server_exchange: { metric: 'serverExchanges', label: LABEL.outcome },
+  server_late_message: { metric: 'serverLateMessages', label: LABEL.kind },
+  server_probable_reissues: { metric: 'serverProbableReissues', label: undefined },
+  server_reissues_after_honoured_cancel: { metric: 'serverReissuesAfterHonouredCancel', label: undefined },
+  server_listen_publish: { metric: 'serverListenPublishes', label: LABEL.outcome },
+  server_orphaned_tasks: { metric: 'serverOrphanedTasks', label: undefined },
+  server_task_miss: { metric: 'serverTaskMisses', label: LABEL.reason },
+  server_revived: { metric: 'serverRevivedSessions', label: LABEL.state },
+  server_empty_repeat_gets: { metric: 'serverEmptyRepeatGets', label: undefined },
+};
+
+/** One evidence series: a family and, for a labelled subject, one value of its label. */
+export interface EvidenceSeries {
+  readonly subject: EvidenceSubject;
+  readonly prometheusName: string;
+  readonly label: string | undefined;
+  readonly value: string;
+}
+
+/** Every series of the table with this evidence, as Prometheus names them. */
+export function evidenceSeries(evidence: 'proven_loss' | 'proven_continuity' | 'exposure'): EvidenceSeries[] {
+  const series: EvidenceSeries[] = [];
+  for (const [subject, family] of Object.entries(EVIDENCE_FAMILIES) as [EvidenceSubject, EvidenceFamily][]) {
+    for (const value of valuesWith(subject, evidence)) {
+      series.push({ subject, prometheusName: METRICS[family.metric].prometheusName, label: family.label, value });
+    }
+  }
+  return series;
+}
+export { WHOLE_FAMILY };
+// --- end issue 45 evidence ---

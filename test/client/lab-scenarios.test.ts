@@ -13,7 +13,10 @@ import { firstFrameEvents, resumeSpans, runLabScenario, sample } from '../suppor
 const resumes = METRICS.clientResumes.prometheusName;
 const forks = METRICS.clientForks.prometheusName;
 const duplicates = METRICS.clientDuplicateEvents.prometheusName;
+const serverResumes = METRICS.serverResumes.prometheusName;
 const t = { transport: 'streamable_http' };
+/** SpanStatusCode.ERROR, as the lab reports a span's status. */
+const SPAN_STATUS_ERROR = 2;
 
 describe.each(['cjs', 'esm'] as const)('fork lab, %s client', moduleSystem => {
   test('a true resume on one process: unverified (the standalone stream key proves nothing), and no frame lost', async () => {
@@ -59,7 +62,12 @@ describe.each(['cjs', 'esm'] as const)('fork lab, %s client', moduleSystem => {
     });
     const dropped = resumeSpans(r)[1]!;
     expect(dropped.attributes['forkwatch.resume.reason']).toBe('cursor_dropped');
+    expect(dropped.attributes['forkwatch.evidence']).toBe('proven_loss');
+    expect(dropped.status).toBe(SPAN_STATUS_ERROR);
     expect(dropped.events[0]!.attributes['forkwatch.resume.cursor_held']).toBe(true);
+    // The inconclusive resume proves nothing either way: no error status.
+    expect(resumeSpans(r)[0]!.status).not.toBe(SPAN_STATUS_ERROR);
+    expect(sample(r.servers!.B!.metrics, serverResumes, { ...t, outcome: 'unknown_cursor' })).toBe(1);
   });
 
   test('a fresh stream with live events, SDK-format ids: forked on the first frame, stream_changed', async () => {

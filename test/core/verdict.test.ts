@@ -4,8 +4,10 @@
  */
 import { describe, expect, test, vi } from 'vitest';
 import {
+  CURSORLESS_GAP_LIMIT,
   type EventIdCodec,
   FORK_REASONS,
+  decideCursorlessFirstFrame,
   decideFirstFrame,
   hexSequenceCodec,
   integerCodec,
@@ -369,5 +371,84 @@ describe('shared stream keys', () => {
       wasConsumed: () => false,
     });
     expect(verdict).toMatchObject({ verdict: 'resumed', continuityVerified: true });
+  });
+});
+
+describe('a reconnect without the cursor is judged against the cursor it dropped (issue 45)', () => {
+  const cursorless = (
+    cursor: string,
+    firstId: string | undefined,
+    extra: { codec?: EventIdCodec; consumed?: string[]; seenDense?: boolean } = {},
+  ) => {
+    const consumed = new Set(extra.consumed ?? []);
+    return decideCursorlessFirstFrame({
+      cursor,
+      firstId,
+      codec: extra.codec,
+      wasConsumed: id => consumed.has(id),
+      sequenceSeenDense: extra.seenDense,
+    });
+  };
+  const oneByOne = ['1', '2', '3', '4', '5'];
+
+  test('integer ids learned dense, cursor 5, first id 13: proven loss of 7', () => {
+    expect(cursorless('5', '13', { consumed: oneByOne, seenDense: true })).toEqual({
+      verdict: 'forked',
+      reason: 'cursor_dropped',
+      skippedEvents: 7,
+      codec: 'integer',
+    });
+  });
+
+  test('the next id after the cursor: proven continuity', () => {
+    expect(cursorless('5', '6', { consumed: oneByOne, seenDense: true })).toMatchObject({
+      verdict: 'resumed',
+      continuityVerified: true,
+      skippedEvents: 0,
+    });
+  });
+
+  test("a counter shared by the session's streams (deploy's Redis INCR): ids in the gap the POST streams consumed are not lost", () => {
+    // GET stream 1..5, then a POST stream's priming event 6 and its result 10 around notifications 7..9 on the
+    // next GET stream: a lossless gap skips 6.
+    expect(cursorless('5', '7', { consumed: [...oneByOne, '6'], seenDense: true })).toMatchObject({
+      verdict: 'resumed',
+      skippedEvents: 0,
+    });
+    // Only the ids nobody consumed count.
+    expect(cursorless('5', '13', { consumed: [...oneByOne, '6', '9'], seenDense: true })).toMatchObject({
+      verdict: 'forked',
+      skippedEvents: 5,
+    });
+  });
+
+  test('a numbering not learned dense, and SDK ids, stay exposure', () => {
+    expect(cursorless('5', '13', { consumed: oneByOne })).toEqual({ verdict: 'exposed', codec: 'integer' });
+    expect(cursorless('_GET_stream_1732000000000_abcd1234', '_GET_stream_1732000005000_zyxw9876')).toEqual({
+      verdict: 'exposed',
+      codec: 'sdk',
+    });
+  });
+
+  test('a regression, a reused id or a foreign stream is a fork', () => {
+    expect(cursorless('5', '1', { consumed: oneByOne, seenDense: true })).toMatchObject({
+      verdict: 'forked',
+      reason: 'id_regressed',
+    });
+    expect(cursorless('s1:0000000000000005', 's2:0000000000000009')).toMatchObject({
+      verdict: 'forked',
+      reason: 'stream_changed',
+    });
+    expect(cursorless('5', '5')).toMatchObject({ verdict: 'forked', reason: 'id_reused' });
+  });
+
+  test('a per-stream counter with a stream key counts its gap as it stands; a gap too wide to walk is exposure', () => {
+    expect(cursorless('s1:0000000000000005', 's1:0000000000000009', { seenDense: true })).toMatchObject({
+      verdict: 'forked',
+      skippedEvents: 3,
+    });
+    expect(cursorless('5', String(5 + CURSORLESS_GAP_LIMIT + 2), { seenDense: true })).toMatchObject({
+      verdict: 'exposed',
+    });
   });
 });

@@ -30,7 +30,7 @@ test('the app folder pins @vercel/mcp-adapter 1.0 on mcp-handler 1.x and @modelc
 });
 
 test(
-  'stateless: patched, a resume GET with Last-Event-ID is answered 405, tool calls work, and no resume or loss is counted',
+  'stateless: patched, a resume GET with Last-Event-ID is answered 405, tool calls with a kept session id work, and no resume, loss or revived session is counted',
   async () => {
     const port = await freePort();
     let metricsPort = await freePort();
@@ -55,10 +55,11 @@ test(
     const session = new RawMcpSession(`http://127.0.0.1:${port}/mcp`);
     await session.initialize();
     expect(session.sessionId).toBeUndefined(); // no session, so no session log to resume
+    // A client that kept a session id from a stateful deployment sends it on every request: the stateless transport
+    // validates none, serves them all, and that is no revived session (issue 45).
     session.sessionId = 'any-session';
     const resume = await session.openGet(`_GET_stream_${Date.now()}_0000_abc`);
     expect(resume.status).toBe(405);
-    session.sessionId = undefined;
     for (let i = 0; i < 3; i++)
       expect(await session.callTool('emit', {})).toMatchObject({ content: [{ text: 'emitted' }] });
 
@@ -68,7 +69,9 @@ test(
       expect(sample(text, resumes, { outcome })).toBe(0);
     const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
     for (const reason of ['stream_moved', 'no_listener', 'dropped', 'abandoned'])
-      expect(sample(text, undelivered, { reason }) ?? 0).toBe(0);
+      expect(sample(text, undelivered, { reason })).toBe(0);
+    const revived = METRICS.serverRevivedSessions.prometheusName;
+    for (const state of ['restored', 'empty']) expect(sample(text, revived, { state })).toBe(0);
     // Covered, not blind: the info series names the patched class, and the "nothing patched" series is 0.
     const info = METRICS.instrumentationInfo.prometheusName;
     expect(sample(text, info, { sdk_class: INFO_NONE })).toBe(0);
