@@ -24,10 +24,15 @@ export type { BuiltinCodecName, DecodedEventId, EventIdCodec } from './core/code
 export {
   BUILTIN_CODEC_NAMES,
   autoCodec,
+  csharpCodec,
+  goSdkCodec,
   hexSequenceCodec,
   integerCodec,
+  javaSdkCodec,
+  kotlinCodec,
   mcpProxyCodec,
   opaqueCodec,
+  rmcpCodec,
   sdkCodec,
 } from './core/codecs';
 

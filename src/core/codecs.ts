@@ -36,7 +36,18 @@ export interface EventIdCodec {
   decode(id: string): DecodedEventId | undefined;
 }
 
-export type BuiltinCodecName = 'auto' | 'integer' | 'sdk' | 'mcp-proxy' | 'hex-sequence' | 'opaque';
+export type BuiltinCodecName =
+  | 'auto'
+  | 'integer'
+  | 'sdk'
+  | 'mcp-proxy'
+  | 'hex-sequence'
+  | 'go-sdk'
+  | 'rmcp'
+  | 'csharp'
+  | 'java-sdk'
+  | 'kotlin'
+  | 'opaque';
 
 const INTEGER = /^(?:0|[1-9][0-9]{0,14})$/;
 /** `<streamId>_<epochMs>_<rand>`: @modelcontextprotocol/sdk's InMemoryEventStore; streamId may itself hold `_`. */
@@ -91,6 +102,112 @@ export const hexSequenceCodec: EventIdCodec = {
   },
 };
 
+/*
+ * Servers in other languages, each format read in the producer's own source (December 2026 snapshots; the samples in
+ * test/core/codecs.languages.test.ts come from the same files). Python's servers need no codec of their own: the
+ * official SDK's example stores and FastMCP's EventStore (jlowin/fastmcp src/fastmcp/server/event_store.py) mint
+ * `uuid4()` ids (opaque), and the SDK's sse_polling story store (examples/stories/sse_polling/event_store.py) and
+ * mcp-go's InMemoryEventStore (server/event_store.go) a store-wide integer, which `integer` reads and
+ * core/density.ts learns sparse.
+ */
+
+/** A decimal without leading zeros that stays a safe integer. */
+const DECIMAL = '(0|[1-9][0-9]{0,14})';
+/**
+ * modelcontextprotocol/go-sdk mcp/streamable.go `formatEventID`: `<streamID>_<index>`, the index dense per stream
+ * (the priming event included). The standalone GET stream's id is `""` (ids `_0`, `_1`, …) in every session; a
+ * POST stream's is `crypto/rand.Text()` (26 characters of RFC 4648 base32; the same alphabet and length as the
+ * `randText` it replaced in go-sdk #773). Go's own parser splits on `_`, so a stream id never holds one.
+ */
+const GO_SDK = new RegExp(`^((?:[A-Z2-7]{26})?)_${DECIMAL}$`);
+/**
+ * modelcontextprotocol/rust-sdk crates/rmcp/src/transport/streamable_http_server/session/local.rs `EventId`:
+ * `<index>` on the session's common (GET) stream, `<index>/<http_request_id>` on a request's stream; the index is
+ * dense per stream, the request id a per-session counter. The index comes first: reading the request id as the
+ * sequence would compare two streams' positions.
+ */
+const RMCP = new RegExp(`^${DECIMAL}(?:/${DECIMAL})?$`);
+/** Standard base64 as .NET's `Convert.ToBase64String` writes it: padded, length a multiple of 4. */
+const BASE64 = '(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?';
+/**
+ * modelcontextprotocol/csharp-sdk src/ModelContextProtocol/Server/DistributedCacheEventIdFormatter.cs:
+ * `<base64(sessionId)>:<base64(streamId)>:<sequence>`, the sequence a decimal `long` counted from 1 per stream
+ * writer (DistributedCacheEventStreamStore.cs). Decimal, never hex: `…:9` then `…:10` is the next event.
+ */
+const CSHARP = new RegExp(`^((?=[A-Za-z0-9+/])${BASE64}:${BASE64}):${DECIMAL}$`);
+const UUID_TEXT = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+/**
+ * modelcontextprotocol/java-sdk mcp-core/src/main/java/io/modelcontextprotocol/spec/McpStreamableServerSession.java
+ * `McpStreamableServerSessionStream`: `<transportId>_<UUID>`, both `UUID.randomUUID()`, the first naming the SSE
+ * stream. No sequence.
+ */
+const JAVA_SDK = new RegExp(`^(${UUID_TEXT})_${UUID_TEXT}$`);
+/**
+ * modelcontextprotocol/kotlin-sdk conformance-test/src/main/kotlin/io/modelcontextprotocol/kotlin/sdk/conformance/
+ * InMemoryEventStore.kt (the SDK ships an `EventStore` interface, no store): `<streamId>::<epochMs>_<Uuid>`, the
+ * stream before the first `::` (its `getStreamIdForEventId`); the standalone stream is `_GET_stream`
+ * (kotlin-sdk-server StreamableHttpServerTransport.kt `STANDALONE_SSE_STREAM_ID`).
+ */
+const KOTLIN = new RegExp(`^(.+?)::([0-9]{10,15})_${UUID_TEXT}$`);
+
+export const goSdkCodec: EventIdCodec = {
+  name: 'go-sdk',
+  decode(id) {
+    const m = GO_SDK.exec(id);
+    if (!m) return undefined;
+    // The standalone stream's key is `""` in every session: a match proves nothing, the index does.
+    return m[1] === ''
+      ? { stream: '', sharedStream: true, sequence: Number(m[2]), dense: true }
+      : { stream: m[1], sequence: Number(m[2]), dense: true };
+  },
+};
+
+export const rmcpCodec: EventIdCodec = {
+  name: 'rmcp',
+  decode(id) {
+    const m = RMCP.exec(id);
+    if (!m) return undefined;
+    // Request ids count from 0 in every session, and the common stream has no id at all: keys shared by sessions.
+    return { stream: m[2] === undefined ? '' : m[2], sharedStream: true, sequence: Number(m[1]), dense: true };
+  },
+};
+
+/** `auto` claims only `<index>/<request>` for rmcp: a bare `<index>` is an `integer`, which reads it the same way. */
+const rmcpRequestStreamCodec: EventIdCodec = {
+  name: 'rmcp',
+  decode(id) {
+    return id.includes('/') ? rmcpCodec.decode(id) : undefined;
+  },
+};
+
+export const csharpCodec: EventIdCodec = {
+  name: 'csharp',
+  decode(id) {
+    const m = CSHARP.exec(id);
+    // The stream key keeps the session: the same stream name in another session is another log.
+    return m ? { stream: m[1], sequence: Number(m[2]), dense: true } : undefined;
+  },
+};
+
+export const javaSdkCodec: EventIdCodec = {
+  name: 'java-sdk',
+  decode(id) {
+    const m = JAVA_SDK.exec(id);
+    return m ? { stream: m[1] } : undefined;
+  },
+};
+
+export const kotlinCodec: EventIdCodec = {
+  name: 'kotlin',
+  decode(id) {
+    const m = KOTLIN.exec(id);
+    if (!m) return undefined;
+    return m[1] === SDK_STANDALONE_STREAM
+      ? { stream: m[1], sharedStream: true, timeMs: Number(m[2]) }
+      : { stream: m[1], timeMs: Number(m[2]) };
+  },
+};
+
 /**
  * `<prefix><separator><decimal>`: a prefix ending in `-`, `_`, `.`, `/`, `#` or `@`, then a decimal counter without
  * leading zeros and with at most 9 digits (`event-1`, `event-2`, … of the MCP conformance suite's reference
@@ -123,14 +240,31 @@ const AUTO_ORDER: readonly EventIdCodec[] = [
   integerCodec,
   mcpProxyCodec,
   sdkCodec,
+  kotlinCodec,
+  javaSdkCodec,
+  // Before hex-sequence, which would read C#'s decimal sequence as hex; C# never zero-pads, hex counters often do.
+  csharpCodec,
   hexSequenceCodec,
+  // Before the learned reading, which takes `3/7` for stream `3/` and sequence 7, and `_4` for a learned prefix.
+  rmcpRequestStreamCodec,
+  goSdkCodec,
   prefixSequenceCodec,
 ];
+
+/**
+ * A built-in format whose ids the codec's can be mistaken for: `auto` reads a C# id whose sequence has no hex letter
+ * as `csharp`, while a hex counter with a base64-looking stream key writes `…:9` then `…:a`. A first id the
+ * look-alike reads on the cursor's stream is then no proof of another log.
+ */
+export function lookAlikeOf(codec: EventIdCodec): EventIdCodec | undefined {
+  return codec === csharpCodec ? hexSequenceCodec : undefined;
+}
 
 /** Picks the first built-in codec that understands the id. */
 export function detectCodec(id: string): EventIdCodec | undefined {
   for (const codec of AUTO_ORDER) {
-    if (codec.decode(id) !== undefined) return codec;
+    // Detected from a request stream's id, rmcp's codec then reads the common stream's bare indexes too.
+    if (codec.decode(id) !== undefined) return codec === rmcpRequestStreamCodec ? rmcpCodec : codec;
   }
   return undefined;
 }
@@ -152,6 +286,11 @@ const BUILTIN: Record<BuiltinCodecName, EventIdCodec> = {
   sdk: sdkCodec,
   'mcp-proxy': mcpProxyCodec,
   'hex-sequence': hexSequenceCodec,
+  'go-sdk': goSdkCodec,
+  rmcp: rmcpCodec,
+  csharp: csharpCodec,
+  'java-sdk': javaSdkCodec,
+  kotlin: kotlinCodec,
   opaque: opaqueCodec,
 };
 

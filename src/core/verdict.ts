@@ -9,7 +9,7 @@
  * cursor. "HTTP 200" proves nothing; the id of the first frame does. Pure: no I/O, no clocks.
  */
 import { isFiniteNumber } from './numbers';
-import { type DecodedEventId, type EventIdCodec, detectCodec, safeDecode } from './codecs';
+import { type DecodedEventId, type EventIdCodec, detectCodec, lookAlikeOf, safeDecode } from './codecs';
 
 /** Why a resumed stream counts as forked. */
 export type ForkReason = 'id_missing' | 'id_regressed' | 'id_reused' | 'stream_changed' | 'cursor_dropped';
@@ -97,8 +97,9 @@ export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
   if (codec && before) {
     const after = safeDecode(codec, firstId);
     // The cursor is in the codec's format and the first id is not: it comes from another log. A format learned
-    // from the cursor's shape alone proves nothing by its absence.
-    if (after === undefined && !before.learned)
+    // from the cursor's shape alone proves nothing by its absence, nor does a first id that a look-alike format
+    // reads on the cursor's own stream (C#'s `…:9` and a hex counter's `…:a`).
+    if (after === undefined && !before.learned && !readsOnStream(codec, firstId, before.stream))
       return { verdict: 'forked', reason: 'stream_changed', codec: codec.name };
     decoded =
       after === undefined ? undefined : compareDecoded(before, after, codec.name, input.sequenceSeenDense === true);
@@ -107,6 +108,11 @@ export function decideFirstFrame(input: FirstFrameInput): FirstFrameVerdict {
   if (input.wasConsumed(firstId))
     return { verdict: 'forked', reason: 'id_reused', ...(codec ? { codec: codec.name } : {}) };
   return decoded ?? { verdict: 'resumed', continuityVerified: false, ...(codec ? { codec: codec.name } : {}) };
+}
+
+function readsOnStream(codec: EventIdCodec, id: string, stream: string | undefined): boolean {
+  const other = lookAlikeOf(codec);
+  return stream !== undefined && other !== undefined && safeDecode(other, id)?.stream === stream;
 }
 
 function compareDecoded(

@@ -132,9 +132,10 @@ describe('the standalone GET stream', () => {
     expect(standalone.trigger).toBe('notify_tool');
     expect(standalone.verdict).toBe('resumable');
     for (const c of Object.values(standalone.conditions)) expect(c.status).toBe('pass');
-    // The tool sends two notifications: the cursor is the second, and the first missed one comes first.
-    expect(standalone.cursor).toMatchObject({ real: '_GET_stream:00000002', source: 'event' });
-    expect(standalone.conditions.replay.detail).toContain('_GET_stream:00000003');
+    // The tool sends two notifications and is called twice before the cursor (its events are the probe's own only
+    // if they come again): the cursor is the fourth, and the first missed one comes first.
+    expect(standalone.cursor).toMatchObject({ real: '_GET_stream:00000004', source: 'event' });
+    expect(standalone.conditions.replay.detail).toContain('_GET_stream:00000005');
     expect(standalone.resumes.outcomes.resumed).toBe(3);
     expect(standalone.conditions.bogus_cursor_refused).toMatchObject({ status: 'pass', evidence: { status: 400 } });
   });

@@ -7,8 +7,21 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { detectCodec } from '../../src/core/codecs';
-import { SHAPELESS_BOGUS_CURSOR, bogusCursor } from '../../src/cli/probe/bogus-cursor';
+import {
+  type EventIdCodec,
+  csharpCodec,
+  detectCodec,
+  goSdkCodec,
+  hexSequenceCodec,
+  integerCodec,
+  javaSdkCodec,
+  kotlinCodec,
+  mcpProxyCodec,
+  prefixSequenceCodec,
+  rmcpCodec,
+  sdkCodec,
+} from '../../src/core/codecs';
+import { SHAPELESS_BOGUS_CURSOR, bogusCursor, isPlausibleNext } from '../../src/cli/probe/bogus-cursor';
 import { DEFAULTS, parseProbeArgs } from '../../src/cli/probe/options';
 import { probeMetricNames, pushgatewayUrl, renderPrometheus, writePromFile } from '../../src/cli/probe/prometheus';
 import {
@@ -81,17 +94,77 @@ describe('parseProbeArgs', () => {
   });
 });
 
+const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+const UUID_A = '3b241101-e2bb-4255-8caf-4136c566a962';
+const EVERY_CODEC: EventIdCodec[] = [
+  integerCodec,
+  sdkCodec,
+  mcpProxyCodec,
+  hexSequenceCodec,
+  goSdkCodec,
+  rmcpCodec,
+  csharpCodec,
+  javaSdkCodec,
+  kotlinCodec,
+  prefixSequenceCodec,
+];
+/** One real-shaped cursor per format (sources in test/core/codecs.languages.test.ts). */
+const BOGUS_SAMPLES: [string, string][] = [
+  ['sdk', '_GET_stream_1796021149499_86k2o2n4'],
+  ['hex-sequence', '_GET_stream:00000002'],
+  ['go-sdk', '_4'],
+  ['go-sdk', '_0'],
+  ['go-sdk', 'JBSWY3DPEHPK3PXPJBSWY3DPEH_2'],
+  ['rmcp', '3/7'],
+  ['rmcp', '0/0'],
+  ['integer', '5'],
+  ['csharp', `${b64('q1zq3hTzQnqB5Kj3d1p2xg')}:${b64('__get__')}:9`],
+  ['java-sdk', `${UUID_A}_b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d`],
+  ['kotlin', `_GET_stream::1765000000000_${UUID_A}`],
+  ['kotlin', `${UUID_A}::1765000000000_${UUID_A}`],
+  ['prefix-sequence', 'event-2'],
+];
+
 describe('bogusCursor', () => {
   test.each([
     ['sdk', 'b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d_1796021149499_86k2o2n4'],
     ['mcp-proxy', 'b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d_1796021149499_00a1_x9z'],
     ['hex-sequence', 'b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d:00000001'],
     ['integer', '42'],
-  ])('keeps the %s format and never returns the real cursor', (codec, real) => {
+    ...BOGUS_SAMPLES,
+  ])('keeps the %s format, never returns the real cursor, and is no plausible next id of it', (codec, real) => {
     const bogus = bogusCursor(real);
     expect(bogus).not.toBe(real);
     expect(detectCodec(bogus)?.name).toBe(codec);
     expect(detectCodec(real)?.name).toBe(codec);
+    // By every codec's reading: another stream, or (no stream in the format) a position far ahead.
+    for (const c of EVERY_CODEC) {
+      const before = c.decode(real);
+      const after = c.decode(bogus);
+      if (before === undefined || after === undefined || before.stream !== after.stream) continue;
+      expect(after.sequence, `${c.name} reads ${bogus} as a near next id of ${real}`).toBeDefined();
+      expect(after.sequence! - before.sequence!).toBeGreaterThanOrEqual(1e9);
+    }
+  });
+
+  test("Go's standalone `_4`: the bogus cursor is another stream, never `_5` (the next real id)", () => {
+    const bogus = bogusCursor('_4');
+    expect(bogus).not.toMatch(/^_\d+$/);
+    expect(bogus).toMatch(/^[A-Z2-7]{26}_4$/);
+    expect(isPlausibleNext('_4', '_5')).toBe(true);
+    expect(isPlausibleNext('_4', bogus)).toBe(false);
+  });
+
+  test('rmcp `3/7`: a request that never existed at the same index, never `4/8`', () => {
+    expect(bogusCursor('3/7')).toBe('3/1000000000007');
+  });
+
+  test("C#: the cursor's own session, a stream it never had", () => {
+    const real = `${b64('q1zq3hTzQnqB5Kj3d1p2xg')}:${b64('__get__')}:9`;
+    const [session, stream, sequence] = bogusCursor(real).split(':');
+    expect(session).toBe(b64('q1zq3hTzQnqB5Kj3d1p2xg'));
+    expect(Buffer.from(stream!, 'base64').toString()).toBe('forkwatch-probe-never-issued');
+    expect(sequence).toBe('9');
   });
 
   test('avoids ids already seen, and has a fallback when there is nothing to imitate', () => {

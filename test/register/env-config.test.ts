@@ -109,7 +109,7 @@ describe('FORKWATCH_* settings', () => {
     [
       'FORKWATCH_CODEC',
       'base64',
-      /FORKWATCH_CODEC="base64" is not one of auto, integer, sdk, mcp-proxy, hex-sequence, opaque; using auto/,
+      /FORKWATCH_CODEC="base64" is not one of auto, integer, sdk, mcp-proxy, hex-sequence, go-sdk, rmcp, csharp, java-sdk, kotlin, opaque; using auto/,
     ],
     [
       'FORKWATCH_VERDICT_TIMEOUT_MS',

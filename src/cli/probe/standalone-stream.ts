@@ -16,6 +16,8 @@ export const QUIET_MS = 150;
 
 export class StandaloneStream {
   readonly frames: SseFrame[] = [];
+  /** When each frame was read (probe clock), by index into `frames`. */
+  private readonly readAt: number[] = [];
   private readonly reader: SseReader;
   private readonly answers: Promise<void>[] = [];
 
@@ -32,6 +34,12 @@ export class StandaloneStream {
     return undefined;
   }
 
+  /** When the frame that carried the last id was read (probe clock). */
+  get lastIdReadAt(): number | undefined {
+    for (let i = this.frames.length - 1; i >= 0; i--) if (this.frames[i]!.id) return this.readAt[i];
+    return undefined;
+  }
+
   get comments(): number {
     return this.reader.comments;
   }
@@ -40,6 +48,7 @@ export class StandaloneStream {
     const read = await this.reader.next(deadline);
     if (read.kind === 'frame') {
       this.frames.push(read.frame);
+      this.readAt.push(Date.now());
       this.answer(read.frame);
     }
     return read;

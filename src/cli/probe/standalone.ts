@@ -8,11 +8,14 @@
  * the missed events come first and that the stream goes on carrying new ones; then an unknown cursor of the same
  * shape, and repeated resumes. Whatever the probe could not make happen is `not_tested`, never a pass.
  */
+import { detectCodec, safeDecode } from '../../core/codecs';
+import { isFiniteNumber } from '../../core/numbers';
 import { decideFirstFrame } from '../../core/verdict';
 import { displayEventId } from '../../core/event-id';
 import { bogusCursor } from './bogus-cursor';
-import { markerOf, markersOf } from './markers';
+import { markerOf, reproducibleMarkers } from './markers';
 import type { McpHttp } from './mcp-http';
+import type { SseFrame } from './sse-reader';
 import { type PipelineTask, runPipelined } from './pipeline';
 import {
   type ConditionResult,
@@ -89,6 +92,7 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
   const notes: string[] = [];
   const got = await getCursor(stream, triggers, tried, input);
   const cursor = stream.lastId;
+  const cursorReadAt = stream.lastIdReadAt;
   const consumed = new Set(stream.frames.flatMap(f => (f.id ? [f.id] : [])));
   await stream.close();
 
@@ -101,12 +105,18 @@ export async function probeStandalone(input: StandaloneInput): Promise<Standalon
   };
 
   const awayFired = await sendWhileAway(got, tried, progress);
+  if (awayFired && got.markers?.size === 0 && stream.frames.some(f => f.data.trim() !== '')) {
+    // Its own events cannot be told from live ones: stay away long enough for live traffic to be stored meanwhile,
+    // so that a replay has events the ids can date (storedWhileAway).
+    progress('standalone stream: away while live traffic is stored');
+    await new Promise(resolve => setTimeout(resolve, input.waitMs));
+  }
 
   progress('standalone stream: resuming');
   let holdMs = 0;
   const resumed = await resumeStandalone(
     http,
-    { cursor, consumed, markers: got.markers },
+    { cursor, consumed, markers: got.markers, cursorReadAt },
     awayFired,
     got.trigger,
     conditions,
@@ -253,7 +263,14 @@ async function getCursor(
         // The rest of the burst (a tool's second notification) belongs before the cursor too.
         await stream.drain(Date.now() + input.waitMs);
         if (call > 1) tried.push(`${trigger.describe}: ${call - 1} of ${call} calls sent nothing to this stream`);
-        return { priming, unprompted: false, trigger, markers: markersOf(stream.frames.slice(caused), unprompted) };
+        const first = stream.frames.slice(caused);
+        const again = await callAgain(trigger, stream, input.waitMs);
+        const markers = reproducibleMarkers([first, again], unprompted);
+        if (markers.size === 0)
+          tried.push(
+            `${trigger.describe}: what arrived after one call did not arrive again after the next (live traffic, or content that changes per call): the replay is judged on the ids`,
+          );
+        return { priming, unprompted: false, trigger, markers };
       }
     }
     if (answered > 0) tried.push(`${trigger.describe}: nothing arrived within ${input.waitMs} ms (${answered}×)`);
@@ -262,19 +279,33 @@ async function getCursor(
   return { priming, unprompted: unpromptedMessage, ...(silentTool ? { silentTool } : {}) };
 }
 
+/**
+ * One more call of the trigger that worked, before the cursor is taken: its events are the probe's own only if they
+ * come again (markers.ts). The frames it brought, none when it could not be called or nothing came.
+ */
+async function callAgain(trigger: Trigger, stream: StandaloneStream, waitMs: number): Promise<SseFrame[]> {
+  const before = stream.frames.length;
+  if ((await trigger.fire()) !== undefined) return [];
+  const read = await stream.nextMessage(Date.now() + waitMs);
+  if (read.kind === 'frame') await stream.drain(Date.now() + waitMs);
+  return stream.frames.slice(before);
+}
+
 /** The first resume: accepted, replays what was sent while away, and keeps carrying what is sent next. */
 async function resumeStandalone(
   http: McpHttp,
-  { cursor, consumed, markers }: ReplayProof,
+  proof: Omit<ReplayProof, 'resumeSentAt'>,
   awayFired: boolean,
   trigger: Trigger | undefined,
   conditions: Conditions,
   held: (ms: number) => void,
 ): Promise<{ firstId?: string }> {
+  // Taken before the first try: a resume sent later, after 409s, only makes the time-stamp proof stricter.
+  const resumeSentAt = Date.now();
   const { exchange, conflicts, conflictMs } = await resumeGet(
     http,
     'standalone_resume',
-    cursor,
+    proof.cursor,
     undefined,
     CONFLICT_WAIT_MS,
   );
@@ -296,7 +327,7 @@ async function resumeStandalone(
       conditions.replay = { status: 'not_tested', detail: 'no event was known to be sent while the stream was away' };
     } else {
       const read = await stream.nextMessage(http.deadline());
-      conditions.replay = await judgeReplay(read, { cursor, consumed, markers }, stream, http);
+      conditions.replay = await judgeReplay(read, { ...proof, resumeSentAt }, stream, http);
       if (read.kind === 'frame' && conditions.replay.status === 'pass') firstId = read.frame.id;
       await stream.drain(http.deadline());
     }
@@ -335,11 +366,38 @@ async function continues(http: McpHttp, stream: StandaloneStream, trigger: Trigg
   return { status: 'pass', detail: `${ROUNDS} events sent after the resume arrived on it (${arrived.join(', ')})` };
 }
 
-/** What can prove a replay: the cursor and ids consumed before it (a codec's reading), and the probe's markers. */
+/**
+ * What can prove a replay: the cursor and ids consumed before it (a codec's reading), the probe's markers, and when
+ * the cursor was read and the resume sent (for ids that carry the time they were stored).
+ */
 interface ReplayProof {
   cursor: string;
   consumed: ReadonlySet<string>;
   markers: ReadonlySet<string> | undefined;
+  cursorReadAt: number | undefined;
+  resumeSentAt: number;
+}
+
+/**
+ * An id stamped (by the server's clock) after the cursor and before the resume was sent was stored while the probe
+ * was away: delivering it first is a replay. The server's clock is compared with its own cursor, never with the
+ * probe's: the cursor was stored before the probe read it, so the server's clock runs at least `cursor stamp - read
+ * time` ahead of the probe's, and a stamp under `cursor stamp + (resume sent - cursor read)` predates the resume.
+ * Events a fresh log makes after the resume arrived are stamped later. Undefined when the ids carry no time.
+ */
+export function storedWhileAway(
+  id: string | undefined,
+  { cursor, consumed, cursorReadAt, resumeSentAt }: Omit<ReplayProof, 'markers'>,
+): { afterCursorMs: number; beforeResumeMs: number } | undefined {
+  if (id === undefined || id === '' || consumed.has(id) || cursorReadAt === undefined) return undefined;
+  const codec = detectCodec(cursor);
+  const before = codec ? safeDecode(codec, cursor) : undefined;
+  const after = codec ? safeDecode(codec, id) : undefined;
+  if (!isFiniteNumber(before?.timeMs) || !isFiniteNumber(after?.timeMs) || before.stream !== after.stream)
+    return undefined;
+  const resumeByServerClock = before.timeMs + (resumeSentAt - cursorReadAt);
+  if (after.timeMs < before.timeMs || after.timeMs >= resumeByServerClock) return undefined;
+  return { afterCursorMs: after.timeMs - before.timeMs, beforeResumeMs: resumeByServerClock - after.timeMs };
 }
 
 /**
@@ -349,10 +407,11 @@ interface ReplayProof {
  */
 async function judgeReplay(
   read: Awaited<ReturnType<StandaloneStream['nextMessage']>>,
-  { cursor, consumed, markers }: ReplayProof,
+  proof: ReplayProof,
   stream: StandaloneStream,
   http: McpHttp,
 ): Promise<ConditionResult> {
+  const { cursor, consumed, markers } = proof;
   if (read.kind === 'timeout')
     return {
       status: 'fail',
@@ -371,10 +430,17 @@ async function judgeReplay(
       status: 'pass',
       detail: `replayed an event sent while away first (${shownId(read.frame.id)}; its id continues the cursor)`,
     };
+  const stamped = storedWhileAway(read.frame.id, proof);
+  if (stamped !== undefined)
+    return {
+      status: 'pass',
+      detail: `replayed an event stored while away first (${shownId(read.frame.id)}: stamped ${stamped.afterCursorMs} ms after the cursor, ${stamped.beforeResumeMs} ms or more before the resume was sent)`,
+      evidence: { proof: 'time', ...stamped },
+    };
   if (markers === undefined || markers.size === 0)
     return {
       status: 'not_tested',
-      detail: `events arrived (first ${shownId(read.frame.id)}), but their ids do not show that they continue the cursor and the probe cannot tell the events it made while away from live ones`,
+      detail: `events arrived (first ${shownId(read.frame.id)}), but their ids do not show that they continue the cursor or were stored while away, and the probe cannot tell the events it made while away from live ones`,
     };
   // Replayed events may begin with live ones the server sent while away too: read on to the first marker.
   const seen: string[] = [];
