@@ -42,7 +42,8 @@ export function cause(v) {
   }
   if (v.violations.includes('b')) {
     if (v.proof.client && !v.clientPaged) {
-      if (['go', 'rmcp', 'csharp'].includes(v.cell.ids)) causes.push(`b(client): ${v.cell.ids} ids: the loss they prove not counted (codec)`);
+      if (['go', 'rmcp', 'csharp'].includes(v.cell.ids))
+        causes.push(`b(client): ${v.cell.ids} ids: the loss they prove not counted (codec)`);
       else if (has(c, /cursor_dropped_after_inconclusive|inconclusive/))
         causes.push(
           'b(client): cursor-less reconnect after an inconclusive resume not judged against the dropped cursor (evidence45)',
