@@ -8,7 +8,8 @@
 //   node lab/matrix/run.mjs                       the whole matrix, table to docs/matrix.md (npm run matrix)
 //   node lab/matrix/run.mjs --sample 30 --seed 45 a seeded sample (what CI runs), no table written
 //   options: --lanes N (worker processes, each with its own server processes; default 2), --json FILE (verdicts),
-//            --table FILE (where the table goes), --only REGEX (cells whose name matches)
+//            --table FILE (where the table goes), --only REGEX (cells whose name matches),
+//            --render FILE (write the table again from a --json FILE of a whole run)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -58,12 +59,24 @@ export async function runMatrix(cells, { lanes = 2 } = {}) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const args = parseArgs(process.argv.slice(2));
+  if (args.render) {
+    // Writes the table again from a run's --json output (the table's wording changed, not the run).
+    const { ms, verdicts, lanes } = JSON.parse(readFileSync(args.render, 'utf8'));
+    const table = renderTable(verdicts, {
+      combinations: allCombinations(),
+      ms,
+      lanes: lanes ?? args.lanes,
+      whole: true,
+    });
+    writeFileSync(args.table ?? join(here, '../../docs/matrix.md'), table);
+    process.exit(0);
+  }
   let cells = args.sample ? sampleCells(args.sample, args.seed ?? 45) : runnableCells();
   if (args.only) cells = cells.filter(c => new RegExp(args.only).test(c.name));
   const started = Date.now();
   const verdicts = await runMatrix(cells, { lanes: args.lanes });
   const ms = Date.now() - started;
-  if (args.json) writeFileSync(args.json, JSON.stringify({ ms, verdicts }, null, 1));
+  if (args.json) writeFileSync(args.json, JSON.stringify({ ms, lanes: args.lanes, verdicts }, null, 1));
   const whole = !args.sample && !args.only;
   const table = renderTable(verdicts, { combinations: allCombinations(), ms, lanes: args.lanes, whole });
   if (whole || args.table) writeFileSync(args.table ?? join(here, '../../docs/matrix.md'), table);

@@ -19,6 +19,44 @@ export function countedBy(v, side) {
   return `page: ${nonZero(PAGE_SIGNALS[side](s))}; exposure: ${nonZero(EXPOSURE_SIGNALS[side](s))}`;
 }
 
+/**
+ * The known cause of a violation, from what the cell was and what each side counted: the classes docs/matrix.md
+ * explains (issue 45's gaps), so a new class shows as `unexplained`.
+ */
+export function cause(v) {
+  const c = v.counted.client;
+  const has = (s, re) => Object.entries(s).some(([k, n]) => n > 0 && re.test(k));
+  const causes = [];
+  if (v.violations.includes('c')) {
+    if (v.cell.behaviour === 'none' || v.cell.behaviour === 'stateless')
+      causes.push('c: no event ids (no store): the reconnect carries no cursor, the client counts nothing');
+    else if (v.cell.fault === 'cut-before-first-frame')
+      causes.push(
+        'c: cut before the first frame: no cursor held, the reconnect is a fresh GET, the client counts nothing',
+      );
+    else if (has(c, /outcome="resumed"/))
+      causes.push(
+        'c: split brain: the resume was proven continuous, later events went to a process the stream no longer reads',
+      );
+    else causes.push('c: unexplained');
+  }
+  if (v.violations.includes('b')) {
+    if (v.proof.client && !v.clientPaged) {
+      if (['go', 'rmcp', 'csharp'].includes(v.cell.ids))
+        causes.push(`b(client): ${v.cell.ids} ids: the loss they prove not counted (codec)`);
+      else if (has(c, /cursor_dropped_after_inconclusive|inconclusive/))
+        causes.push(
+          'b(client): cursor-less reconnect after an inconclusive resume not judged against the dropped cursor (evidence45)',
+        );
+      else causes.push('b(client): unexplained');
+    }
+    if (v.proof.server && !v.serverPaged)
+      causes.push('b(server): lost events a living process sent, not counted by it');
+  }
+  if (v.violations.includes('a')) causes.push('a: false page');
+  return causes.join('; ');
+}
+
 const totals = vs => ({
   cells: vs.length,
   lossy: vs.filter(v => v.lossy).length,
@@ -46,6 +84,12 @@ export function renderTable(verdicts, { combinations, ms, lanes, whole }) {
     'Ground truth: a cell is *lossy* when a notification a server app sent never reached the app. *Paged*: a ' +
       'series a paging (critical) alert reads moved on the client or a server. *Exposure*: an exposure series moved (see lab/matrix/oracle.mjs). Invariants: (a) no page-read signal on a lossless run; (b) every loss provable from a side is counted by that side; (c) every lossy run is at least exposure on the client.',
     '',
+    'A cell: the app connects through the proxy to its origin process and opens its standalone stream; the origin sends ' +
+      'events (a tool call), the fault breaks the stream and routes the reconnect, the origin sends more while the app ' +
+      "is away, the app reconnects as the SDK does (a resume with Last-Event-ID, or without after a frame-less one, typescript-sdk #2499); then the tickers stop, the servers' delivery window passes and the app pings every process it " +
+      'reached, as a live app goes on talking. Many cells share one process pair (per deployment kind); a restart or a ' +
+      "SIGKILL hands the origin's place to a spare started ahead. The id formats come from the event stores, which choose every id (lab/matrix/ids.mjs).",
+    '',
     '| cells | lossy | paged | exposure | false pages | (a) violations | (b) violations | (c) violations |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
     `| ${t.cells} | ${t.lossy} | ${t.paged} | ${t.exposure} | ${t.falsePages} | ${t.a} | ${t.b} | ${t.c} |`,
@@ -70,13 +114,16 @@ export function renderTable(verdicts, { combinations, ms, lanes, whole }) {
   lines.push('', '## Violations', '');
   if (!violations.length) lines.push('None.');
   else {
+    const causes = new Map();
+    for (const v of violations) for (const k of cause(v).split('; ')) causes.set(k, (causes.get(k) ?? 0) + 1);
+    lines.push('| cause | cells |', '|---|---:|', ...[...causes].map(([k, n]) => `| ${k} | ${n} |`), '');
     lines.push(
-      '| cell | invariant | lost/sent | proof | client counted | servers counted |',
-      '|---|---|---|---|---|---|',
+      '| cell | invariant | cause | lost/sent | proof | client counted | servers counted |',
+      '|---|---|---|---|---|---|---|',
     );
     for (const v of violations)
       lines.push(
-        `| ${v.name} | ${v.violations.join(', ')} | ${v.lost}/${v.sent} | ${[v.proof.client && `client: ${v.proof.client}`, v.proof.server && `server: ${v.proof.server}`].filter(Boolean).join('; ') || '—'} | ${countedBy(v, 'client')} | ${countedBy(v, 'server')} |`,
+        `| ${v.name} | ${v.violations.join(', ')} | ${cause(v)} | ${v.lost}/${v.sent} | ${[v.proof.client && `client: ${v.proof.client}`, v.proof.server && `server: ${v.proof.server}`].filter(Boolean).join('; ') || '—'} | ${countedBy(v, 'client')} | ${countedBy(v, 'server')} |`,
       );
   }
   lines.push('', '## Cells not run', '', '| rule | combinations |', '|---|---:|');
