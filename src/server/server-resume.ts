@@ -23,7 +23,7 @@ export interface ReplaySink {
   /** `ids`: the first of the events' ids (recording-event-store.ts's MAX_REPLAYED_IDS), for the fleet's marks. */
   replaySent(streamId: string, events: number, ids?: readonly string[]): void;
   /** The resume concluded with this outcome (a revived session's first resume decides its state). */
-  resumeConcluded?(outcome: ServerResumeOutcome): void;
+  resumeConcluded?(outcome: ServerResumeOutcome, ownEventsReplayed: number): void;
 }
 
 export interface ServerResumeInit {
@@ -186,9 +186,9 @@ export class ServerResume {
     const record = this.record;
     const m = this.runtime.instruments;
     m.serverResumes.add(1, { transport, outcome });
-    this.init.session.resumeConcluded?.(outcome);
     // Another session's events reached nobody of theirs here, and settle nothing of this session.
     const ownEvents = record.replayedEvents - record.foreignEvents;
+    this.init.session.resumeConcluded?.(outcome, ownEvents);
     const fromTheLog = outcome === 'replayed' || outcome === 'cross_session' || outcome === 'completed_stream';
     if (fromTheLog && record.replayCalled && typeof record.replayStreamId === 'string') {
       this.init.session.replaySent(record.replayStreamId, ownEvents, record.replayedIds);

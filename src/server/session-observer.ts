@@ -127,8 +127,8 @@ export class ServerSessionObserver implements StoreRecorder {
   }
 
   /** A resume of this transport concluded (from server-resume.ts). */
-  resumeConcluded(outcome: ServerResumeOutcome): void {
-    this.revival.resumeConcluded(outcome, this.runtime);
+  resumeConcluded(outcome: ServerResumeOutcome, ownEventsReplayed: number): void {
+    this.revival.resumeConcluded(outcome, ownEventsReplayed, this.runtime);
   }
 
   /** A request other than a GET: a GET may be a late resume, which is no proof that events were lost. */

@@ -10,7 +10,8 @@
  *   A transport's first request that already carries a session id is that: a session this process never held (a
  *   session this process initialized had its first request, `initialize`, without one). It counts once the
  *   transport accepted it (2xx; the SDK answers an unhydrated transport 400 "Server not initialized") and the
- *   session showed whether anything was restored: `restored` only on proof, a resume its event store replayed;
+ *   session showed whether anything was restored: `restored` only on proof, a resume its event store replayed events of the session on (a replay of 0 events is
+ *   no proof: `empty`);
  *   `empty` at the first sign of nothing: a resume the store could not serve, a GET with no cursor to restore from
  *   (the client's stream had nothing), or the transport closed first.
  * - Empty repeated GETs: a GET of the session that comes within EMPTY_STREAM_WINDOW_MS of the previous GET, which
@@ -68,10 +69,13 @@ export class SessionRevival {
     if (this.evidence !== undefined) this.decide(this.evidence, runtime);
   }
 
-  /** A resume of this transport concluded: the hydration had a log only if it replayed. */
-  resumeConcluded(outcome: ServerResumeOutcome, runtime: ServerRuntime): void {
+  /**
+   * A resume of this transport concluded: the hydration had a log only if it replayed events of the session. A
+   * replay of 0 events proves nothing restored (a store that vouches for any cursor replays nothing too): `empty`.
+   */
+  resumeConcluded(outcome: ServerResumeOutcome, ownEventsReplayed: number, runtime: ServerRuntime): void {
     if (outcome === 'failed' || outcome === 'probe_rejected') return;
-    this.show(outcome === 'replayed' ? RESTORED : EMPTY, runtime);
+    this.show(outcome === 'replayed' && ownEventsReplayed > 0 ? RESTORED : EMPTY, runtime);
   }
 
   /** A GET without a cursor: the client has nothing the hydration could restore. */

@@ -132,8 +132,9 @@ export type ServerFleetUndeliveredReason = (typeof SERVER_FLEET_UNDELIVERED_REAS
  * it: the client sees it answer as a new session (`new_session_id`: a response carried another Mcp-Session-Id than the
  * one the session held; `not_initialized`: a request after the session worked was answered "initialize first"). The
  * server counts a request for a session id this process never held that the app's hydration accepted, by whether the
- * hydrated session had state to restore (`restored`: an event store, and a first resume it could replay) or not
- * (`empty`: a fresh session under an old id).
+ * hydrated session had state to restore (`restored`: an event store, and a first resume that replayed at least one
+ * event of the session) or not (`empty`: a fresh session under an old id, or a replay of 0 events, which proves
+ * nothing restored).
  */
 export const CLIENT_REVIVED_REASONS = ['new_session_id', 'not_initialized'] as const;
 export type ClientRevivedReason = (typeof CLIENT_REVIVED_REASONS)[number];

@@ -74,9 +74,31 @@ describe.each(SERVERS)('$label', server => {
         return sharedStore.events.length > 0;
       }, 'a stored notification');
       await fw().settle();
+      // One more event stored while the client is away: its resume replays it.
+      const { streamId } = sharedStore.events.at(-1);
+      await sharedStore.storeEvent(streamId, {
+        jsonrpc: '2.0',
+        method: 'notifications/message',
+        params: { level: 'info', data: 'while away' },
+      });
       await lab.restart();
       await until(async () => (await revivedOnServer('restored')) === 1, 'the restored session counted');
       expect(await revivedOnServer('empty')).toBe(0);
+      await session.client.listTools();
+    });
+
+    test('hydration with a shared store whose resume replays 0 events: nothing proven restored, the server counts it empty', async () => {
+      const sharedStore = new LabEventStore({ idFormat: 'sdk', unknownCursor: 'validate' });
+      const { lab, session } = await scenario(server, client, { unknown: 'hydrate', sharedStore });
+      await until(async () => {
+        await lab.notifyAll(1);
+        return sharedStore.events.length > 0;
+      }, 'a stored notification');
+      await fw().settle();
+      // Nothing stored after the client's cursor: the store knows it and replays nothing (issue 51: this was restored).
+      await lab.restart();
+      await until(async () => (await revivedOnServer('empty')) === 1, 'the revived session counted');
+      expect(await revivedOnServer('restored')).toBe(0);
       await session.client.listTools();
     });
 

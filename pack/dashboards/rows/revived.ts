@@ -20,8 +20,8 @@ export function revivedPanels(ctx: Ctx) {
     description:
       'Sessions a server answered as new after they had worked, instead of 404: the client saw another ' +
       '`Mcp-Session-Id` or "not initialized" (`client {{reason}}`), or a server accepted a session id it never held ' +
-      '(`server {{state}}`: `restored` when a resume replayed from its store, `empty` for a fresh session under an ' +
-      'old id, tmcp included). **Client or `empty` grows:** subscriptions, log level and pending events are gone; ' +
+      '(`server {{state}}`: `restored` when a resume replayed events of the session from its store, `empty` for a ' +
+      'fresh session under an old id or a replay of 0 events, tmcp included). **Client or `empty` grows:** subscriptions, log level and pending events are gone; ' +
       'see the runbook.',
     unit: 'short',
     targets: [
