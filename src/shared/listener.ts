@@ -11,7 +11,10 @@
 import type { Server, ServerOptions, ServerResponse } from 'node:http';
 
 export const LISTENER_LIMITS = {
-  /** A request's headers must be complete this long after its connection opened (slowloris, silent clients). */
+  /**
+   * A connection whose request headers are not complete this long after it opened is closed by then (slowloris,
+   * silent clients): Node's own timeout is set one check interval shorter, as it is checked only that often.
+   */
   headersTimeoutMs: 5_000,
   /** The whole request (these are GETs) within this. */
   requestTimeoutMs: 10_000,
@@ -27,10 +30,12 @@ export const LISTENER_LIMITS = {
   writeTimeoutMs: 10_000,
 } as const;
 
+const nodeHeadersTimeout = LISTENER_LIMITS.headersTimeoutMs - LISTENER_LIMITS.checkIntervalMs;
+
 /** The options to create the server with (the ones Node reads only there). */
 export function listenerOptions(): ServerOptions {
   return {
-    headersTimeout: LISTENER_LIMITS.headersTimeoutMs,
+    headersTimeout: nodeHeadersTimeout,
     requestTimeout: LISTENER_LIMITS.requestTimeoutMs,
     keepAliveTimeout: LISTENER_LIMITS.keepAliveTimeoutMs,
     connectionsCheckingInterval: LISTENER_LIMITS.checkIntervalMs,
@@ -40,7 +45,7 @@ export function listenerOptions(): ServerOptions {
 
 /** The limits a server takes after its creation. */
 export function limitListener(server: Server): Server {
-  server.headersTimeout = LISTENER_LIMITS.headersTimeoutMs;
+  server.headersTimeout = nodeHeadersTimeout;
   server.requestTimeout = LISTENER_LIMITS.requestTimeoutMs;
   server.keepAliveTimeout = LISTENER_LIMITS.keepAliveTimeoutMs;
   server.maxConnections = LISTENER_LIMITS.maxConnections;

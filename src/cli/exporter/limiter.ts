@@ -39,17 +39,19 @@ export class Limiter {
     if (this.running >= this.concurrency) {
       if (this.waiting.length >= this.queue) return 'queue_full';
       if (!(await this.admitted(cancel))) return 'cancelled';
+      if (cancel?.aborted) {
+        // Gone between the hand-over and now: the slot goes on to the next waiter.
+        this.handOn();
+        return 'cancelled';
+      }
     } else {
       this.running++;
     }
     let released = false;
-    // Hand the slot straight to the next waiter, so `running` never drops below what holds a slot.
     const release = () => {
       if (released) return;
       released = true;
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
+      this.handOn();
     };
     const running = task();
     const onCancel = () => {
@@ -69,6 +71,13 @@ export class Limiter {
       cancel?.removeEventListener('abort', onCancel);
       release();
     }
+  }
+
+  /** Gives a slot up: straight to the next waiter, so `running` never drops below what holds a slot. */
+  private handOn(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.running--;
   }
 
   /** Waits in the queue: true once handed a slot, false when cancelled first (and out of the queue). */

@@ -200,7 +200,8 @@ async function runBounded(options: ProbeOptions, deadlineMs: number, abandoned: 
   const stop = new AbortController();
   const timer = setTimeout(() => stop.abort(), deadlineMs);
   const cut = () => stop.abort();
-  abandoned.addEventListener('abort', cut, { once: true });
+  if (abandoned.aborted) cut();
+  else abandoned.addEventListener('abort', cut, { once: true });
   try {
     return await runProbe(options, undefined, stop.signal);
   } finally {
