@@ -14,6 +14,7 @@ import { type Ctx, context, row } from './panels';
 import { queries } from './queries';
 import { forkPanels, lossVersusHttpPanels } from './rows/client-loss';
 import { duplicateAndAlertPanels } from './rows/duplicates-and-alerts';
+import { evidencePanels } from './rows/evidence';
 import { gapPanels } from './rows/gaps';
 import { perRequestPanels } from './rows/per-request';
 import { revivedPanels } from './rows/revived';
@@ -29,6 +30,7 @@ type PanelBuilder = cog.Builder<dashboard.Panel> & { id(id: number): cog.Builder
 
 const ROWS: Array<[string, (ctx: Ctx) => PanelBuilder[]]> = [
   ['Are sessions losing events?', summaryPanels],
+  ['Proven loss beside exposure', evidencePanels],
   ['Forks', forkPanels],
   ['What HTTP dashboards do not show', lossVersusHttpPanels],
   ['Gaps and replays', gapPanels],
