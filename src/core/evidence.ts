@@ -526,7 +526,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'server_revived',
     'restored',
     'exposure',
-    'an id this process never held, hydrated with an event store to replay from',
+    'an id this process never held, hydrated with an event store that can replay it',
     'hydration over a shared store',
     [REVIVED],
   ),
