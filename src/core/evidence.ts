@@ -93,7 +93,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'proven_continuity',
     "the first frame's id continues the cursor: the same stream and a larger sequence (or, after a dropped cursor, every id between them consumed on a numbering learned dense)",
     'a resume on the process that holds the log',
-    [VERDICT, CURSORLESS],
+    [VERDICT],
   ),
   row(
     'client_resume',
@@ -301,7 +301,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'proven_loss',
     'with a shared store, loss past the fleet balance: what replicas stored and did not replay, less what other replicas replayed that was not pending on them (the delivery SLI’s clamp_min)',
     'round-robin over a shared Redis store',
-    ['test/server/delivery-shared-store.test.ts'],
+    ['test/fleet/fleet.test.ts'],
     true,
   ),
   row(
@@ -344,7 +344,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'exposure',
     'the request closed mid-stream: loss only if the client asks again',
     'a cut stream',
-    [PER_REQUEST],
+    ['test/per-request/dual-era.test.ts'],
   ),
   row(
     'server_exchange',
@@ -369,7 +369,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'exposure',
     'a notification after its exchange closed',
     'a long tool call cut',
-    [PER_REQUEST],
+    ['test/per-request/fleet.test.ts'],
   ),
   row(
     'server_probable_reissues',
@@ -463,7 +463,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'exposure',
     'no response at all: the request may or may not have run',
     'a refused connection',
-    [PER_REQUEST],
+    ['test/per-request/fleet.test.ts'],
   ),
   row(
     'client_reissue',
@@ -526,7 +526,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'server_revived',
     'restored',
     'exposure',
-    'an id this process never held, hydrated with an event store to replay from',
+    'an id this process never held, hydrated with an event store that can replay it',
     'hydration over a shared store',
     [REVIVED],
   ),
