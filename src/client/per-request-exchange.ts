@@ -13,6 +13,7 @@
  * acknowledgement. The response body is observed through a lazy own `body` getter on the very Response the caller
  * gets (as fetch-observer.ts does): no byte, header or status changes, and a body never read is never read.
  */
+import { clearTimeout, setTimeout } from 'node:timers';
 import type { Attributes } from '@opentelemetry/api';
 import {
   type ClientExchangeOutcome,

@@ -14,6 +14,7 @@
  * The observer is itself the frame hooks and the gate of the observed body (observed-stream.ts): nothing is
  * allocated per frame.
  */
+import { clearTimeout, setTimeout } from 'node:timers';
 import { DensityWatch } from '../core/density';
 import { eventIdKey } from '../core/event-id';
 import type { SessionRecord } from '../core/ledger';

@@ -30,6 +30,7 @@
 import type { MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
 import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import type { Server } from 'node:http';
+import { setImmediate, setInterval } from 'node:timers';
 import { isMainThread } from 'node:worker_threads';
 import { type LogLevelName, type RegisterEnvConfig, readRegisterEnv } from './env-config';
 import type { ForkwatchInstrumentation } from './instrumentation';
