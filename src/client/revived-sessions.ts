@@ -67,12 +67,15 @@ export function watchSentMessage(
       if (now !== undefined && now !== sessionBefore) count('new_session_id');
     },
     (error: unknown) => {
-      if (httpStatusOf(error) === SDK_NOT_INITIALIZED_STATUS && SDK_NOT_INITIALIZED.test(messageOf(error))) {
-        count('not_initialized');
-      }
+      if (isSdkNotInitialized(error)) count('not_initialized');
     },
     error => runtime.diag.error('watching a sent message failed', error),
   );
+}
+
+/** Whether a failed send is the SDK's own "Server not initialized" answer, exactly. */
+export function isSdkNotInitialized(error: unknown): boolean {
+  return httpStatusOf(error) === SDK_NOT_INITIALIZED_STATUS && SDK_NOT_INITIALIZED.test(messageOf(error));
 }
 
 function messageOf(error: unknown): string {

@@ -7,6 +7,7 @@ import { clearTimeout, setTimeout } from 'node:timers';
  * How forkwatch/register ends: on SIGTERM/SIGINT it shuts its SDK down (bounded) and then lets the signal take its
  * default course when the app has no listener of its own; when the event loop runs dry it flushes once.
  */
+import { clearTimeout, setTimeout } from 'node:timers';
 
 /** How long a SIGTERM/SIGINT waits for the last export before the signal takes its course. */
 export const SHUTDOWN_TIMEOUT_MS = 5_000;
