@@ -38,6 +38,7 @@ export type EvidenceSubject =
   | 'server_undelivered'
   | 'server_shared_unreplayed'
   | 'server_replayed_unpending'
+  | 'server_fleet_undelivered'
   | 'server_exchange'
   | 'server_late_message'
   | 'server_probable_reissues'
@@ -301,7 +302,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'proven_loss',
     'with a shared store, loss past the fleet balance: what replicas stored and did not replay, less what other replicas replayed that was not pending on them (the delivery SLI’s clamp_min)',
     'round-robin over a shared Redis store',
-    ['test/fleet/fleet.test.ts'],
+    ['alerts/tests/server-delivery-shared-store.yml'],
     true,
   ),
   row(
@@ -311,6 +312,34 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'as stream_moved, for standalone events of a session that never listened here',
     'round-robin over a shared Redis store',
     ['test/server/delivery-shared-store.test.ts'],
+    true,
+  ),
+  // Fleet delivery marks (issue 49): the shared store's own record of which stored events no replica delivered.
+  row(
+    'server_fleet_undelivered',
+    'fresh_stream',
+    'proven_loss',
+    'a mark in the shared store for an event no replica delivered, live or by a replay, claimed by one replica when a cursor-less GET of the session followed it: nothing can replay it any more',
+    'round-robin over a shared Redis store (split brain)',
+    ['test/core/fleet-delivery-rules.test.ts'],
+    true,
+  ),
+  row(
+    'server_fleet_undelivered',
+    'session_deleted',
+    'proven_loss',
+    'a mark for an event no replica delivered, claimed when the client deleted the session: it left without it',
+    'round-robin over a shared Redis store, the session ended by its client',
+    ['test/core/fleet-delivery-rules.test.ts'],
+    true,
+  ),
+  row(
+    'server_fleet_undelivered',
+    'overdue',
+    'proven_loss',
+    'a mark for an event no replica delivered, claimed a delivery window after it while the session kept talking: alive and never came back for it',
+    'round-robin over a shared Redis store, a session that never reconnects its stream',
+    ['test/core/fleet-delivery-rules.test.ts'],
     true,
   ),
   row(

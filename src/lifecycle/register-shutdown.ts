@@ -2,7 +2,6 @@
  * Copyright The forkwatch Authors
  * SPDX-License-Identifier: Apache-2.0
  */
-import { clearTimeout, setTimeout } from 'node:timers';
 /**
  * How forkwatch/register ends: on SIGTERM/SIGINT it shuts its SDK down (bounded) and then lets the signal take its
  * default course when the app has no listener of its own; when the event loop runs dry it flushes once.

@@ -624,6 +624,7 @@ export const EVIDENCE_FAMILIES: Readonly<Record<EvidenceSubject, EvidenceFamily>
   server_resume: { metric: 'serverResumes', label: LABEL.outcome },
   server_undelivered: { metric: 'serverUndeliveredEvents', label: LABEL.reason },
   server_shared_unreplayed: { metric: 'serverSharedUnreplayedEvents', label: LABEL.reason },
+  server_fleet_undelivered: { metric: 'serverFleetUndeliveredEvents', label: LABEL.reason },
   server_replayed_unpending: { metric: 'serverReplayedUnpendingEvents', label: undefined },
   server_exchange: { metric: 'serverExchanges', label: LABEL.outcome },
   server_late_message: { metric: 'serverLateMessages', label: LABEL.kind },
