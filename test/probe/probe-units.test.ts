@@ -22,6 +22,9 @@ import {
   sdkCodec,
 } from '../../src/core/codecs';
 import { SHAPELESS_BOGUS_CURSOR, bogusCursor, isPlausibleNext } from '../../src/cli/probe/bogus-cursor';
+import { reproducibleMarkers } from '../../src/cli/probe/markers';
+import type { SseFrame } from '../../src/cli/probe/sse-reader';
+import { storedWhileAway } from '../../src/cli/probe/standalone';
 import { DEFAULTS, parseProbeArgs } from '../../src/cli/probe/options';
 import { probeMetricNames, pushgatewayUrl, renderPrometheus, writePromFile } from '../../src/cli/probe/prometheus';
 import {
@@ -293,5 +296,65 @@ describe('Prometheus text', () => {
     expect(url.href).toBe(
       `http://pg:9091/metrics/job/forkwatch%20probe/target@base64/${Buffer.from('https://h/mcp').toString('base64url')}`,
     );
+  });
+});
+
+describe('replay proof by time-stamped ids (storedWhileAway)', () => {
+  const at = (ms: number) => `_GET_stream_${ms}_abcd1234`;
+  // The server's clock runs an hour ahead of the probe's: only the server's own cursor is compared with its stamps.
+  const SKEW = 3_600_000;
+  const cursorMs = 1_796_000_000_000;
+  const proof = { cursor: at(cursorMs), consumed: new Set([at(cursorMs)]), cursorReadAt: cursorMs - SKEW + 5 };
+  const resumeSentAt = proof.cursorReadAt + 2000;
+
+  test('stamped after the cursor and before the resume was sent (by the server clock): stored while away', () => {
+    expect(storedWhileAway(at(cursorMs + 600), { ...proof, resumeSentAt })).toEqual({
+      afterCursorMs: 600,
+      beforeResumeMs: 1400,
+    });
+  });
+
+  test('stamped after the resume, before the cursor, on another stream, consumed, or without a time: no proof', () => {
+    for (const id of [
+      at(cursorMs + 2000), // a fresh log's live event, made after the resume arrived
+      at(cursorMs - 1),
+      `b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d_${cursorMs + 600}_abcd1234`,
+      at(cursorMs),
+      '3b241101-e2bb-4255-8caf-4136c566a962',
+      undefined,
+    ])
+      expect(storedWhileAway(id, { ...proof, resumeSentAt })).toBeUndefined();
+    expect(storedWhileAway(at(cursorMs + 600), { ...proof, cursorReadAt: undefined, resumeSentAt })).toBeUndefined();
+  });
+});
+
+describe('markers that come again (reproducibleMarkers)', () => {
+  const log = (data: string): SseFrame => ({
+    id: undefined,
+    data: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { data } }),
+  });
+
+  test("a tool's fixed notifications are markers; a live tick or a counter that differs per call is not", () => {
+    const markers = reproducibleMarkers(
+      [
+        [log('notify 1'), log('notify 2'), log('live 7')],
+        [log('notify 1'), log('notify 2'), log('live 8')],
+      ],
+      [],
+    );
+    expect([...markers].map(m => JSON.parse(m)[1].data)).toEqual(['notify 1', 'notify 2']);
+    expect(
+      reproducibleMarkers(
+        [
+          [log('notify 1'), log('notify 2')],
+          [log('notify 3'), log('notify 4')],
+        ],
+        [],
+      ).size,
+    ).toBe(0);
+    // Nothing came after the second call: the first call's events may have been live ones.
+    expect(reproducibleMarkers([[log('live 1')], []], []).size).toBe(0);
+    // What arrived before the probe made the server send anything is live.
+    expect(reproducibleMarkers([[log('hb')], [log('hb')]], [log('hb')]).size).toBe(0);
   });
 });
