@@ -64,7 +64,7 @@ const raised = (score: FleetScore, alert: string) =>
 
 describe('fleet lab on HAProxy and Redis, CI size', () => {
   it.each(['haproxy-sticky-redis', 'haproxy-rolling-redis', 'haproxy-sigkill-redis'])(
-    '%s (lossless): no loss counted by the fleet\'s marks or the ledger, no client fork, no alert pending',
+    "%s (lossless): no loss counted by the fleet's marks or the ledger, no client fork, no alert pending",
     async policy => {
       const score = await fleet(policy);
       // The run really ran: sessions completed, the balancer cut quiet streams, clients resumed, both sides judged.
@@ -96,7 +96,7 @@ describe('fleet lab on HAProxy and Redis, CI size', () => {
   );
 
   it.each(['haproxy-rr-redis', 'haproxy-rr-local'])(
-    '%s (split brain): the fleet\'s marks count >= 95%% of lossy sessions and >= 90%% of lost events, never more than was lost, and the delivery page goes pending',
+    "%s (split brain): the fleet's marks count at least 95 percent of lossy sessions and 90 percent of lost events, never more than was lost, and the delivery page goes pending",
     async policy => {
       const score = await fleet(policy);
       expect(score.sessions - score.sessionErrors).toBeGreaterThanOrEqual(16);
