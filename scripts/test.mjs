@@ -12,7 +12,7 @@
 // `npm test -- <vitest arguments>` (e.g. a file filter) runs only the vitest files they select, on Node 24 (or on the
 // runtimes FORKWATCH_TEST_RUNTIMES names, e.g. `node22,node26`), and says so: the type-check, Biome and promtool steps run with
 // the whole suite only.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,6 +30,40 @@ const finish = () => {
   process.exit(failed > 0 ? 1 : 0);
 };
 
+/**
+ * Runs a check in the background with its output kept, printed once it ends; resolves with its exit status. The
+ * type-check and Biome need only node_modules: they run while provisioning waits on the network, not after vitest.
+ */
+function background(cmd, cmdArgs) {
+  return new Promise(resolve => {
+    const child = spawn(cmd, cmdArgs, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const output = [];
+    child.stdout.on('data', chunk => output.push(chunk));
+    child.stderr.on('data', chunk => output.push(chunk));
+    child.once('error', error => resolve({ status: null, output: String(error) }));
+    child.once('close', status => resolve({ status, output: Buffer.concat(output).toString() }));
+  });
+}
+const tsc = 'node_modules/typescript/bin/tsc';
+const staticChecks =
+  args.length === 0
+    ? {
+        typecheck: (async () => {
+          const src = await background(process.execPath, [tsc, '-p', 'tsconfig.json', '--noEmit']);
+          if (src.status !== 0) return src;
+          return background(process.execPath, [tsc, '-p', 'test/tsconfig.json']);
+        })(),
+        biome: background(process.execPath, [
+          'node_modules/@biomejs/biome/bin/biome',
+          'check',
+          '--diagnostic-level=error',
+          '.',
+        ]),
+      }
+    : undefined;
+
+// The build needs only node_modules too: beside provisioning.
+const build = background(process.execPath, ['scripts/build.mjs']);
 const problems = await provision();
 if (problems.length > 0) {
   for (const p of problems) console.error(`test: cannot run the suite: ${p}`);
@@ -37,11 +71,16 @@ if (problems.length > 0) {
   finish();
 }
 
-if (run(process.execPath, ['scripts/build.mjs']).status !== 0) {
+const built = await build;
+process.stderr.write(built.output);
+if (built.status !== 0) {
   console.error('test: the build failed');
   failed++;
   finish();
 }
+// The static checks end before vitest starts: no CPU taken from the timing of its tests (on a fresh machine they
+// have long ended, within provisioning).
+if (staticChecks) await Promise.all([staticChecks.typecheck, staticChecks.biome]);
 
 // promtool: rule syntax and the unit tests beside the rules, with the whole suite only.
 const alertsDir = join(root, 'alerts');
@@ -124,28 +163,20 @@ for (const runtime of RUNTIMES) {
   }
 }
 
-// The type-check of src/ and of the tests (`npm run typecheck`), with the whole suite only: vitest strips types
-// without checking them, so only this keeps the tests' types honest in CI.
-if (args.length === 0) {
-  const tsc = 'node_modules/typescript/bin/tsc';
-  const checks = [
-    ['-p', 'tsconfig.json', '--noEmit'],
-    ['-p', 'test/tsconfig.json'],
-  ];
-  const typecheck = checks.every(check => run(process.execPath, [tsc, ...check]).status === 0);
-  if (!typecheck) console.error('test: the type-check failed: `npm run typecheck` shows where');
-  typecheck ? passed++ : failed++;
-}
+// The type-check of src/ and of the tests (`npm run typecheck`), with the whole suite only (run above, beside
+// provisioning, reported here): vitest strips types without checking them, so only this keeps the tests' types honest in CI.
+if (staticChecks) {
+  const typecheck = await staticChecks.typecheck;
+  process.stderr.write(typecheck.output);
+  if (typecheck.status !== 0) console.error('test: the type-check failed: `npm run typecheck` shows where');
+  typecheck.status === 0 ? passed++ : failed++;
 
-// Biome: one linter and formatter for the whole tree (biome.json), with the whole suite only.
-if (args.length === 0) {
-  const lint = run(process.execPath, [
-    'node_modules/@biomejs/biome/bin/biome',
-    'check',
-    '--diagnostic-level=error',
-    '.',
-  ]);
-  if (lint.status !== 0) console.error('test: biome check failed: `npm run format` fixes the formatting');
+  // Biome: one linter and formatter for the whole tree (biome.json), with the whole suite only.
+  const lint = await staticChecks.biome;
+  if (lint.status !== 0) {
+    process.stderr.write(lint.output);
+    console.error('test: biome check failed: `npm run format` fixes the formatting');
+  }
   lint.status === 0 ? passed++ : failed++;
 }
 
