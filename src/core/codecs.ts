@@ -296,6 +296,12 @@ const BUILTIN: Record<BuiltinCodecName, EventIdCodec> = {
 
 export const BUILTIN_CODEC_NAMES = Object.keys(BUILTIN) as BuiltinCodecName[];
 
+/** Every built-in codec that reads a format (not `auto`, not `opaque`), the learned prefix reading included. */
+export const FORMAT_CODECS: readonly EventIdCodec[] = [
+  ...Object.values(BUILTIN).filter(codec => codec !== autoCodec && codec !== opaqueCodec),
+  prefixSequenceCodec,
+];
+
 export function isBuiltinCodecName(name: string): name is BuiltinCodecName {
   return Object.hasOwn(BUILTIN, name);
 }

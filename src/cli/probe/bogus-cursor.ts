@@ -14,18 +14,12 @@
  */
 import {
   type DecodedEventId,
-  type EventIdCodec,
+  FORMAT_CODECS,
   csharpCodec,
   detectCodec,
   goSdkCodec,
-  hexSequenceCodec,
   integerCodec,
-  javaSdkCodec,
-  kotlinCodec,
-  mcpProxyCodec,
-  prefixSequenceCodec,
   rmcpCodec,
-  sdkCodec,
 } from '../../core/codecs';
 
 /** When the server gave no id to imitate. */
@@ -38,19 +32,6 @@ const IMPLAUSIBLE_STEP = 1e9;
 /** A Go POST stream id (26 characters of base32) that `crypto/rand.Text()` is never going to draw for the probe. */
 const GO_NEVER_STREAM = 'FORKWATCHPROBENEVERISSUEDZ';
 const CSHARP_NEVER_STREAM = Buffer.from('forkwatch-probe-never-issued', 'utf8').toString('base64');
-
-const EVERY_CODEC: readonly EventIdCodec[] = [
-  integerCodec,
-  sdkCodec,
-  mcpProxyCodec,
-  hexSequenceCodec,
-  goSdkCodec,
-  rmcpCodec,
-  csharpCodec,
-  javaSdkCodec,
-  kotlinCodec,
-  prefixSequenceCodec,
-];
 
 export function bogusCursor(realCursor: string | undefined, seen: ReadonlySet<string> = new Set()): string {
   if (realCursor === undefined || realCursor === '') return SHAPELESS_BOGUS_CURSOR;
@@ -65,7 +46,7 @@ export function bogusCursor(realCursor: string | undefined, seen: ReadonlySet<st
 
 /** True when some codec reads `candidate` as the real cursor's stream, at or near a later position. */
 export function isPlausibleNext(real: string, candidate: string): boolean {
-  return EVERY_CODEC.some(codec => {
+  return FORMAT_CODECS.some(codec => {
     const before = codec.decode(real);
     const after = codec.decode(candidate);
     return before !== undefined && after !== undefined && plausiblyFollows(before, after);
