@@ -21,7 +21,7 @@
 //   client's Host (`proxy_set_header Host $host`), or every request is answered 403.
 //
 // createReplica({ redis, buildServer, eventStoreFor?, host?, allowedHosts?, keepAliveMs?, sessionTtlMs? }) ->
-//   { app, handleMcp, sessions, drain(), close() }: `app` (the SDK's express app, with GET /healthz) is yours to
+//   { app, handleMcp, sessions, drain(), close({ settleMs? }) }: `app` (the SDK's express app, with GET /healthz) is yours to
 //   add routes and middleware to; mount the MCP endpoint with `app.all('/mcp', handleMcp)` and `app.listen(...)`.
 //   buildServer(): a new McpServer with your tools (one per session, as the SDK requires);
 //   eventStoreFor(sessionId): the session's store (default: a RedisEventStore on `redis`).
@@ -53,6 +53,9 @@ function createReplica({
   const sessions = new Map(); // session id -> { transport, server, store }
   const hydrating = new Map(); // session id -> Promise of its session (concurrent first requests share one)
   let draining = false;
+  // Requests other than GET being answered here: a rolling restart ends the streams only after they are done.
+  let inflight = 0;
+  const settled = new Set(); // resolvers waiting for inflight to reach 0
 
   // For the balancer: 503 while draining, so it stops sending new sessions here before the process stops.
   app.get('/healthz', (_req, res) => res.status(draining ? 503 : 200).json({ ok: !draining, sessions: sessions.size }));
@@ -120,6 +123,15 @@ function createReplica({
   }
 
   async function handleMcp(req, res) {
+    // Draining: every connection carries this one request only, so a balancer's kept-alive connection (nginx's
+    // upstream keepalive) brings nothing more here once the process stops listening.
+    if (draining) res.setHeader('Connection', 'close');
+    if (req.method !== 'GET') {
+      inflight++;
+      res.once('close', () => {
+        if (--inflight === 0) for (const resolve of settled) resolve();
+      });
+    }
     try {
       const sessionId = req.headers['mcp-session-id'];
       if (!sessionId) {
@@ -154,8 +166,24 @@ function createReplica({
     drain() {
       draining = true;
     },
-    /** Closes every session's transport here (their state stays in Redis for the other replicas). */
-    async close() {
+    /**
+     * Closes every session's transport here (their state stays in Redis for the other replicas), once the requests
+     * in flight are answered (at most `settleMs`): an event a tool call stores after its session's stream ended here
+     * would be written nowhere, and the client's resume on another replica may already have replayed the log without
+     * it. Call it after the server stopped listening (`http.close()`), so no new request arrives meanwhile.
+     */
+    async close({ settleMs = 10_000 } = {}) {
+      if (inflight > 0) {
+        let resolve;
+        const done = new Promise(r => {
+          resolve = r;
+          settled.add(r);
+        });
+        const timer = setTimeout(resolve, settleMs);
+        await done;
+        clearTimeout(timer);
+        settled.delete(resolve);
+      }
       await Promise.allSettled([...sessions.values()].map(s => s.transport.close()));
       sessions.clear();
     },

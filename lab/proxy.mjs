@@ -11,6 +11,7 @@
 //                                           answers 405 itself (a gateway that does not pass GET streams)
 //   POST /__lab/cut {kinds?: ['get'|'resume'|'post'], midFrame?: true, keepUpstream?: false, sessionId?}
 //   GET  /__lab/log  every proxied request: {seq, method, kind, target, lastEventId, status}
+//   GET  /__lab/upstream/<A|B>/<path>  the upstream's own GET /__lab/<path> (its view, e.g. standalone-streams)
 import { request as httpRequest, createServer } from 'node:http';
 
 export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A', resume: 'A' }) {
@@ -35,6 +36,12 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
   };
 
   const control = async (req, res) => {
+    const upstreamView = /^\/__lab\/upstream\/([AB])\/([a-z-]+)$/.exec(req.url);
+    if (upstreamView && upstreams[upstreamView[1]]) {
+      const answer = await fetch(new URL(`/__lab/${upstreamView[2]}`, upstreams[upstreamView[1]]));
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(await answer.text());
+      return;
+    }
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : {};

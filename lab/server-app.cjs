@@ -248,6 +248,17 @@ async function startLabServer({ config, sdk, LabEventStore, telemetry, moduleSys
           .end(telemetry ? await telemetry.scrape() : '');
         return;
       }
+      if (req.url === '/__lab/standalone-streams') {
+        // Sessions whose standalone GET stream has a connection here, as the transport itself holds it: a scenario
+        // that cuts that stream waits for this process to have seen the drop before it sends what the client misses.
+        const mapped = s => {
+          const core = s.transport?._webStandardTransport ?? s.transport;
+          return core?._streamMapping?.has?.(core._standaloneSseStreamId ?? '_GET_stream') === true;
+        };
+        const open = [...new Set(sessions.values())].filter(mapped).length;
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ open }));
+        return;
+      }
       if (req.url === '/__lab/telemetry') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(await telemetryReport()));
         return;

@@ -186,8 +186,14 @@ async function runSession() {
       const carried = confirmed.length > before && (await waitFor(allReceived, 1500));
       if (config.balancer) {
         // The balancer's idle timeout is the fault: a quiet stretch longer than it cuts the stream, and the
-        // client resumes (after its reconnect delay) before the next round.
-        await sleep(300 + Math.floor(random() * 6700));
+        // client resumes (after its reconnect delay) before the next round. The stretch ends once a resumed
+        // stream opened (after an idle cut or a replica going away): a resumed stream left without a frame for a
+        // whole idle timeout is cut again, the SDK then reconnects without its cursor (typescript-sdk #2499), and
+        // an event written as that cut came is lost for real. The workload keeps that hazard out of the lossless
+        // policies, as the router's cuts do below; forkwatch counts it where it happens (docs/fleet.md).
+        const resumed = watch.wire.resumes;
+        const quietUntil = Date.now() + 300 + Math.floor(random() * 6700);
+        while (Date.now() < quietUntil && watch.wire.resumes === resumed) await sleep(50);
         await waitFor(streamOpen, delay + 2000);
         continue;
       }
@@ -210,7 +216,8 @@ async function runSession() {
     // A last event, so the final resumed stream carries a frame before the session closes (a resume closed before
     // its first frame is `inconclusive`, which the client SLO counts as bad).
     await emit(1);
-    await waitFor(allReceived, 2000);
+    // Longer than a slow client's reconnect delay: the last event may come in the replay of a resume.
+    await waitFor(allReceived, delay + 2500);
   } catch (error) {
     result.error = String(error?.message ?? error);
   } finally {
