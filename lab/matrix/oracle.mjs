@@ -10,6 +10,7 @@
 // Page-read signals are the series the pack's critical (paging) alerts read: alerts/forkwatch-alerts.rules.yml
 // (ForkwatchResumeLossBudgetBurn, ForkwatchClientResultsLost, ForkwatchServerCrossSessionReplay,
 // ForkwatchServerDeliveryBudgetBurn, ForkwatchServerResultDeliveryBudgetBurn) through the recording rules.
+import { createRequire } from 'node:module';
 import { ID_FORMATS } from './ids.mjs';
 
 /** `name{labels}` → value, for forkwatch's series of one scrape. */
@@ -41,6 +42,11 @@ const sum = (series, name, labelPattern) =>
     })
     .reduce((total, [, value]) => total + value, 0);
 
+// Exposure is read from the evidence table itself (src/core/evidence.ts through names.ts' evidenceSeries): every
+// series the table calls exposure, per side, never a list of the oracle's own that could drift from it.
+const { evidenceSeries } = createRequire(import.meta.url)('../../build/src/shared/names.js');
+const EXPOSURE_SERIES = evidenceSeries('exposure');
+
 /** The series the oracle reads, by side and kind (test/matrix checks them against names.ts and the alerts). */
 export const ORACLE_SERIES = {
   page: [
@@ -52,14 +58,7 @@ export const ORACLE_SERIES = {
     'forkwatch_server_replayed_unpending_events_total',
     'forkwatch_server_probable_reissues_total',
   ],
-  exposure: [
-    'forkwatch_client_resumes_total',
-    'forkwatch_client_revived_sessions_total',
-    'forkwatch_client_empty_reconnects_total',
-    'forkwatch_server_resumes_total',
-    'forkwatch_server_revived_sessions_total',
-    'forkwatch_server_undelivered_events_total',
-  ],
+  exposure: [...new Set(EXPOSURE_SERIES.map(e => e.prometheusName))],
 };
 
 /** What pages, from one side's series (a fleet's summed over its processes). */
@@ -80,33 +79,19 @@ export const PAGE_SIGNALS = {
   }),
 };
 
-/** What is exposure (counted, shown, never paged), per side; any series named *exposure* counts too. */
-export const EXPOSURE_SIGNALS = {
-  client: s => ({
-    unproven_resumes: sum(
-      s,
-      'forkwatch_client_resumes_total',
-      /outcome="(unverified|inconclusive|cursor_dropped_after_inconclusive|rejected|rejected_stream_held|failed)"/,
-    ),
-    revived: sum(s, 'forkwatch_client_revived_sessions_total'),
-    dropped_after_empty: sum(s, 'forkwatch_client_empty_reconnects_total', /kind="dropped_after_empty"/),
-    exposure: Object.entries(s)
-      .filter(([k]) => /^forkwatch_client_[a-z_]*exposure/.test(k))
-      .reduce((t, [, v]) => t + v, 0),
-  }),
-  server: s => ({
-    unproven_resumes: sum(
-      s,
-      'forkwatch_server_resumes_total',
-      /outcome="(unknown_cursor|ignored|rejected|failed|completed_stream)"/,
-    ),
-    revived: sum(s, 'forkwatch_server_revived_sessions_total'),
-    abandoned: sum(s, 'forkwatch_server_undelivered_events_total', /reason="abandoned"/),
-    exposure: Object.entries(s)
-      .filter(([k]) => /^forkwatch_server_[a-z_]*exposure/.test(k))
-      .reduce((t, [, v]) => t + v, 0),
-  }),
+/** One side's exposure, by evidence subject (`client_empty_reconnect`: 1): every exposure series of the table. */
+const exposureOf = side => s => {
+  const out = {};
+  for (const e of EXPOSURE_SERIES) {
+    if (!e.subject.startsWith(`${side}_`)) continue;
+    const n = sum(s, e.prometheusName, e.label === undefined ? undefined : new RegExp(`${e.label}="${e.value}"`));
+    if (n > 0) out[e.subject] = (out[e.subject] ?? 0) + n;
+  }
+  return out;
 };
+
+/** What is exposure (counted, shown, never paged), per side. */
+export const EXPOSURE_SIGNALS = { client: exposureOf('client'), server: exposureOf('server') };
 
 const total = signals => Object.values(signals).reduce((t, v) => t + v, 0);
 
