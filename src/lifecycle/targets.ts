@@ -46,13 +46,14 @@ function lazyTarget(exportName: string, load: () => ClassPatch): PatchTarget {
 }
 
 export const STREAMABLE_HTTP_CLIENT = lazyTarget('StreamableHTTPClientTransport', () => {
-  const m = require('../client/streamable-http-client') as typeof import('../client/streamable-http-client');
+  const m =
+    require('../client/patches/streamable-http-client') as typeof import('../client/patches/streamable-http-client');
   return { methods: m.STREAMABLE_HTTP_CLIENT_METHODS, patch: m.patchStreamableHttpClient };
 });
 
 /** The legacy HTTP+SSE client transport (protocol 2024-11-05). */
 export const SSE_CLIENT = lazyTarget('SSEClientTransport', () => {
-  const m = require('../client/sse-client') as typeof import('../client/sse-client');
+  const m = require('../client/patches/sse-client') as typeof import('../client/patches/sse-client');
   return { methods: m.SSE_CLIENT_METHODS, patch: m.patchSseClient };
 });
 

@@ -10,8 +10,8 @@
  * stream before its first frame, are chunks held back until the verdict: the SDK could not have acted on a
  * partial frame anyway, and a forked frame must never reach it.
  */
-import { SseFrameObserver } from '../core/sse-frame-observer';
-import { type PassThroughController, passThroughByteStream } from '../shared/response-body';
+import { SseFrameObserver } from '../../core/sse-frame-observer';
+import { type PassThroughController, passThroughByteStream } from '../../shared/response-body';
 
 export interface StreamObserverHooks {
   /** A frame was dispatched; runs before the SDK sees the chunk that completed it. */

@@ -15,15 +15,15 @@ import {
   context,
   trace,
 } from '@opentelemetry/api';
-import { displayEventId } from '../core/event-id';
-import { evidenceOf } from '../core/evidence';
-import type { SessionRecord } from '../core/ledger';
-import type { CursorlessVerdict, FirstFrameVerdict, ForkReason, ResumeOutcome } from '../core/verdict';
-import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../shared/names';
-import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { protocolVersionAttributes, sessionSpanAttributes } from '../shared/session-id';
-import { errorTypeOf, recordBoundedException } from '../shared/span-errors';
-import type { ResumeVerdictInfo } from '../shared/types';
+import { displayEventId } from '../../core/event-id';
+import { evidenceOf } from '../../core/evidence';
+import type { SessionRecord } from '../../core/ledger';
+import type { CursorlessVerdict, FirstFrameVerdict, ForkReason, ResumeOutcome } from '../../core/verdict';
+import { ATTR, type ClientTransportLabel, SPAN, SPAN_EVENT } from '../../shared/names';
+import { type ForkwatchRuntime, nowMs } from '../../shared/runtime';
+import { protocolVersionAttributes, sessionSpanAttributes } from '../../shared/session-id';
+import { errorTypeOf, recordBoundedException } from '../../shared/span-errors';
+import type { ResumeVerdictInfo } from '../../shared/types';
 
 export interface ResumeAttemptInit {
   transport: ClientTransportLabel;

@@ -4,8 +4,8 @@
  */
 /**
  * The resumed-stream observer, one per SSE stream a client opens, shared by the streamable HTTP class patch
- * (streamable-http-client.ts), the wire-level fetch observer (fetch-observer.ts) and the legacy SSE patch
- * (sse-client.ts), so all three judge a first frame, a stream without one, a duplicate and a fork the same way.
+ * (client/patches/streamable-http-client.ts), the wire observer (client/wire/) and the legacy SSE patch
+ * (client/patches/sse-client.ts), so all three judge a first frame, a stream without one, a duplicate and a fork the same way.
  *
  * Its verdict is pending from the resume until the first frame, the stream's end, a cancel or the verdict timeout,
  * whichever comes first, and is concluded exactly once. A fork runs the user's hook; what else the client is told
@@ -15,18 +15,18 @@
  * allocated per frame.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
-import { DensityWatch } from '../core/density';
-import { eventIdKey } from '../core/event-id';
-import type { SessionRecord } from '../core/ledger';
+import { DensityWatch } from '../../core/density';
+import { eventIdKey } from '../../core/event-id';
+import type { SessionRecord } from '../../core/ledger';
 import {
   type CursorlessVerdict,
   type FirstFrameInput,
   decideCursorlessFirstFrame,
   decideFirstFrame,
-} from '../core/verdict';
-import type { ClientTransportLabel } from '../shared/names';
-import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import type { ResumeVerdictInfo } from '../shared/types';
+} from '../../core/verdict';
+import type { ClientTransportLabel } from '../../shared/names';
+import { type ForkwatchRuntime, nowMs } from '../../shared/runtime';
+import type { ResumeVerdictInfo } from '../../shared/types';
 import { type StreamGate, type StreamObserverHooks, observeStream } from './observed-stream';
 import type { ResumeAttempt } from './resume-attempt';
 

@@ -13,8 +13,8 @@
  * first send (and again if the application replaces it), so responses on every stream and in JSON bodies are seen.
  * The message is only read.
  */
-import { OutstandingRequests, isJsonRpcResponse } from '../core/replay-boundary';
-import type { ForkwatchRuntime } from '../shared/runtime';
+import { OutstandingRequests, isJsonRpcResponse } from '../../core/replay-boundary';
+import type { ForkwatchRuntime } from '../../shared/runtime';
 
 interface MessageReceiver {
   onmessage?: unknown;

@@ -13,10 +13,10 @@
  * an event again. An idle stream a balancer closes after its timeout lived longer than the window: not counted.
  * Two numbers per transport, on its state: gone with the transport.
  */
-import { EMPTY_STREAM_WINDOW_MS } from '../core/defaults';
-import type { ClientTransportLabel, EmptyReconnectKind } from '../shared/names';
-import type { ForkwatchRuntime } from '../shared/runtime';
-import type { ResumedStream } from './resumed-stream';
+import { EMPTY_STREAM_WINDOW_MS } from '../../core/defaults';
+import type { ClientTransportLabel, EmptyReconnectKind } from '../../shared/names';
+import type { ForkwatchRuntime } from '../../shared/runtime';
+import type { ResumedStream } from '../observer/resumed-stream';
 
 export interface EmptyStreak {
   /** Empty reconnects in a row. */

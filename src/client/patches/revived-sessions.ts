@@ -13,10 +13,10 @@
  *
  * Once per session id of a transport. An `initialize` is never counted: a client that starts over knows it did.
  */
-import type { StreamableHttpClientTransportLike } from '../shared/internal-types';
-import type { ClientRevivedReason } from '../shared/names';
-import { observedPromise } from '../shared/observed-promise';
-import type { ForkwatchRuntime } from '../shared/runtime';
+import type { StreamableHttpClientTransportLike } from '../../shared/internal-types';
+import type { ClientRevivedReason } from '../../shared/names';
+import { observedPromise } from '../../shared/observed-promise';
+import type { ForkwatchRuntime } from '../../shared/runtime';
 import { httpStatusOf } from './http-status';
 
 export interface RevivalState {

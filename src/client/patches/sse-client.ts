@@ -13,8 +13,8 @@
  * - otherwise the usual first-frame verdict on the message's id.
  * The verdict comes from EventSource events, after the SDK's own listeners, so fail-loud mode does not apply.
  */
-import { observedPromise } from '../shared/observed-promise';
-import type { SessionRecord } from '../core/ledger';
+import { observedPromise } from '../../shared/observed-promise';
+import type { SessionRecord } from '../../core/ledger';
 import type {
   EventSourceEventLike,
   EventSourceLike,
@@ -24,10 +24,10 @@ import type {
   SseClientTransportLike,
   WebResponseLike,
   Wrap,
-} from '../shared/internal-types';
-import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { ResumeAttempt } from './resume-attempt';
-import { ResumedStream } from './resumed-stream';
+} from '../../shared/internal-types';
+import { type ForkwatchRuntime, nowMs } from '../../shared/runtime';
+import { ResumeAttempt } from '../observer/resume-attempt';
+import { ResumedStream } from '../observer/resumed-stream';
 import { httpStatusOf } from './streamable-http-client';
 
 export const SSE_CLIENT_METHODS = ['_startOrAuth'] as const;

@@ -20,9 +20,9 @@
  *   synchronously at the start of `_startOrAuthSse`, while the attempt is marked on the transport's state).
  */
 import { type SpanContext, propagation } from '@opentelemetry/api';
-import { withEnteredContext } from '../shared/entered-context';
-import { StreamForkDetected } from '../shared/errors';
-import { observedPromise } from '../shared/observed-promise';
+import { withEnteredContext } from '../../shared/entered-context';
+import { StreamForkDetected } from '../../shared/errors';
+import { observedPromise } from '../../shared/observed-promise';
 import type {
   FetchLike,
   SdkMethod,
@@ -30,17 +30,17 @@ import type {
   StreamableHttpClientTransportLike,
   WritableHeadersLike,
   Wrap,
-} from '../shared/internal-types';
-import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { protocolHasResumability } from '../shared/session-id';
-import type { ResumeVerdictInfo } from '../shared/types';
-import { observeOwnFetch } from './fetch-observer';
+} from '../../shared/internal-types';
+import { type ForkwatchRuntime, nowMs } from '../../shared/runtime';
+import { protocolHasResumability } from '../../shared/session-id';
+import type { ResumeVerdictInfo } from '../../shared/types';
+import { observeOwnFetch } from '../wire/fetch-wrapper';
 import { httpStatusOf } from './http-status';
 import { noteSentMessage } from './foreign-responses';
-import { claimPatchedGet } from './patched-transport-scope';
+import { claimPatchedGet } from '../observer/patched-transport-scope';
 import { type EmptyStreak, reconnectAfter, streakEnded } from './reconnect-storms';
-import { ResumeAttempt } from './resume-attempt';
-import { type ForkReport, ResumedStream } from './resumed-stream';
+import { ResumeAttempt } from '../observer/resume-attempt';
+import { type ForkReport, ResumedStream } from '../observer/resumed-stream';
 import { type RevivalState, watchSentMessage } from './revived-sessions';
 
 export { httpStatusOf };

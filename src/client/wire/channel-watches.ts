@@ -3,15 +3,16 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * What the undici channel observer (undici-channel-observer.ts) does with one MCP exchange: the same work as the
- * fetch wrapper's (session-get-observer.ts, per-request-exchange.ts), fed from the channel's events instead of
- * a Response. Loaded on the first MCP exchange, as the wrapper's work is.
+ * What the undici channel observer (undici-channels.ts) does with one MCP exchange: the same work as the fetch
+ * wrapper's (session-get.ts, per-request-exchange.ts), fed from the channel's events instead of a Response. Loaded
+ * on the first MCP exchange, as the wrapper's work is.
  */
 import type { PerRequestClientObserver, PerRequestPost, PerRequestStreamWatch } from './per-request-exchange';
-import type { ForkwatchRuntime } from '../shared/runtime';
-import type { SseGet } from './fetch-observer';
-import { isObservedPost } from './patched-transport-scope';
-import { SessionStreamWatch, sessionGetResponded, sessionGetSent, sessionGetUnanswered } from './session-get-observer';
+import type { ForkwatchRuntime } from '../../shared/runtime';
+import { isObservedPost } from '../observer/patched-transport-scope';
+import { SessionStreamWatch } from './channel-session-stream';
+import type { SseGet } from './session-get-request';
+import { sessionGetResponded, sessionGetSent, sessionGetUnanswered } from './session-get';
 
 type Header = (name: string) => string | undefined;
 

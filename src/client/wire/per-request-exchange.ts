@@ -11,7 +11,7 @@
  * ended, whether the app re-issued a lost one (same endpoint, method, name and argument digest; MRTR retries
  * excluded) and how long that took, and for `subscriptions/listen` streams the gap from a drop to the next
  * acknowledgement. The response body is observed through a lazy own `body` getter on the very Response the caller
- * gets (as fetch-observer.ts does): no byte, header or status changes, and a body never read is never read.
+ * gets (as fetch-wrapper.ts does): no byte, header or status changes, and a body never read is never read.
  */
 import { clearTimeout, setTimeout } from 'node:timers';
 import type { Attributes } from '@opentelemetry/api';
@@ -24,12 +24,12 @@ import {
   judgeListenEnd,
   judgeStreamEnd,
   needsReissue,
-} from '../core/per-request-client';
-import { ReissueWindow, digestJson, isMrtrRetry, reissueKey, requestTarget } from '../core/per-request';
-import type { FetchLike, RequestInitLike, WebResponseLike } from '../shared/internal-types';
-import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../shared/names';
-import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
-import { lazyReader, observeResponseBody, passThroughByteStream } from '../shared/response-body';
+} from '../../core/per-request-client';
+import { ReissueWindow, digestJson, isMrtrRetry, reissueKey, requestTarget } from '../../core/per-request';
+import type { FetchLike, RequestInitLike, WebResponseLike } from '../../shared/internal-types';
+import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../../shared/names';
+import { type ForkwatchRuntime, nowMs } from '../../shared/runtime';
+import { lazyReader, observeResponseBody, passThroughByteStream } from '../../shared/response-body';
 
 /** One per-request POST, read from its URL, headers and string body. */
 export interface PerRequestPost {
@@ -264,7 +264,7 @@ function watchResponse(
 
 /**
  * One per-request SSE response stream, fed chunk by chunk (by the pass-through body on the fetch wrapper, by
- * undici's diagnostics channel on Node 24: per-request-channel in client/undici-channel-observer.ts), ended once.
+ * undici's diagnostics channel on Node 24: channel-watches.ts, fed by undici-channels.ts), ended once.
  */
 export class PerRequestStreamWatch {
   private readonly listen: boolean;

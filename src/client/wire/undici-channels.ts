@@ -7,8 +7,8 @@
  * channels, as @opentelemetry/instrumentation-undici does, and never touches `fetch` nor a Response. It sees every
  * request undici dispatches, whichever undici: the runtime's (global fetch) and the `undici` npm package's own fetch
  * and request(), which some MCP clients use instead of the global fetch (mcp-remote). The requests the fetch wrapper
- * observes (Node 22: fetch-observer.ts) or a patched SDK transport sends are claimed (patched-transport-scope.ts)
- * and left to them.
+ * observes (Node 22: fetch-wrapper.ts) or a patched SDK transport sends are claimed (patched-transport-scope.ts)
+ * and left to them. index.ts installs it.
  *
  * Which undici publishes a request is its dispatcher's, not its fetch's: every copy shares one global dispatcher,
  * made by whichever loaded first (on Node 22 the package's fetch runs on the runtime's undici 6 when the global fetch
@@ -29,28 +29,21 @@
  * as one (each hop is a request: the redirect's is rejected, the next one judged).
  */
 import * as diagnosticsChannel from 'node:diagnostics_channel';
-import { protocolHasResumability } from '../shared/session-id';
-import type { ForkwatchRuntime } from '../shared/runtime';
-import { sessionGetOf } from './fetch-observer';
-import { isObservedGet } from './patched-transport-scope';
+import { protocolHasResumability } from '../../shared/session-id';
+import type { ForkwatchRuntime } from '../../shared/runtime';
+import { isObservedGet } from '../observer/patched-transport-scope';
+import { sessionGetOf } from './session-get-request';
+import {
+  type UndiciRequest,
+  type UndiciResponse,
+  cutOf,
+  headerReaderOf,
+  isAbort,
+  tapBodyChunks,
+} from './undici-request';
 
 /** A request body longer than this is not parsed: that exchange is not observed. */
 const MAX_POST_BODY_BYTES = 1 << 20;
-
-/** undici's request as its channels publish it (core/request.js). */
-interface UndiciRequest {
-  method?: unknown;
-  origin?: unknown;
-  path?: unknown;
-  /** `[name, value, name, value…]`, or `name: value\r\n…` before undici 6. */
-  headers?: unknown;
-}
-
-interface UndiciResponse {
-  statusCode?: unknown;
-  /** `[name, value…]` as Buffers (or strings). */
-  headers?: unknown;
-}
 
 /** One watched exchange, from `create` to its end. */
 interface Watch {
@@ -97,142 +90,149 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
   const global = globalThis as { [INSTALLED]?: true };
   if (global[INSTALLED]) return () => {};
   global[INSTALLED] = true;
-  const watches = new WeakMap<object, Watched>();
-  // The prototypes of undici's requests seen publishing body chunks: their requests need no tap.
-  const publishing = new WeakSet<object>();
-  // The prototypes seen sending a POST body without publishing it (undici 6): their POSTs cannot be judged here, and
-  // are not watched (on Node 22 the fetch wrapper observes the global fetch's).
-  const silentBodies = new WeakSet<object>();
-  let watching = 0;
-  let chunksSubscribed = false;
-  // Cleared on uninstall: a tap still on a request in flight then hands nothing on.
-  let subscribed = true;
-
-  const guard =
-    <M>(what: string, fn: (message: M) => void) =>
-    (message: unknown) => {
-      // A subscriber's throw would reach the process as an uncaught exception: never let one out.
-      try {
-        fn(message as M);
-      } catch (error) {
-        runtime.diag.error(`observing undici's ${what} failed; this exchange is not checked`, error);
-      }
-    };
-
-  const onChunkSent = guard<{ request: object; chunk: Uint8Array | string }>('request body', m => {
-    const watched = watches.get(m.request);
-    if (!watched) return;
-    watched.bodyPublished = true;
-    watched.watch.sent?.(m.chunk);
-  });
-  const onChunkReceived = guard<{ request: object; chunk: Uint8Array }>('response body', m => {
-    const watched = watches.get(m.request);
-    if (!watched) return;
-    publishing.add(Object.getPrototypeOf(m.request));
-    if (watched.tapping === m.chunk) watched.tapping = undefined;
-    else watched.watch.push?.(m.chunk);
-  });
-  const onChunkTapped = guard<{ watched: Watched; chunk: Uint8Array }>('response body', m =>
-    m.watched.watch.push?.(m.chunk),
-  );
-  const chunkChannels = (on: boolean) => {
-    if (on === chunksSubscribed) return;
-    chunksSubscribed = on;
-    const change = on ? diagnosticsChannel.subscribe : diagnosticsChannel.unsubscribe;
-    change(CHANNELS.bodyChunkSent, onChunkSent);
-    change(CHANNELS.bodyChunkReceived, onChunkReceived);
-  };
-  const stop = (request: object) => {
-    const watched = watches.get(request);
-    if (!watched) return;
-    watches.delete(request);
-    watched.untap?.();
-    watching--;
-    if (watching === 0) chunkChannels(false);
-  };
-
-  const onCreate = guard<{ request: UndiciRequest }>('request', ({ request }) => {
-    if (!runtime.enabled || typeof request?.method !== 'string') return;
-    if (silentBodies.has(Object.getPrototypeOf(request)) && request.method.toUpperCase() === 'POST') return;
-    const watch = watchOf(request, runtime);
-    if (!watch) return;
-    const watched: Watched = { watch };
-    if (!publishing.has(Object.getPrototypeOf(request))) {
-      watched.untap = tapBodyChunks(request, chunk => {
-        if (!subscribed || watches.get(request) !== watched) return;
-        watched.tapping = chunk;
-        onChunkTapped({ watched, chunk });
-      });
-    }
-    watches.set(request, watched);
-    watching++;
-    chunkChannels(true);
-  });
-  const onBodySent = guard<{ request: object }>('request body', m => {
-    const watched = watches.get(m.request);
-    if (!watched?.watch.bodySent) return;
-    if (!watched.bodyPublished) silentBodies.add(Object.getPrototypeOf(m.request));
-    watched.watch.bodySent();
-  });
-  const onHeaders = guard<{ request: object; response: UndiciResponse }>('response headers', m => {
-    const watch = watches.get(m.request)?.watch;
-    if (!watch) return;
-    const status = typeof m.response?.statusCode === 'number' ? m.response.statusCode : undefined;
-    // A response that opens no stream to watch (an error, JSON, a redirect: its next hop is a request of its own).
-    if (!watch.responded(status, headerReaderOf(m.response?.headers))) stop(m.request);
-  });
-  const onTrailers = guard<{ request: object }>('response end', m => {
-    watches.get(m.request)?.watch.ended(undefined, false);
-    stop(m.request);
-  });
-  const onError = guard<{ request: object; error: unknown }>('request error', m => {
-    watches.get(m.request)?.watch.ended(m.error ?? new Error('request failed'), isAbort(m.error));
-    stop(m.request);
-  });
-
-  const always: [string, (message: unknown) => void][] = [
-    [CHANNELS.create, onCreate],
-    [CHANNELS.bodySent, onBodySent],
-    [CHANNELS.headers, onHeaders],
-    [CHANNELS.trailers, onTrailers],
-    [CHANNELS.error, onError],
-  ];
-  for (const [name, fn] of always) diagnosticsChannel.subscribe(name, fn);
+  const observer = new ChannelObserver(runtime);
+  observer.subscribe();
   return () => {
-    subscribed = false;
-    for (const [name, fn] of always) diagnosticsChannel.unsubscribe(name, fn);
-    chunkChannels(false);
+    observer.unsubscribe();
     delete global[INSTALLED];
   };
 }
 
-/**
- * Shadows `onData` on this one request object (undici 5 to 7 hand each response body chunk to it; 7.11 and later
- * also publish it from there, undici 8 has no such method and always publishes): `tap` gets the chunk first, then
- * undici's own method runs, unchanged, with the same arguments. Returns the function that takes the shadow off
- * (undici's prototype method shows through again); undefined when the request has no such method.
- */
-function tapBodyChunks(request: object, tap: (chunk: Uint8Array) => void): (() => void) | undefined {
-  const original = (request as { onData?: unknown }).onData;
-  if (typeof original !== 'function') return undefined;
-  const shadow = function onData(this: unknown, ...args: unknown[]) {
-    tap(args[0] as Uint8Array);
-    return original.apply(this, args);
-  };
-  Object.defineProperty(request, 'onData', { value: shadow, writable: true, configurable: true });
-  return () => {
-    if (Object.getOwnPropertyDescriptor(request, 'onData')?.value === shadow)
-      delete (request as { onData?: unknown }).onData;
-  };
-}
+/** The subscriber of every channel: one handler per channel, each a few lines, and the watches they feed. */
+class ChannelObserver {
+  private readonly watches = new WeakMap<object, Watched>();
+  /** The prototypes of undici's requests seen publishing body chunks: their requests need no tap. */
+  private readonly publishing = new WeakSet<object>();
+  /**
+   * The prototypes seen sending a POST body without publishing it (undici 6): their POSTs cannot be judged here, and
+   * are not watched (on Node 22 the fetch wrapper observes the global fetch's).
+   */
+  private readonly silentBodies = new WeakSet<object>();
+  private watching = 0;
+  private chunksSubscribed = false;
+  /** Cleared on uninstall: a tap still on a request in flight then hands nothing on. */
+  private subscribed = true;
 
-/**
- * Whether an error that ends a request is the app stopping it (its signal, or a cancel of the body): undici passes
- * the abort reason through as it is, where a broken connection, a timeout or a bad response is one of undici's own
- * errors (UND_ERR_*), the parser's (HPE_*) or the socket's (ECONNRESET…), each with a string code.
- */
-function isAbort(error: unknown): boolean {
-  return typeof (error as { code?: unknown } | undefined)?.code !== 'string';
+  constructor(private readonly runtime: ForkwatchRuntime) {}
+
+  /** The channels every request goes through; the chunk channels only while an exchange is watched. */
+  private readonly always: [string, (message: unknown) => void][] = [
+    [CHANNELS.create, this.guard('request', m => this.created(m as { request: UndiciRequest }))],
+    [CHANNELS.bodySent, this.guard('request body', m => this.bodySent(m as { request: object }))],
+    [
+      CHANNELS.headers,
+      this.guard('response headers', m => this.headers(m as { request: object; response: UndiciResponse })),
+    ],
+    [CHANNELS.trailers, this.guard('response end', m => this.trailers(m as { request: object }))],
+    [CHANNELS.error, this.guard('request error', m => this.failed(m as { request: object; error: unknown }))],
+  ];
+  private readonly onChunkSent = this.guard('request body', m =>
+    this.chunkSent(m as { request: object; chunk: Uint8Array | string }),
+  );
+  private readonly onChunkReceived = this.guard('response body', m =>
+    this.chunkReceived(m as { request: object; chunk: Uint8Array }),
+  );
+  private readonly onChunkTapped = this.guard('response body', m => {
+    const { watched, chunk } = m as { watched: Watched; chunk: Uint8Array };
+    watched.watch.push?.(chunk);
+  });
+
+  subscribe(): void {
+    for (const [name, fn] of this.always) diagnosticsChannel.subscribe(name, fn);
+  }
+
+  unsubscribe(): void {
+    this.subscribed = false;
+    for (const [name, fn] of this.always) diagnosticsChannel.unsubscribe(name, fn);
+    this.chunkChannels(false);
+  }
+
+  /** A subscriber's throw would reach the process as an uncaught exception: never let one out. */
+  private guard(what: string, fn: (message: unknown) => void): (message: unknown) => void {
+    return message => {
+      try {
+        fn(message);
+      } catch (error) {
+        this.runtime.diag.error(`observing undici's ${what} failed; this exchange is not checked`, error);
+      }
+    };
+  }
+
+  private created({ request }: { request: UndiciRequest }): void {
+    const { runtime } = this;
+    if (!runtime.enabled || typeof request?.method !== 'string') return;
+    if (this.silentBodies.has(Object.getPrototypeOf(request)) && request.method.toUpperCase() === 'POST') return;
+    const watch = watchOf(request, runtime);
+    if (!watch) return;
+    const watched: Watched = { watch };
+    if (!this.publishing.has(Object.getPrototypeOf(request))) {
+      watched.untap = tapBodyChunks(request, chunk => {
+        if (!this.subscribed || this.watches.get(request) !== watched) return;
+        watched.tapping = chunk;
+        this.onChunkTapped({ watched, chunk });
+      });
+    }
+    this.watches.set(request, watched);
+    this.watching++;
+    this.chunkChannels(true);
+  }
+
+  private chunkSent(m: { request: object; chunk: Uint8Array | string }): void {
+    const watched = this.watches.get(m.request);
+    if (!watched) return;
+    watched.bodyPublished = true;
+    watched.watch.sent?.(m.chunk);
+  }
+
+  private bodySent(m: { request: object }): void {
+    const watched = this.watches.get(m.request);
+    if (!watched?.watch.bodySent) return;
+    if (!watched.bodyPublished) this.silentBodies.add(Object.getPrototypeOf(m.request));
+    watched.watch.bodySent();
+  }
+
+  private headers(m: { request: object; response: UndiciResponse }): void {
+    const watch = this.watches.get(m.request)?.watch;
+    if (!watch) return;
+    const status = typeof m.response?.statusCode === 'number' ? m.response.statusCode : undefined;
+    // A response that opens no stream to watch (an error, JSON, a redirect: its next hop is a request of its own).
+    if (!watch.responded(status, headerReaderOf(m.response?.headers))) this.stop(m.request);
+  }
+
+  private chunkReceived(m: { request: object; chunk: Uint8Array }): void {
+    const watched = this.watches.get(m.request);
+    if (!watched) return;
+    this.publishing.add(Object.getPrototypeOf(m.request));
+    if (watched.tapping === m.chunk) watched.tapping = undefined;
+    else watched.watch.push?.(m.chunk);
+  }
+
+  private trailers(m: { request: object }): void {
+    this.watches.get(m.request)?.watch.ended(undefined, false);
+    this.stop(m.request);
+  }
+
+  private failed(m: { request: object; error: unknown }): void {
+    this.watches.get(m.request)?.watch.ended(m.error ?? new Error('request failed'), isAbort(m.error));
+    this.stop(m.request);
+  }
+
+  private chunkChannels(on: boolean): void {
+    if (on === this.chunksSubscribed) return;
+    this.chunksSubscribed = on;
+    const change = on ? diagnosticsChannel.subscribe : diagnosticsChannel.unsubscribe;
+    change(CHANNELS.bodyChunkSent, this.onChunkSent);
+    change(CHANNELS.bodyChunkReceived, this.onChunkReceived);
+  }
+
+  private stop(request: object): void {
+    const watched = this.watches.get(request);
+    if (!watched) return;
+    this.watches.delete(request);
+    watched.untap?.();
+    this.watching--;
+    if (this.watching === 0) this.chunkChannels(false);
+  }
 }
 
 /** The watch for a request that is an MCP session GET or a protocol 2026-07-28 POST; undefined for anything else. */
@@ -253,52 +253,5 @@ function watchOf(request: UndiciRequest, runtime: ForkwatchRuntime): Watch | und
   return channelWatches().perRequestPostWatch(endpoint, header, runtime, MAX_POST_BODY_BYTES);
 }
 
-/**
- * Fail-loud mode's cut: undici's own abort of the request (set once it is connected, so before any byte of the
- * response), which errors the Response's body as a broken connection would. Queued as a microtask from inside the
- * chunk's publish: it runs before the promise jobs that carry that chunk on to the app's read, so the chunk never
- * arrives (an abort made inside the publish of a response's first chunk leaves fetch's body waiting forever on
- * undici 7.30).
- */
-function cutOf(request: UndiciRequest & { abort?: unknown }): (error: unknown) => void {
-  return error => {
-    queueMicrotask(() => {
-      try {
-        if (typeof request.abort === 'function') request.abort(error);
-      } catch {
-        // Already ended: nothing left to cut.
-      }
-    });
-  };
-}
-
-/**
- * Reads undici's headers: a flat `[name, value…]` array (values strings, Buffers, or arrays of them) or, before
- * undici 6, a raw `name: value\r\n` string. Only what is asked for is decoded.
- */
-export function headerReaderOf(headers: unknown): (name: string) => string | undefined {
-  if (typeof headers === 'string') {
-    return name => {
-      for (const line of headers.split('\r\n')) {
-        const colon = line.indexOf(':');
-        if (colon > 0 && line.slice(0, colon).trim().toLowerCase() === name) return line.slice(colon + 1).trim();
-      }
-      return undefined;
-    };
-  }
-  if (!Array.isArray(headers)) return () => undefined;
-  // A response's names and values are Buffers: String() decodes them.
-  return name => {
-    for (let i = 0; i + 1 < headers.length; i += 2) {
-      const key = headers[i];
-      if (key?.length !== name.length || String(key).toLowerCase() !== name) continue;
-      const value = headers[i + 1];
-      const text = Array.isArray(value) ? value.map(String).join(', ') : String(value);
-      if (text !== '') return text;
-    }
-    return undefined;
-  };
-}
-
-// Loaded on the first MCP exchange undici publishes (as the fetch wrapper loads its work: fetch-observer.ts).
-const channelWatches = () => require('./undici-channel-watches') as typeof import('./undici-channel-watches');
+// Loaded on the first MCP exchange undici publishes (as the fetch wrapper loads its work: fetch-wrapper.ts).
+const channelWatches = () => require('./channel-watches') as typeof import('./channel-watches');

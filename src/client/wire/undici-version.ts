@@ -23,3 +23,11 @@ export function undiciPublishesBodyChunks(version: string | undefined): boolean 
   }
   return true;
 }
+
+/**
+ * Where the runtime's undici publishes body chunks (Node 24 and later), forkwatch observes fetch through those
+ * channels alone and leaves `fetch` alone (undici-channels.ts). Elsewhere (Node 22) it also wraps
+ * `globalThis.fetch`, whose Response it can read (fetch-wrapper.ts). Decided once: the runtime's undici does not
+ * change.
+ */
+export const observesThroughChannels = undiciPublishesBodyChunks(process.versions.undici);
