@@ -188,20 +188,19 @@ describe('a process loads the patches of the classes it has, and no others', () 
   ];
   // What only a server runs: its patch and observers, the delivery ledger, the 2026 per-request server.
   const SERVER_ONLY = [
-    'server/streamable-http-server.js',
-    'server/session-observer.js',
+    'server/stacks/sdk/index.js',
+    'server/stacks/sdk/patch.js',
+    'server/stacks/sdk/session-observer.js',
     'server/server-delivery.js',
     'core/delivery-ledger.js',
-    'server/per-request-patches.js',
-    'server/per-request-observer.js',
+    'server/stacks/sdk-per-request/patch.js',
+    'server/stacks/sdk-per-request/observer.js',
   ];
 
   test('a server (SDK 1.x): its own patch, no client code and no per-request code', async () => {
     const loaded = await modulesOf('server');
-    expect(loaded).toEqual(
-      expect.arrayContaining(['lifecycle/instrumentation.js', 'server/streamable-http-server.js']),
-    );
-    expect(loaded.filter(m => CLIENT_ONLY.includes(m) || m.startsWith('server/per-request'))).toEqual([]);
+    expect(loaded).toEqual(expect.arrayContaining(['lifecycle/instrumentation.js', 'server/stacks/sdk/patch.js']));
+    expect(loaded.filter(m => CLIENT_ONLY.includes(m) || m.startsWith('server/stacks/sdk-per-request/'))).toEqual([]);
   });
 
   test('a client (SDK 1.x): its own patch, no server code', async () => {

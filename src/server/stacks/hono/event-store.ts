@@ -14,14 +14,14 @@
  * The wrapper calls the store's `storeEvent` and `replayEventsAfter` (all the transport uses of it, 0.3) with the
  * store as `this` and returns what they returned. It replaces one argument: the `{ send }` of `replayEventsAfter`, by
  * a copy that counts the events replayed before calling the transport's. What it learns goes to the transport's
- * session observer (hono-session-observer.ts): who stored which event in a store several sessions share, and what a
+ * session observer (session-observer.ts): who stored which event in a store several sessions share, and what a
  * resume's replay did.
  */
-import type { ServerRuntime } from './server-runtime';
+import type { ServerRuntime } from '../../server-runtime';
 import { isWrapped } from '@opentelemetry/instrumentation';
-import type { EventStoreLike } from '../shared/internal-types';
-import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
-import { honoSessionObserverOf } from './hono-session-observer';
+import type { EventStoreLike } from '../../../shared/internal-types';
+import { type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
+import { honoSessionObserverOf } from './session-observer';
 
 type StoreMethod = (this: unknown, ...args: unknown[]) => unknown;
 type Constructor = new (...args: unknown[]) => object;

@@ -4,7 +4,8 @@
  */
 /**
  * The session observer of @hono/mcp's `StreamableHTTPTransport` (one instance per session, a port of the SDK's
- * transport whose fields are all `#private`): what its wrappers see, handed to the delivery ledger.
+ * transport whose fields are all `#private`): what its wrappers see, handed to the delivery ledger as the
+ * SessionFacts every stack hands it (server/stack.ts).
  *
  * Its `send` returns early, before its event store, for an event of the standalone stream while no GET stream is
  * open: the event is neither written nor stored, so nothing can replay it. The observer keeps its own view of that
@@ -14,14 +15,14 @@
  *
  * Only read, never written; every method catches its own errors and reports them through diag.
  */
-import type { ServerRuntime } from './server-runtime';
-import type { WebRequestLike } from '../shared/internal-types';
-import { isProbeUserAgent } from '../shared/names';
-import { protocolHasResumability } from '../shared/session-id';
-import { HonoResume } from './hono-resume';
-import { parentContextOf, webFlavor } from './server-flavor';
-import { ServerResume } from './server-resume';
-import { storedEventOf } from './transport-delivery';
+import type { ServerRuntime } from '../../server-runtime';
+import type { WebRequestLike } from '../../../shared/internal-types';
+import { isProbeUserAgent } from '../../../shared/names';
+import { protocolHasResumability } from '../../../shared/session-id';
+import { HonoResume } from './resume';
+import { onWebClientDrop, parentContextOf, webHeader, webHeadersGetter } from '../../web-request';
+import { ServerResume } from '../../server-resume';
+import { LedgerSessionFacts, storedEventOf } from '../../session-facts';
 
 /** @hono/mcp's standalone stream id (`#standaloneSseStreamId`), as the SDK's. */
 const STANDALONE = '_GET_stream';
@@ -44,24 +45,29 @@ export class HonoSessionObserver {
   private standalone: object | undefined = undefined;
   /**
    * Whether the transport was constructed with an event store; undefined when forkwatch did not see it constructed
-   * (the class was taken before forkwatch replaced the export, hono-event-store.ts): its resumes are not judged.
+   * (the class was taken before forkwatch replaced the export, event-store.ts): its resumes are not judged.
    */
   private hasEventStore: boolean | undefined = undefined;
   /** Resume requests waiting for their answer or their replay, oldest first. */
   private readonly resumes: HonoResume[] = [];
 
+  /** Its delivery facts, handed to the process's delivery ledger (session-facts.ts). */
+  private readonly facts: LedgerSessionFacts;
+
   constructor(
     readonly transport: object,
     public runtime: ServerRuntime,
-  ) {}
+  ) {
+    this.facts = new LedgerSessionFacts(this, transport);
+  }
 
   /** Every request, before the transport handles it: a GET is recorded by getReceived. */
   requestReceived(ctx: HonoContextLike | undefined): void {
     try {
       const request = ctx?.req?.raw;
-      const version = webFlavor.header(request, 'mcp-protocol-version');
+      const version = webHeader(request, 'mcp-protocol-version');
       if (version !== undefined) this.resumable = protocolHasResumability(version);
-      if (request?.method !== 'GET' && this.resumable) this.runtime.serverDelivery.requestReceived(this.transport);
+      if (request?.method !== 'GET' && this.resumable) this.facts.requestReceived();
     } catch (error) {
       this.failed(error);
     }
@@ -71,7 +77,7 @@ export class HonoSessionObserver {
   getReceived(ctx: HonoContextLike | undefined): ((response: unknown) => void) | undefined {
     try {
       if (!this.resumable) return undefined;
-      this.runtime.serverDelivery.getReceived(this.transport);
+      this.facts.getReceived();
       const request = ctx?.req?.raw;
       return response => this.answered(request, response);
     } catch (error) {
@@ -85,10 +91,10 @@ export class HonoSessionObserver {
       if ((response as { status?: unknown } | undefined)?.status !== 200 || !request) return;
       const connection = {};
       this.standalone = connection;
-      webFlavor.onClientDrop(request, [], () => {
+      onWebClientDrop(request, () => {
         if (this.standalone !== connection) return;
         this.standalone = undefined;
-        this.runtime.serverDelivery.standaloneDropped(this.transport, STANDALONE, 0);
+        this.facts.standaloneDropped(STANDALONE, 0);
       });
     } catch (error) {
       this.failed(error);
@@ -104,9 +110,9 @@ export class HonoSessionObserver {
   beginResume(ctx: HonoContextLike | undefined): HonoResume | undefined {
     try {
       const request = ctx?.req?.raw;
-      const cursor = webFlavor.header(request, 'last-event-id');
+      const cursor = webHeader(request, 'last-event-id');
       if (cursor === undefined || this.hasEventStore === undefined || !this.resumable) return undefined;
-      const claimed = webFlavor.header(request, 'mcp-session-id');
+      const claimed = webHeader(request, 'mcp-session-id');
       const own = (this.transport as { sessionId?: unknown }).sessionId;
       const resume = new ServerResume(this.runtime, {
         transport: TRANSPORT_ATTRS.transport,
@@ -114,10 +120,10 @@ export class HonoSessionObserver {
         session: this,
         cursor,
         sessionId: claimed ?? (typeof own === 'string' && own !== '' ? own : undefined),
-        protocolVersion: webFlavor.header(request, 'mcp-protocol-version'),
+        protocolVersion: webHeader(request, 'mcp-protocol-version'),
         hasEventStore: this.hasEventStore,
-        fromProbe: isProbeUserAgent(webFlavor.header(request, 'user-agent')),
-        parent: parentContextOf(request, webFlavor),
+        fromProbe: isProbeUserAgent(webHeader(request, 'user-agent')),
+        parent: parentContextOf(request, webHeadersGetter),
       });
       const hono = new HonoResume(resume, this.runtime, this.hasEventStore, STANDALONE, done => {
         const at = this.resumes.indexOf(done);
@@ -154,7 +160,7 @@ export class HonoSessionObserver {
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       // Written live, or neither written nor stored. Recorded as replayable all the same: the stream's events keep
       // one kind in the ledger (a change of kind ends the wait as abandoned), and no replay here ever settles them.
-      this.runtime.serverDelivery.eventStored(this.transport, STANDALONE, storedEventOf(open, true, true));
+      this.facts.eventSent(STANDALONE, storedEventOf(open, true, true));
     } catch (error) {
       this.failed(error);
     }
@@ -162,7 +168,7 @@ export class HonoSessionObserver {
 
   closed(): void {
     this.standalone = undefined;
-    this.runtime.serverDelivery.sessionClosed(this.transport);
+    this.facts.closed();
   }
 
   private failed(error: unknown): void {

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * Reads, from a server transport's own fields, what its `send` will do with an event, for the delivery ledger.
+ * Reads, from the SDK transport's own fields, what its `send` will do with an event, for the delivery ledger.
  *
  * The SDK (1.x both classes, 2.x) routes a message by request id: a response, or a message sent with
  * `relatedRequestId`, goes to the stream of that request (`_requestToStreamMapping`), everything else to the
@@ -14,8 +14,9 @@
  *
  * Only read, never written; any surprise in these private fields reads as "unknown" and records nothing.
  */
-import type { StoredEvent } from '../core/delivery-ledger';
-import type { StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../shared/internal-types';
+import type { StoredEvent } from '../../../core/delivery-ledger';
+import { storedEventOf } from '../../session-facts';
+import type { StreamableHttpServerTransportLike, TransportSendOptionsLike } from '../../../shared/internal-types';
 
 /** The SDK's priming event (`storeEvent(streamId, {})`) carries no message: it is not an event to deliver. */
 export function isPrimingMessage(message: unknown): boolean {
@@ -57,17 +58,6 @@ export function sendTarget(
   if (transport?._enableJsonResponse) return undefined;
   const streamId = transport?._requestToStreamMapping?.get?.(requestId);
   return typeof streamId === 'string' ? { streamId, standalone: false } : undefined;
-}
-
-/** The eight possible StoredEvent values, shared: nothing is allocated per event. */
-const STORED_EVENTS: readonly StoredEvent[] = Array.from({ length: 8 }, (_, i) => ({
-  open: (i & 1) !== 0,
-  replayable: (i & 2) !== 0,
-  standalone: (i & 4) !== 0,
-}));
-
-export function storedEventOf(open: boolean, replayable: boolean, standalone: boolean): StoredEvent {
-  return STORED_EVENTS[(open ? 1 : 0) | (replayable ? 2 : 0) | (standalone ? 4 : 0)]!;
 }
 
 /** How a storeEvent call's event is delivered, decided the way the SDK decides it. */

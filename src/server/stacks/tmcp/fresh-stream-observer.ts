@@ -18,13 +18,13 @@
  *
  * Requests and answers are only read; every method catches its own errors and reports them through diag.
  */
-import type { ServerRuntime } from './server-runtime';
-import type { WebRequestLike } from '../shared/internal-types';
-import { isProbeUserAgent } from '../shared/names';
-import { protocolHasResumability } from '../shared/session-id';
+import type { ServerRuntime } from '../../server-runtime';
+import type { WebRequestLike } from '../../../shared/internal-types';
+import { isProbeUserAgent } from '../../../shared/names';
+import { protocolHasResumability } from '../../../shared/session-id';
 import { HeldSessions } from './held-sessions';
-import { parentContextOf, webFlavor } from './server-flavor';
-import { ServerResume } from './server-resume';
+import { parentContextOf, webHeader, webHeadersGetter } from '../../web-request';
+import { ServerResume } from '../../server-resume';
 
 /** A transport without an event store replays nothing: there is no replay to tell the delivery ledger about. */
 const NO_REPLAY = { replaySent() {} };
@@ -55,7 +55,7 @@ export class FreshStreamObserver {
   /** A request, before the transport handles it: what its answer will tell, or undefined if nothing. */
   requestReceived(request: WebRequestLike | undefined): AnswerWatch | undefined {
     try {
-      const header = (name: string) => webFlavor.header(request, name);
+      const header = (name: string) => webHeader(request, name);
       const protocolVersion = header('mcp-protocol-version');
       // Protocol 2026-07-28 has no sessions and no resumes: the per-request path, not observed here.
       if (!protocolHasResumability(protocolVersion)) return undefined;
@@ -88,8 +88,8 @@ export class FreshStreamObserver {
       sessionId,
       protocolVersion,
       hasEventStore: false,
-      fromProbe: isProbeUserAgent(webFlavor.header(request, 'user-agent')),
-      parent: parentContextOf(request, webFlavor),
+      fromProbe: isProbeUserAgent(webHeader(request, 'user-agent')),
+      parent: parentContextOf(request, webHeadersGetter),
     });
   }
 

@@ -4,7 +4,7 @@
  */
 /**
  * Patches of the @modelcontextprotocol/server 2.x per-request path (protocol 2026-07-28). They only hand facts to
- * the observer (per-request-observer.ts); arguments, return values and promises pass through unchanged, and nothing
+ * the observer (observer.ts); arguments, return values and promises pass through unchanged, and nothing
  * here throws into the SDK.
  *
  * - `PerRequestHTTPServerTransport` (one transport per exchange; `createMcpHandler` builds one per modern POST):
@@ -18,12 +18,12 @@
  * - `McpServer.registerTool(name, config)`: the tool's `idempotentHint`, for the duplicate-execution risk.
  * - `InMemoryServerEventBus.publish(event)`: whether any listen stream on this process was subscribed.
  *
- * As in streamable-http-server.ts: each class has its method list and a table keyed by method of short named
+ * As in the SDK's session transport patch (stacks/sdk/patch.ts): each class has its method list and a table keyed by method of short named
  * wrapper factories, and every wrapper only hands what it saw to the one observer.
  */
-import type { Wrap } from '../shared/internal-types';
-import type { ForkwatchRuntime } from '../shared/runtime';
-import { type AbortSignalLike, type PerRequestTransportState, perRequestServerOf } from './per-request-observer';
+import type { Wrap } from '../../../shared/internal-types';
+import type { ForkwatchRuntime } from '../../../shared/runtime';
+import { type AbortSignalLike, type PerRequestTransportState, perRequestServerOf } from './observer';
 
 type Method = (this: unknown, ...args: unknown[]) => unknown;
 type Proto = Record<string, Method>;

@@ -5,18 +5,15 @@
 /**
  * Patch of @hono/mcp's `StreamableHTTPTransport` (0.3: a Hono context in, a Response out; ESM and CommonJS builds).
  * The wrappers, one per method in a table, only hand what they saw to the session's observer
- * (hono-session-observer.ts): `handleRequest` every request, `handleGetRequest` a GET and its answer, `send` every
+ * (session-observer.ts): `handleRequest` every request, `handleGetRequest` a GET and its answer, `send` every
  * event, `close` the end of the session. The context, the Response and the messages are only read. The event store is
- * watched from the transport's construction (hono-event-store.ts); a GET with Last-Event-ID is a resume, concluded
- * from its answer and its replay (hono-resume.ts).
+ * watched from the transport's construction (event-store.ts); a GET with Last-Event-ID is a resume, concluded
+ * from its answer and its replay (resume.ts).
  */
-import { observedPromise } from '../shared/observed-promise';
-import type { ServerRuntime } from './server-runtime';
-import type { SdkMethod, Wrap } from '../shared/internal-types';
-import { type HonoContextLike, honoSessionObserverOf } from './hono-session-observer';
-
-/** The stand-in for the exported class, which module-patcher.ts puts in the module's exports (hono-event-store.ts). */
-export { watchHonoConstruction } from './hono-event-store';
+import { observedPromise } from '../../../shared/observed-promise';
+import type { ServerRuntime } from '../../server-runtime';
+import type { SdkMethod, Wrap } from '../../../shared/internal-types';
+import { type HonoContextLike, honoSessionObserverOf } from './session-observer';
 
 export const HONO_TRANSPORT_METHODS = ['handleRequest', 'handleGetRequest', 'send', 'close'] as const;
 
@@ -51,7 +48,7 @@ const HONO_WRAPPERS: Readonly<Record<HonoMethod, (original: Method, runtime: Ser
         resume?.refused(error);
         throw error;
       }
-      // A resume's connection carries the standalone stream only if its replay resolved to it (hono-resume.ts).
+      // A resume's connection carries the standalone stream only if its replay resolved to it (resume.ts).
       // Hono gets a promise that settles as the handler's own does (shared/observed-promise.ts).
       if (resume)
         return observedPromise(

@@ -3,18 +3,19 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * How each server transport flavour reads its request and its answer: the web-standard class (a Request in, a
- * Response out) and the Node class of SDK 1.24 and earlier (an IncomingMessage in, written to a ServerResponse).
+ * How each flavour of the SDK's server transport reads its request and its answer: the web-standard class of 1.25
+ * and 2.x (a Request in, a Response out) and the Node class of SDK 1.24 and earlier (an IncomingMessage in, written to
+ * a ServerResponse).
  */
-import { type Context, type TextMapGetter, context, propagation, trace } from '@opentelemetry/api';
+import type { TextMapGetter } from '@opentelemetry/api';
 import type {
   HttpRequestLike,
   NodeHeadersLike,
   NodeRequestLike,
   NodeServerResponseLike,
-  WebHeadersLike,
   WebRequestLike,
-} from '../shared/internal-types';
+} from '../../../shared/internal-types';
+import { onWebClientDrop, webHeader, webHeadersGetter } from '../../web-request';
 
 /** How each flavour reads its request and its answer. */
 export interface Flavor {
@@ -35,14 +36,8 @@ export interface Flavor {
 }
 
 export const webFlavor: Flavor = {
-  header(req: WebRequestLike | undefined, name) {
-    const value = req?.headers?.get?.(name);
-    return typeof value === 'string' && value !== '' ? value : undefined;
-  },
-  getter: {
-    get: (carrier: WebHeadersLike | undefined, key) => carrier?.get?.(key) ?? undefined,
-    keys: (carrier: WebHeadersLike | undefined) => (typeof carrier?.keys === 'function' ? [...carrier.keys()] : []),
-  },
+  header: webHeader,
+  getter: webHeadersGetter,
   status(result) {
     const status = (result as { status?: unknown } | undefined)?.status;
     return typeof status === 'number' ? status : undefined;
@@ -53,14 +48,7 @@ export const webFlavor: Flavor = {
   writtenMessage: (_encoder, message) => message,
   writtenEventId: (_message, eventId) => eventId,
   lookupBeforeStore: false,
-  // The Node adapter (@hono/node-server) aborts the request's signal when the connection closes before the response
-  // finished; Deno, Bun and workers abort it on a client disconnect as well.
-  onClientDrop(req: WebRequestLike | undefined, _args, dropped) {
-    const signal = req?.signal;
-    if (signal && !signal.aborted && typeof signal.addEventListener === 'function') {
-      signal.addEventListener('abort', dropped, { once: true });
-    }
-  },
+  onClientDrop: (req: WebRequestLike | undefined, _args, dropped) => onWebClientDrop(req, dropped),
 };
 
 export const nodeFlavor: Flavor = {
@@ -92,14 +80,3 @@ export const nodeFlavor: Flavor = {
     });
   },
 };
-
-/**
- * The parent of a server resume's span: the HTTP server span when an HTTP instrumentation made one; otherwise the
- * trace context the client sent on the resume GET (forkwatch's client patch injects it), so both sides share one trace.
- */
-export function parentContextOf(req: HttpRequestLike | undefined, flavor: Flavor): Context {
-  const active = context.active();
-  if (trace.getSpan(active)) return active;
-  const headers = req?.headers;
-  return headers ? propagation.extract(active, headers, flavor.getter) : active;
-}

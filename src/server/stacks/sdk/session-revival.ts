@@ -21,10 +21,10 @@
  *
  * A few numbers per transport, kept on its observer: gone with the transport.
  */
-import { EMPTY_STREAM_WINDOW_MS } from '../core/defaults';
-import type { ServerResumeOutcome, ServerTransportLabel } from '../shared/names';
-import { nowMs } from '../shared/runtime';
-import type { ServerRuntime } from './server-runtime';
+import { EMPTY_STREAM_WINDOW_MS } from '../../../core/defaults';
+import type { ServerResumeOutcome, ServerTransportLabel } from '../../../shared/names';
+import { nowMs } from '../../../shared/runtime';
+import type { ServerRuntime } from '../../server-runtime';
 
 const TRANSPORT_ATTRS: { transport: ServerTransportLabel } = { transport: 'streamable_http' };
 const RESTORED = { state: 'restored' } as const;

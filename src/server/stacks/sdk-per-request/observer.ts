@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * The one observer of the 2.x per-request server path (protocol 2026-07-28): the patches in per-request-patches.ts hand
+ * The one observer of the 2.x per-request server path (protocol 2026-07-28): the patches in patch.ts hand
  * it facts (an exchange started, closed, a handler settled, a message came late, an event was published) and it
  * records them. Decisions are the pure functions of core/per-request.ts. Memory is bounded: exchanges live in a
  * WeakMap on their transport, broken exchanges in a bounded re-issue window, task ids and tool annotations in
@@ -28,17 +28,17 @@ import {
   judgeTaskMiss,
   reissueKey,
   requestTarget,
-} from '../core/per-request';
+} from '../../../core/per-request';
 import {
   LISTEN_PUBLISH_OUTCOMES,
   REISSUE_IDEMPOTENCY,
   SERVER_EXCHANGE_OUTCOMES,
   SERVER_LATE_MESSAGE_KINDS,
   TASK_MISS_REASONS,
-} from '../shared/names';
-import { type ForkwatchRuntime, nowMs } from '../shared/runtime';
+} from '../../../shared/names';
+import { type ForkwatchRuntime, nowMs } from '../../../shared/runtime';
 
-import type { PerRequestLimits } from '../shared/runtime';
+import type { PerRequestLimits } from '../../../shared/runtime';
 
 export type { PerRequestLimits };
 

@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * Patch of the streamable HTTP server transports:
+ * Patch of the MCP SDK's streamable HTTP server transports:
  *
  * - `WebStandardStreamableHTTPServerTransport` (@modelcontextprotocol/sdk from 1.25, @modelcontextprotocol/server
  *   2.x; the Node classes of both wrap it): `handleGetRequest(req)` answers with a Response.
@@ -29,15 +29,20 @@
  * reaches a transport. It shows only on the client (`rejected`) and in HTTP server metrics. The transport's own
  * 400/404/409 (validateSession, getStreamIdForEventId, conflicts) are recorded as `rejected`.
  */
-import type { ServerRuntime } from './server-runtime';
+import type { ServerRuntime } from '../../server-runtime';
 import { isWrapped } from '@opentelemetry/instrumentation';
-import type { HttpRequestLike, SdkMethod, StreamableHttpServerTransportLike, Wrap } from '../shared/internal-types';
-import { withEnteredContext } from '../shared/entered-context';
-import { observedPromise } from '../shared/observed-promise';
+import type {
+  HttpRequestLike,
+  SdkMethod,
+  StreamableHttpServerTransportLike,
+  Wrap,
+} from '../../../shared/internal-types';
+import { withEnteredContext } from '../../../shared/entered-context';
+import { observedPromise } from '../../../shared/observed-promise';
 import { type RecordingHooks, isRecordingStore, openReplayScope, recorderOf } from './recording-event-store';
-import { boundaryWatchOf } from './replay-boundary-watch';
-import { type Flavor, nodeFlavor, webFlavor } from './server-flavor';
-import type { ServerResume } from './server-resume';
+import { boundaryWatchOf } from '../../replay-boundary-watch';
+import { type Flavor, nodeFlavor, webFlavor } from './flavors';
+import type { ServerResume } from '../../server-resume';
 import { type StandaloneConnection, knownSessionObserver, sessionObserverOf } from './session-observer';
 
 export const WEB_STANDARD_SERVER_METHODS = [

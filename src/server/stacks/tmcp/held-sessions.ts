@@ -10,8 +10,8 @@
  * bytes: an id longer than MAX_HELD_SESSION_ID_CHARS (a peer's header can carry about 16 KB) is held as its digest,
  * as re-issue keys are.
  */
-import { MAX_HELD_SESSION_IDS, MAX_HELD_SESSION_ID_CHARS } from '../core/defaults';
-import { boundedKey } from '../core/per-request';
+import { MAX_HELD_SESSION_IDS, MAX_HELD_SESSION_ID_CHARS } from '../../../core/defaults';
+import { boundedKey } from '../../../core/per-request';
 
 const keyOf = (id: string) => boundedKey(id, MAX_HELD_SESSION_ID_CHARS);
 

@@ -5,7 +5,8 @@
 /**
  * The server session observer: one per transport instance (one MCP session), the one place that knows the protocol
  * version the session speaks, whether forkwatch records it (protocol versions with resumability; from 2026-07-28
- * forkwatch stays silent), and every fact handed to the delivery ledger (server-delivery.ts):
+ * forkwatch stays silent), and every fact handed to the delivery ledger, as the SessionFacts every stack hands it
+ * (server/stack.ts):
  *
  * - every request of the session but a GET (`requestReceived`) and every GET (`getReceived`);
  * - every event stored, and whether it reached its stream's connection here: written live (`liveEventWritten`, from
@@ -16,33 +17,35 @@
  * - the client dropping the connection of the standalone stream (`StandaloneConnection`);
  * - what each resume replayed (`replaySent`, from server-resume.ts) and `close()` (`closed`).
  *
- * The patch's wrappers (streamable-http-server.ts) only hand facts on; each method here catches its own errors and
+ * The patch's wrappers (patch.ts) only hand facts on; each method here catches its own errors and
  * reports them through diag, so nothing here throws into the SDK.
  */
-import type { ServerRuntime } from './server-runtime';
-import type { StoredEvent } from '../core/delivery-ledger';
+import type { ServerRuntime } from '../../server-runtime';
+import type { StoredEvent } from '../../../core/delivery-ledger';
 import type {
   HttpRequestLike,
   StreamableHttpServerTransportLike,
   TransportSendOptionsLike,
-} from '../shared/internal-types';
-import { type ServerResumeOutcome, type ServerTransportLabel, isProbeUserAgent } from '../shared/names';
-import { protocolHasResumability } from '../shared/session-id';
-import { isJsonRpcResponse } from '../core/replay-boundary';
+} from '../../../shared/internal-types';
+import { type ServerResumeOutcome, type ServerTransportLabel, isProbeUserAgent } from '../../../shared/names';
+import { protocolHasResumability } from '../../../shared/session-id';
+import { isJsonRpcResponse } from '../../../core/replay-boundary';
 import { type RecordingHooks, type StoreRecorder, ensureRecordingStore } from './recording-event-store';
-import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
-import { type Flavor, parentContextOf } from './server-flavor';
+import { type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
+import { type Flavor } from './flavors';
+import { parentContextOf } from '../../web-request';
+import { LedgerSessionFacts, storedEventOf } from '../../session-facts';
 import { LiveWrites } from './live-writes';
-import { ServerResume } from './server-resume';
+import { ServerResume } from '../../server-resume';
 import { SessionRevival } from './session-revival';
 import {
   isPrimingMessage,
   sendTarget,
   standaloneStreamId,
   storedEvent,
-  storedEventOf,
+  streamHasRequestInFlight,
   streamIsOpen,
-} from './transport-delivery';
+} from './transport-fields';
 
 const TRANSPORT: ServerTransportLabel = 'streamable_http';
 /** Metric attributes, shared: nothing is allocated per event. */
@@ -72,6 +75,8 @@ export class ServerSessionObserver implements StoreRecorder {
   readonly revival = new SessionRevival();
   /** Counts the priming events and events of non-string streams: nothing to record about their delivery. */
   private readonly countOnly = () => this.eventCounted();
+  /** Its delivery facts, handed to the process's delivery ledger (session-facts.ts). */
+  private readonly facts: LedgerSessionFacts;
 
   private get liveWrites(): LiveWrites {
     this.liveWritesMade ??= new LiveWrites();
@@ -83,7 +88,9 @@ export class ServerSessionObserver implements StoreRecorder {
     /** The patch that saw the transport last: a re-patch (setConfig, a new instrumentation) takes over. */
     public runtime: ServerRuntime,
     public flavor: Flavor,
-  ) {}
+  ) {
+    this.facts = new LedgerSessionFacts(this, transport);
+  }
 
   /** The session speaks a protocol version with resumability, so forkwatch records it. */
   get resumable(): boolean {
@@ -134,9 +141,12 @@ export class ServerSessionObserver implements StoreRecorder {
   /** A request other than a GET: a GET may be a late resume, which is no proof that events were lost. */
   requestReceived(req: HttpRequestLike | undefined): void {
     if (req?.method !== 'GET' && this.resumable) {
-      const delivery = this.runtime.serverDelivery;
-      delivery.requestReceived(this.transport);
-      delivery.fleet?.seen(this.transport, this.sessionId(req), req?.method === 'DELETE' ? 'delete' : 'request');
+      this.facts.requestReceived();
+      this.runtime.serverDelivery.fleet?.seen(
+        this.transport,
+        this.sessionId(req),
+        req?.method === 'DELETE' ? 'delete' : 'request',
+      );
     }
   }
 
@@ -150,7 +160,7 @@ export class ServerSessionObserver implements StoreRecorder {
   /** A GET: a listener here. Returns the watch on its connection, which may come to carry the standalone stream. */
   getReceived(req: HttpRequestLike | undefined, args: unknown[]): StandaloneConnection | undefined {
     if (!this.resumable) return undefined;
-    this.runtime.serverDelivery.getReceived(this.transport);
+    this.facts.getReceived();
     this.revival.getReceived(this.runtime);
     const fresh = this.flavor.header(req, 'last-event-id') === undefined;
     if (fresh) this.revival.freshGet(this.runtime);
@@ -227,7 +237,7 @@ export class ServerSessionObserver implements StoreRecorder {
     if (open || events + unwritten === 0) return;
     const event = storedEventOf(false, true, streamId === standaloneStreamId(this.transport));
     for (let i = 0; i < events + unwritten; i++) {
-      this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+      this.facts.eventSent(streamId, event);
     }
   }
 
@@ -250,7 +260,7 @@ export class ServerSessionObserver implements StoreRecorder {
       if (this.share?.shared) boundaryWatchOf(this.runtime).stored(transport, this.flavor.writtenEventId(c, d));
       const event = storedEventOf(this.flavor.wrote(result), true, streamId === standaloneId);
       if (streamId === standaloneId) this.revival.delivered(1);
-      this.runtime.serverDelivery.eventStored(transport, streamId, event);
+      this.facts.eventSent(streamId, event);
     } catch (error) {
       this.runtime.diag.error('recording a written event failed', error);
     }
@@ -292,7 +302,7 @@ export class ServerSessionObserver implements StoreRecorder {
     try {
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       const event = storedEvent(this.transport, streamId, openAtCall, this.flavor.lookupBeforeStore);
-      this.runtime.serverDelivery.eventStored(this.transport, streamId, event);
+      this.facts.eventSent(streamId, event);
       return event;
     } catch (error) {
       this.runtime.diag.error('recording a stored event failed', error);
@@ -312,11 +322,7 @@ export class ServerSessionObserver implements StoreRecorder {
       if (!target) return;
       const open = streamIsOpen(this.transport, target.streamId);
       if (!open) this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-      this.runtime.serverDelivery.eventStored(
-        this.transport,
-        target.streamId,
-        storedEventOf(open, false, target.standalone),
-      );
+      this.facts.eventSent(target.streamId, storedEventOf(open, false, target.standalone));
     } catch (error) {
       this.runtime.diag.error('recording a send without an event store failed; this request is not recorded', error);
     }
@@ -343,6 +349,16 @@ export class ServerSessionObserver implements StoreRecorder {
     );
   }
 
+  /** The session's standalone stream id, as the transport names it (for the replay-boundary check). */
+  standaloneStreamId(): string {
+    return standaloneStreamId(this.transport);
+  }
+
+  /** Whether a request of `streamId` is still in flight on the transport (for the replay-boundary check). */
+  streamInFlight(streamId: unknown): boolean {
+    return streamHasRequestInFlight(this.transport, streamId);
+  }
+
   /** A resume here replayed `events` events of `streamId` (`ids`: the first of their ids). */
   replaySent(streamId: string, events: number, ids: readonly string[] = []): void {
     this.runtime.serverDelivery.fleet?.delivered(this.sessionId(undefined), ids);
@@ -350,14 +366,14 @@ export class ServerSessionObserver implements StoreRecorder {
     // stream delivers them.
     this.liveWritesMade?.take(streamId);
     this.revival.delivered(events);
-    this.runtime.serverDelivery.replaySent(this.transport, streamId, events);
+    this.facts.replaySent(streamId, events);
   }
 
   /** The SDK's close() tears its streams down synchronously; nothing can come back for pending events now. */
   closed(): void {
     this.liveWritesMade?.clear();
     this.revival.closed(this.runtime);
-    this.runtime.serverDelivery.sessionClosed(this.transport);
+    this.facts.closed();
   }
 
   /** A GET carrying Last-Event-ID starts a server resume (span and outcome); undefined for anything else. */
@@ -380,7 +396,7 @@ export class ServerSessionObserver implements StoreRecorder {
         protocolVersion,
         hasEventStore: Boolean(transport._eventStore),
         fromProbe: isProbeUserAgent(this.flavor.header(req, 'user-agent')),
-        parent: parentContextOf(req, this.flavor),
+        parent: parentContextOf(req, this.flavor.getter),
       });
     } catch (error) {
       this.runtime.diag.error('starting a server resume failed; this request is not recorded', error);
@@ -400,7 +416,7 @@ export class ServerSessionObserver implements StoreRecorder {
       if (!carries) return;
       const streamId = standaloneStreamId(transport);
       // Stored for this connection and not written yet: in flight, as the writes just before the drop.
-      runtime.serverDelivery.standaloneDropped(transport, streamId, this.liveWritesMade?.take(streamId) ?? 0);
+      this.facts.standaloneDropped(streamId, this.liveWritesMade?.take(streamId) ?? 0);
     });
     return {
       answered: (status, resumedStreamId) => {

@@ -14,10 +14,10 @@
  * The request and the Response are only read (status, the `mcp-session-id` header), never altered or awaited by the
  * host's caller on forkwatch's account: the caller gets the very promise respond returned.
  */
-import { observedPromise } from '../shared/observed-promise';
-import type { ServerRuntime } from './server-runtime';
-import type { SdkMethod, WebRequestLike, Wrap } from '../shared/internal-types';
-import { withEnteredContext } from '../shared/entered-context';
+import { observedPromise } from '../../../shared/observed-promise';
+import type { ServerRuntime } from '../../server-runtime';
+import type { SdkMethod, WebRequestLike, Wrap } from '../../../shared/internal-types';
+import { withEnteredContext } from '../../../shared/entered-context';
 import { FreshStreamObserver } from './fresh-stream-observer';
 
 export const TMCP_HTTP_TRANSPORT_METHODS = ['respond'] as const;

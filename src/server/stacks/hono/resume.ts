@@ -6,15 +6,15 @@
  * One resume request (a GET with Last-Event-ID) on @hono/mcp's `StreamableHTTPTransport`, from the request to its
  * outcome (server-resume.ts owns the span and the metrics). Unlike the SDK's transport, @hono/mcp answers 200 before
  * its store replays (the replay runs inside the SSE stream's callback), so a 200 with a store is concluded once the
- * replay has settled, with what the store wrapper (hono-event-store.ts) saw of it.
+ * replay has settled, with what the store wrapper (event-store.ts) saw of it.
  *
  * @hono/mcp's `MemoryEventStore` answers a cursor it does not know with the stream id `_unknown_stream`, and the
  * transport then serves a stream under that id which nothing ever writes to: recorded as the empty stream id, the
  * SDK store's answer for the same case, so it counts `unknown_cursor`.
  */
-import type { ServerRuntime } from './server-runtime';
-import type { ServerResume } from './server-resume';
-import { type StoreShare, boundaryWatchOf } from './replay-boundary-watch';
+import type { ServerRuntime } from '../../server-runtime';
+import type { ServerResume } from '../../server-resume';
+import { type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
 
 /** The stream id @hono/mcp's MemoryEventStore (0.3) resolves an unknown cursor to. */
 export const HONO_UNKNOWN_STREAM = '_unknown_stream';

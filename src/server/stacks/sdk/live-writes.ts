@@ -21,7 +21,7 @@
  * takes that response or controller first). A write to a connection that is not mapped is a replay's (the SDK maps a
  * resumed stream only after its replay) and is not a live write.
  */
-import type { MapLookupLike } from '../shared/internal-types';
+import type { MapLookupLike } from '../../../shared/internal-types';
 
 /** Other streams with expected writes kept at once; beyond, the oldest are forgotten (memory stays bounded). */
 const OTHERS_KEPT = 16;
