@@ -11,7 +11,9 @@
  *   stream still open, is `rejected`), through the same ServerResume as the SDK's transports (span and outcome);
  * - a request carrying an Mcp-Session-Id this transport did not hold, answered as a live session (2xx), is a revived
  *   session with nothing restored (`forkwatch_server_revived_sessions_total{state="empty"}`), once per id: tmcp
- *   answers a GET for any id with a fresh stream, so a client that lost its process silently starts over.
+ *   answers a GET for any id with a fresh stream, so a client that lost its process silently starts over;
+ * - once its broadcasts are watched (construction.ts), every request, GET answered 200 and DELETE of a session goes to
+ *   the standalone streams (standalone-streams.ts), which hand the delivery ledger what each session got or missed.
  *
  * Ids it holds: those it issued (the answer to a request without one carried `mcp-session-id`), those counted revived,
  * less those it answered a DELETE for (held-sessions.ts).
@@ -23,6 +25,7 @@ import type { WebRequestLike } from '../../../shared/internal-types';
 import { isProbeUserAgent } from '../../../shared/names';
 import { protocolHasResumability } from '../../../shared/session-id';
 import { HeldSessions } from './held-sessions';
+import { StandaloneStreams } from './standalone-streams';
 import { parentContextOf, webHeader, webHeadersGetter } from '../../web-request';
 import { ServerResume } from '../../server-resume';
 
@@ -45,6 +48,8 @@ interface ResponseLike {
 
 export class FreshStreamObserver {
   private readonly held = new HeldSessions();
+  /** The sessions' standalone streams, once the transport's broadcasts are watched (construction.ts). */
+  private streams: StandaloneStreams | undefined = undefined;
 
   constructor(
     readonly transport: object,
@@ -61,11 +66,16 @@ export class FreshStreamObserver {
       if (!protocolHasResumability(protocolVersion)) return undefined;
       const method = request?.method;
       const sessionId = header('mcp-session-id');
+      if (sessionId !== undefined && this.streams !== undefined) {
+        if (method === 'GET') this.streams.getReceived(sessionId);
+        else this.streams.requestReceived(sessionId);
+      }
       const cursor = method === 'GET' ? header('last-event-id') : undefined;
       const resume = cursor === undefined ? undefined : this.beginResume(request, cursor, sessionId, protocolVersion);
       return {
         resume,
-        answered: response => this.answered(method, sessionId, resume, response as ResponseLike | null | undefined),
+        answered: response =>
+          this.answered(method, sessionId, resume, response as ResponseLike | null | undefined, request),
         failed: error => resume?.concludeFailed(error),
       };
     } catch (error) {
@@ -98,6 +108,7 @@ export class FreshStreamObserver {
     sessionId: string | undefined,
     resume: ServerResume | undefined,
     response: ResponseLike | null | undefined,
+    request: WebRequestLike | undefined,
   ): void {
     try {
       const status = typeof response?.status === 'number' ? response.status : undefined;
@@ -111,8 +122,10 @@ export class FreshStreamObserver {
       }
       if (method === 'DELETE') {
         this.held.release(sessionId);
+        this.streams?.deleted(sessionId);
         return;
       }
+      if (method === 'GET' && status === 200) this.streams?.streamOpened(sessionId, request);
       if (this.held.has(sessionId)) return;
       this.held.hold(sessionId);
       this.runtime.instruments.serverRevivedSessions.add(1, REVIVED_EMPTY);
@@ -124,4 +137,22 @@ export class FreshStreamObserver {
   private failedToRecord(error: unknown): void {
     this.runtime.diag.error('recording an answer failed; this request is not recorded', error);
   }
+
+  /** The transport's broadcasts are watched from now on (construction.ts): its sessions' streams are recorded. */
+  watchStreams(): StandaloneStreams {
+    this.streams ??= new StandaloneStreams(this);
+    return this.streams;
+  }
+}
+
+const observers = new WeakMap<object, FreshStreamObserver>();
+
+/** The transport's observer, bound to the patch that calls. */
+export function freshStreamObserverOf(transport: object, runtime: ServerRuntime): FreshStreamObserver {
+  let observer = observers.get(transport);
+  if (observer === undefined) {
+    observer = new FreshStreamObserver(transport, runtime);
+    observers.set(transport, observer);
+  } else observer.runtime = runtime;
+  return observer;
 }

@@ -9,7 +9,8 @@
  * Its design, read from its source: SSE frames carry no `id:`, Last-Event-ID is never read, and a GET for any session
  * id (unknown too) gets 200 and a fresh stream unless a stream of that id is open here (409). The one wrapper hands
  * each request and its answer to the transport's observer (fresh-stream-observer.ts), which counts what that design
- * does: resumes `ignored`, and session ids it did not hold answered as live (revived, `empty`).
+ * does: resumes `ignored`, session ids it did not hold answered as live (revived, `empty`), and, with the
+ * construction watched (construction.ts), the broadcasts a session's cut stream missed (undelivered, `dropped`).
  *
  * The request and the Response are only read (status, the `mcp-session-id` header), never altered or awaited by the
  * host's caller on forkwatch's account: the caller gets the very promise respond returned.
@@ -18,7 +19,7 @@ import { observedPromise } from '../../../shared/observed-promise';
 import type { ServerRuntime } from '../../server-runtime';
 import type { SdkMethod, WebRequestLike, Wrap } from '../../../shared/internal-types';
 import { withEnteredContext } from '../../../shared/entered-context';
-import { FreshStreamObserver } from './fresh-stream-observer';
+import { freshStreamObserverOf } from './fresh-stream-observer';
 
 export const TMCP_HTTP_TRANSPORT_METHODS = ['respond'] as const;
 
@@ -31,21 +32,10 @@ export function patchTmcpHttpTransport(proto: HttpTransportLike, runtime: Server
   wrap(proto, 'respond', original => wrapRespond(original as Method, runtime) as typeof original);
 }
 
-const observers = new WeakMap<object, FreshStreamObserver>();
-
-function observerOf(transport: object, runtime: ServerRuntime): FreshStreamObserver {
-  let observer = observers.get(transport);
-  if (observer === undefined) {
-    observer = new FreshStreamObserver(transport, runtime);
-    observers.set(transport, observer);
-  } else observer.runtime = runtime;
-  return observer;
-}
-
 function wrapRespond(original: Method, runtime: ServerRuntime): Method {
   return function respond(this: HttpTransportLike, request?: unknown, ...rest: unknown[]) {
     if (!runtime.enabled) return original.call(this, request, ...rest);
-    const watch = observerOf(this, runtime).requestReceived(request as WebRequestLike | undefined);
+    const watch = freshStreamObserverOf(this, runtime).requestReceived(request as WebRequestLike | undefined);
     if (watch === undefined) return original.call(this, request, ...rest);
     let result: unknown;
     try {
