@@ -13,6 +13,7 @@
 import type { ClassPatch } from '../shared/class-patch';
 import type { Wrap } from '../shared/internal-types';
 import type { ServerStack } from '../server/stack';
+import { STACK_CLASSES, type StackPackageName } from '../shared/names';
 
 export type { ClassPatch, Wrap };
 
@@ -117,32 +118,33 @@ export interface StackPackage {
   targets: PatchTarget[];
 }
 
-/** A row of STACK_PACKAGES: the versions tested, the stack's folder, and the export names of its classes. */
-function stackPackage(supported: string, folder: StackFolder, exportNames: readonly string[]): StackPackage {
-  return { supported, targets: exportNames.map(name => stackTarget(folder, name)) };
+/** A row of STACK_PACKAGES: the versions tested and the stack's folder; its classes are its names' (shared/names.ts). */
+function stackPackage(pkg: StackPackageName, supported: string, folder: StackFolder): [string, StackPackage] {
+  return [pkg, { supported, targets: STACK_CLASSES[pkg].map(name => stackTarget(folder, name)) }];
 }
 
 /**
  * Stacks patched through their own transport classes, exported from the package's main module: one row each. Adding a
- * stack is a folder under src/server/stacks/ and a row here (docs/architecture.md).
+ * stack is a folder under src/server/stacks/, a row here, and the names it is reported under in shared/names.ts
+ * (STACK_CLASSES, which these rows take their classes from): docs/architecture.md.
  *
  * - tmcp's HTTP transport (@tmcp/transport-http, ESM only): `respond(Request) → Response` serves every session of
  *   the server. It has no event store: a resume is answered with a fresh stream, and so is a GET for any session id.
  * - @hono/mcp's own `StreamableHTTPTransport` (a port of the SDK's, Hono context in, Response out; its fields all
  *   `#private`), one instance per session: the export name of the SDK 1.x Node class's sibling, in another package.
  */
-export const STACK_PACKAGES: Record<string, StackPackage> = {
-  '@tmcp/transport-http': stackPackage(
+export const STACK_PACKAGES: Record<string, StackPackage> = Object.fromEntries([
+  stackPackage(
+    '@tmcp/transport-http',
     '>=0.9.0 <0.10.0',
     () => require('../server/stacks/tmcp') as typeof import('../server/stacks/tmcp'),
-    ['HttpTransport'],
   ),
-  '@hono/mcp': stackPackage(
+  stackPackage(
+    '@hono/mcp',
     '>=0.3.0 <0.4.0',
     () => require('../server/stacks/hono') as typeof import('../server/stacks/hono'),
-    ['StreamableHTTPTransport'],
   ),
-};
+]);
 
 /** Every target, for the manual API, which matches classes by export name. */
 export const ALL_TARGETS: PatchTarget[] = [

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { ALL_TARGETS, SSE_CLIENT, STACK_PACKAGES, STREAMABLE_HTTP_CLIENT } from '../../src/lifecycle/targets';
 import type { ServerStack } from '../../src/server/stack';
+import { STACK_CLASSES } from '../../src/shared/names';
 
 const stacksDir = join(__dirname, '../../src/server/stacks');
 const folders = readdirSync(stacksDir, { withFileTypes: true })
@@ -46,8 +47,9 @@ describe('server stack folders', () => {
     for (const target of serverTargets) expect(stackPatches.has(target.load()), target.exportName).toBe(true);
   });
 
-  test('every stack package row names classes its folder patches', () => {
+  test('every stack package has its row and its names (shared/names.ts), and its row classes its folder patches', () => {
     expect(Object.keys(STACK_PACKAGES).sort()).toEqual(['@hono/mcp', '@tmcp/transport-http']);
+    expect(Object.keys(STACK_CLASSES).sort()).toEqual(Object.keys(STACK_PACKAGES).sort());
     for (const [pkg, row] of Object.entries(STACK_PACKAGES)) {
       expect(row.targets.length, pkg).toBeGreaterThan(0);
       for (const target of row.targets) expect(target.load().methods.length, target.exportName).toBeGreaterThan(0);
