@@ -14,7 +14,11 @@ const { join } = require('node:path');
 const config = JSON.parse(process.env.BENCH_DETECTOR ?? '{}');
 const root = config.forkwatchRoot ?? join(__dirname, '..', 'build', 'src');
 const { SseFrameObserver, SessionLedger, eventIdKey } = require(join(root, 'core', 'index.js'));
-const { observeStream } = require(join(root, 'client', 'observed-stream.js'));
+// Under client/observer/ since issue 52; an older build (forkwatchRoot) has it in client/.
+const observedStream = ['observer/observed-stream.js', 'observed-stream.js'].map(file => join(root, 'client', file));
+const { observeStream } = require(
+  observedStream.find(file => require('node:fs').existsSync(file)) ?? observedStream[0],
+);
 const quick = config.quick === true;
 
 if (typeof global.gc !== 'function') throw new Error('run with --expose-gc');

@@ -20,13 +20,25 @@ const { serve } = await load('@hono/node-server');
 let seq = 0;
 const server = new McpServer(
   { name: 'stack-tmcp', version: '1.0.0', description: 'forkwatch stack test' },
-  { adapter: new ZodJsonSchemaAdapter(), capabilities: { tools: {}, logging: {} } },
+  { adapter: new ZodJsonSchemaAdapter(), capabilities: { tools: { listChanged: true }, logging: {} } },
 );
 server.tool(
   { name: 'emit', description: 'sends `count` log messages', schema: z.object({ count: z.number().int() }) },
   async ({ count }) => {
     for (let i = 0; i < count; i++) server.log('info', { seq: ++seq });
     return { content: [{ type: 'text', text: `emitted ${count}` }] };
+  },
+);
+// tmcp writes a broadcast to every session's open GET stream, and to nobody else: the standalone stream's notifications.
+server.tool(
+  {
+    name: 'broadcast',
+    description: 'broadcasts `count` notifications/tools/list_changed to every open GET stream',
+    schema: z.object({ count: z.number().int() }),
+  },
+  async ({ count }) => {
+    for (let i = 0; i < count; i++) server.changed('tools');
+    return { content: [{ type: 'text', text: `broadcast ${count}` }] };
   },
 );
 const transport = new HttpTransport(server, { path: '/mcp' });

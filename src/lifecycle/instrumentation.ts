@@ -11,7 +11,7 @@ import {
   type InstrumentationNodeModuleDefinition,
   safeExecuteInTheMiddle,
 } from '@opentelemetry/instrumentation';
-import { installFetchObserver } from '../client/fetch-observer';
+import { installWireObserver } from '../client/wire';
 import type { SessionLedger } from '../core/ledger';
 import type { Wrap } from '../shared/internal-types';
 import { HeldDiagLogger } from './held-diagnostics';
@@ -188,11 +188,11 @@ export class ForkwatchInstrumentation
     this.patcher.patch(match);
   }
 
-  /** The wire-level observer for clients without a class patch (see client/fetch-observer.ts). */
+  /** The wire-level observer for clients without a class patch (see client/wire/index.ts). */
   private enableFetchObserver(): void {
     if (this._removeFetchObserver || this.getConfig().observeFetch === false) return;
     try {
-      this._removeFetchObserver = installFetchObserver(this);
+      this._removeFetchObserver = installWireObserver(this);
       instrumentationInfo(this).wireInstalled(globalThis);
     } catch (error) {
       this.diag.error('could not observe fetch; clients without a class patch are not checked', error);

@@ -10,33 +10,18 @@
  * patches, nor a 1.x process the per-request ones. Their code would only grow the host's heap, which its garbage
  * collector then marks on every major collection (docs/benchmark.md).
  */
-import type { PrototypeLike, Wrap } from '../shared/internal-types';
-import type { ForkwatchRuntime } from '../shared/runtime';
+import type { ClassPatch } from '../shared/class-patch';
+import type { Wrap } from '../shared/internal-types';
+import type { ServerStack } from '../server/stack';
+import { STACK_CLASSES, type StackPackageName } from '../shared/names';
 
-export type { Wrap };
+export type { ClassPatch, Wrap };
 
 export interface PatchTarget {
   /** Export name of the class in its module. */
   exportName: string;
   /** The patch, its module loaded on the first call. Called only for a class of this name that is there. */
   load(): ClassPatch;
-}
-
-export interface ClassPatch {
-  /** Prototype methods that must exist; all are wrapped and unwrapped together. */
-  methods: readonly string[];
-  patch(proto: object, runtime: ForkwatchRuntime, wrap: Wrap): void;
-  /**
-   * Optional: why a class with this export name is deliberately left alone (a reason for a debug message), or
-   * undefined to patch it. Used where one export name means different classes across versions.
-   */
-  skip?(proto: PrototypeLike | undefined): string | undefined;
-  /**
-   * Optional: a stand-in for the exported class that constructs the class itself and watches what it is constructed
-   * with (state a class keeps in `#private` fields, out of reach of its prototype). The patcher puts it in the
-   * module's exports once the prototype is patched, and the class back when it unpatches.
-   */
-  watchConstruction?<T extends object>(cls: T, runtime: ForkwatchRuntime): T;
 }
 
 /** A target whose patch `load` returns, loaded once, on first use. */
@@ -46,39 +31,41 @@ function lazyTarget(exportName: string, load: () => ClassPatch): PatchTarget {
 }
 
 export const STREAMABLE_HTTP_CLIENT = lazyTarget('StreamableHTTPClientTransport', () => {
-  const m = require('../client/streamable-http-client') as typeof import('../client/streamable-http-client');
+  const m =
+    require('../client/patches/streamable-http-client') as typeof import('../client/patches/streamable-http-client');
   return { methods: m.STREAMABLE_HTTP_CLIENT_METHODS, patch: m.patchStreamableHttpClient };
 });
 
 /** The legacy HTTP+SSE client transport (protocol 2024-11-05). */
 export const SSE_CLIENT = lazyTarget('SSEClientTransport', () => {
-  const m = require('../client/sse-client') as typeof import('../client/sse-client');
+  const m = require('../client/patches/sse-client') as typeof import('../client/patches/sse-client');
   return { methods: m.SSE_CLIENT_METHODS, patch: m.patchSseClient };
 });
 
-const serverPatches = () =>
-  require('../server/streamable-http-server') as typeof import('../server/streamable-http-server');
+/** A server stack's folder (src/server/stacks/<name>/, its index.ts), loaded the first time one of its classes is found. */
+type StackFolder = () => { stack: ServerStack };
+
+/** The target of one class of a server stack: the stack folder's patch of that export name. */
+function stackTarget(folder: StackFolder, exportName: string): PatchTarget {
+  return lazyTarget(exportName, () => {
+    const patch = folder().stack.patches[exportName];
+    if (!patch) throw new Error(`forkwatch: no patch for ${exportName} in its stack folder`);
+    return patch;
+  });
+}
+
+/** The MCP SDK's session transports, 1.x and 2.x (src/server/stacks/sdk). */
+const SDK_STACK: StackFolder = () => require('../server/stacks/sdk') as typeof import('../server/stacks/sdk');
 
 /**
  * The server transport that does the work from SDK 1.25 on, and in @modelcontextprotocol/server 2.x: Request in,
  * Response out. The Node classes of both (1.x `StreamableHTTPServerTransport` from 1.25, 2.x
  * `NodeStreamableHTTPServerTransport`) are wrappers that construct one of these, so they are covered by it.
  */
-export const WEB_STANDARD_STREAMABLE_HTTP_SERVER = lazyTarget('WebStandardStreamableHTTPServerTransport', () => {
-  const m = serverPatches();
-  return { methods: m.WEB_STANDARD_SERVER_METHODS, patch: m.patchWebStandardStreamableHttpServer };
-});
+export const WEB_STANDARD_STREAMABLE_HTTP_SERVER = stackTarget(SDK_STACK, 'WebStandardStreamableHTTPServerTransport');
 
 /** The Node server transport of SDK 1.x before 1.25: the full implementation, writing to a ServerResponse. */
-export const NODE_STREAMABLE_HTTP_SERVER = lazyTarget('StreamableHTTPServerTransport', () => {
-  const m = serverPatches();
-  return {
-    methods: m.NODE_SERVER_METHODS,
-    patch: m.patchNodeStreamableHttpServer,
-    // From 1.25 the class of that name is a wrapper: patching it too would count every resume twice.
-    skip: m.describeNodeServerWrapper,
-  };
-});
+export const NODE_STREAMABLE_HTTP_SERVER = stackTarget(SDK_STACK, 'StreamableHTTPServerTransport');
 
 export interface SdkFileTarget {
   /** Path inside `dist/cjs` and `dist/esm` of @modelcontextprotocol/sdk. */
@@ -111,29 +98,11 @@ export const SDK_V2_PACKAGES: Record<string, PatchTarget[]> = {
 
 /** The 2.x classes of the per-request path (protocol 2026-07-28), exported from the package root. */
 function perRequestServerTargets(): PatchTarget[] {
-  const patches = () => require('../server/per-request-patches') as typeof import('../server/per-request-patches');
-  return [
-    lazyTarget('PerRequestHTTPServerTransport', () => {
-      const m = patches();
-      return { methods: m.PER_REQUEST_TRANSPORT_METHODS, patch: m.patchPerRequestTransport };
-    }),
-    lazyTarget('Server', () => {
-      const m = patches();
-      return {
-        methods: m.SERVER_HANDLER_METHODS,
-        patch: m.patchServerHandlers,
-        skip: proto => m.describeNonHookServer(proto as { _wrapHandler?: unknown } | undefined),
-      };
-    }),
-    lazyTarget('McpServer', () => {
-      const m = patches();
-      return { methods: m.MCP_SERVER_METHODS, patch: m.patchMcpServerTools };
-    }),
-    lazyTarget('InMemoryServerEventBus', () => {
-      const m = patches();
-      return { methods: m.EVENT_BUS_METHODS, patch: m.patchEventBus };
-    }),
-  ];
+  const folder: StackFolder = () =>
+    require('../server/stacks/sdk-per-request') as typeof import('../server/stacks/sdk-per-request');
+  return ['PerRequestHTTPServerTransport', 'Server', 'McpServer', 'InMemoryServerEventBus'].map(name =>
+    stackTarget(folder, name),
+  );
 }
 
 /**
@@ -149,33 +118,33 @@ export interface StackPackage {
   targets: PatchTarget[];
 }
 
-/**
- * tmcp's HTTP transport (@tmcp/transport-http, ESM only): `respond(Request) → Response` serves every session of the
- * server. It has no event store: a resume is answered with a fresh stream, and so is a GET for any session id.
- */
-export const TMCP_HTTP_TRANSPORT = lazyTarget('HttpTransport', () => {
-  const m = require('../server/tmcp-http-transport') as typeof import('../server/tmcp-http-transport');
-  return { methods: m.TMCP_HTTP_TRANSPORT_METHODS, patch: m.patchTmcpHttpTransport };
-});
+/** A row of STACK_PACKAGES: the versions tested and the stack's folder; its classes are its names' (shared/names.ts). */
+function stackPackage(pkg: StackPackageName, supported: string, folder: StackFolder): [string, StackPackage] {
+  return [pkg, { supported, targets: STACK_CLASSES[pkg].map(name => stackTarget(folder, name)) }];
+}
 
 /**
- * @hono/mcp's own `StreamableHTTPTransport` (a port of the SDK's, Hono context in, Response out; its fields all
- * `#private`), one instance per session: the export name of the SDK 1.x Node class's sibling, in another package.
+ * Stacks patched through their own transport classes, exported from the package's main module: one row each. Adding a
+ * stack is a folder under src/server/stacks/, a row here, and the names it is reported under in shared/names.ts
+ * (STACK_CLASSES, which these rows take their classes from): docs/architecture.md.
+ *
+ * - tmcp's HTTP transport (@tmcp/transport-http, ESM only): `respond(Request) → Response` serves every session of
+ *   the server. It has no event store: a resume is answered with a fresh stream, and so is a GET for any session id.
+ * - @hono/mcp's own `StreamableHTTPTransport` (a port of the SDK's, Hono context in, Response out; its fields all
+ *   `#private`), one instance per session: the export name of the SDK 1.x Node class's sibling, in another package.
  */
-export const HONO_STREAMABLE_HTTP_TRANSPORT = lazyTarget('StreamableHTTPTransport', () => {
-  const m = require('../server/hono-streamable-http') as typeof import('../server/hono-streamable-http');
-  return {
-    methods: m.HONO_TRANSPORT_METHODS,
-    patch: m.patchHonoStreamableHttp,
-    watchConstruction: m.watchHonoConstruction,
-  };
-});
-
-/** Stacks patched through their own transport classes, exported from the package's main module. */
-export const STACK_PACKAGES: Record<string, StackPackage> = {
-  '@tmcp/transport-http': { supported: '>=0.9.0 <0.10.0', targets: [TMCP_HTTP_TRANSPORT] },
-  '@hono/mcp': { supported: '>=0.3.0 <0.4.0', targets: [HONO_STREAMABLE_HTTP_TRANSPORT] },
-};
+export const STACK_PACKAGES: Record<string, StackPackage> = Object.fromEntries([
+  stackPackage(
+    '@tmcp/transport-http',
+    '>=0.9.0 <0.10.0',
+    () => require('../server/stacks/tmcp') as typeof import('../server/stacks/tmcp'),
+  ),
+  stackPackage(
+    '@hono/mcp',
+    '>=0.3.0 <0.4.0',
+    () => require('../server/stacks/hono') as typeof import('../server/stacks/hono'),
+  ),
+]);
 
 /** Every target, for the manual API, which matches classes by export name. */
 export const ALL_TARGETS: PatchTarget[] = [

@@ -8,10 +8,11 @@
  * comes from `node:timers`, not the global `setTimeout`: a host that fakes timers (test suites counting them with
  * vi.getTimerCount()) neither sees nor discards it, and it is cleared as soon as nothing is pending.
  *
- * Only the server session observer (session-observer.ts) tells it, per transport instance (one session), what the
- * transport did: each event stored (or written without a store) and whether its stream had an open connection here,
- * every request of the session, every GET, a dropped standalone connection, every replay, and close(). Its methods
- * are named for those facts; the ledger's own (stored, activity, ...) for what they mean to it.
+ * Only the stacks' session observers tell it, through the SessionFacts each holds (stack.ts, session-facts.ts), per
+ * session (a transport instance, or a session id of a transport that serves them all), what the transport did: each
+ * event stored (or written without a store) and whether its stream had an open connection here, every request of the
+ * session, every GET, a dropped standalone connection, every replay, and close(). Its methods are named for those
+ * facts; the ledger's own (stored, activity, ...) for what they mean to it.
  */
 import {
   DeliveryLedger,

@@ -10,20 +10,25 @@ import type { ServerRuntime } from './server-runtime';
 import { type Context, type Span, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { displayEventId } from '../core/event-id';
 import { judgeReplayBoundary } from '../core/replay-boundary';
-import type { StreamableHttpServerTransportLike } from '../shared/internal-types';
 import { ATTR, SPAN, SPAN_EVENT, type ServerResumeOutcome, type ServerTransportLabel } from '../shared/names';
 import { clipSessionId, hashSessionId, protocolVersionAttributes, sessionSpanAttributes } from '../shared/session-id';
 import { errorTypeOf, recordBoundedException } from '../shared/span-errors';
-import { type ReplayRecord, type ReplayScope, newReplayRecord } from './recording-event-store';
 import { boundaryWatchOf } from './replay-boundary-watch';
-import { standaloneStreamId, streamHasRequestInFlight } from './transport-delivery';
+import { type ReplayRecord, type ReplayScope, newReplayRecord } from './replay-record';
 
-/** Where a resume reports what it replayed: the transport's session observer (session-observer.ts). */
+/** The standalone stream id a stack that does not name its own uses: the SDK's. */
+const DEFAULT_STANDALONE_STREAM_ID = '_GET_stream';
+
+/** Where a resume reports what it replayed, and what it asks about the session's streams: its stack's observer. */
 export interface ReplaySink {
-  /** `ids`: the first of the events' ids (recording-event-store.ts's MAX_REPLAYED_IDS), for the fleet's marks. */
+  /** `ids`: the first of the events' ids (replay-record.ts's MAX_REPLAYED_IDS), for the fleet's marks. */
   replaySent(streamId: string, events: number, ids?: readonly string[]): void;
   /** The resume concluded with this outcome (a revived session's first resume decides its state). */
   resumeConcluded?(outcome: ServerResumeOutcome, ownEventsReplayed: number): void;
+  /** The session's standalone stream id; DEFAULT_STANDALONE_STREAM_ID when the stack does not say. */
+  standaloneStreamId?(): string;
+  /** Whether a request of `streamId` is still in flight (a replay of it crosses no boundary); false if not said. */
+  streamInFlight?(streamId: unknown): boolean;
 }
 
 export interface ServerResumeInit {
@@ -93,17 +98,17 @@ function classifyAnyResume({ hasEventStore, status, record }: ClassifyInput): Se
 export function boundaryOutcome(
   outcome: ServerResumeOutcome,
   record: ReplayRecord,
-  transport: StreamableHttpServerTransportLike,
+  session: ReplaySink,
   completedHere: (streamId: unknown) => boolean,
 ): ServerResumeOutcome {
   if (outcome !== 'replayed') return outcome;
   const streamId = record.replayCalled ? record.replayStreamId : record.lookupStreamId;
   const crossed = judgeReplayBoundary({
     streamId,
-    standaloneStreamId: standaloneStreamId(transport),
+    standaloneStreamId: session.standaloneStreamId?.() ?? DEFAULT_STANDALONE_STREAM_ID,
     foreignEvents: record.foreignEvents,
     streamCompletedHere: completedHere(streamId),
-    streamInFlight: streamHasRequestInFlight(transport, streamId),
+    streamInFlight: session.streamInFlight?.(streamId) ?? false,
   });
   return crossed ?? outcome;
 }
@@ -122,7 +127,7 @@ const STATUS_MESSAGES: Record<Exclude<ServerResumeOutcome, 'replayed'>, string> 
 export class ServerResume {
   readonly span: Span;
   readonly record: ReplayRecord;
-  /** The scope the SDK's handling of this request runs in (see recording-event-store.ts). */
+  /** The scope the SDK's handling of this request runs in (see stacks/sdk/recording-event-store.ts). */
   readonly scope: ReplayScope;
   private concluded = false;
 
@@ -155,7 +160,7 @@ export class ServerResume {
     if (this.concluded) return;
     // Store results observed by the wrapper settle before the SDK continues; a non-native thenable may lag.
     await Promise.all(this.record.pending);
-    const transport = this.init.instance as StreamableHttpServerTransportLike;
+    const transport = this.init.instance;
     const boundary = boundaryWatchOf(this.runtime);
     const outcome = boundaryOutcome(
       classifyServerResume({
@@ -165,7 +170,7 @@ export class ServerResume {
         record: this.record,
       }),
       this.record,
-      transport,
+      this.init.session,
       // forkwatch probe resumes its pings' request streams after their responses on purpose (it judges the replay
       // itself): never a colliding-ids fork. A cross-session replay to the probe is still a leak.
       streamId => this.init.fromProbe !== true && boundary.completedHere(transport, streamId),

@@ -110,7 +110,7 @@ export interface EventStoreReplayOptionsLike {
 /**
  * A streamable HTTP server transport instance: `WebStandardStreamableHTTPServerTransport` (SDK 1.25+, server 2.x)
  * or the 1.x `StreamableHTTPServerTransport` before 1.25. Only `_eventStore` is ever written (the recording wrapper,
- * see server/recording-event-store.ts); everything else is only read.
+ * see server/stacks/sdk/recording-event-store.ts); everything else is only read.
  */
 export interface StreamableHttpServerTransportLike {
   /** Public in every version; a string once the session is initialised (stateful mode). */

@@ -201,18 +201,28 @@ export const PATCH_ROUTES = [
   'wire',
 ] as const;
 export const INFO_NONE = 'none';
-export const INFO_SDK_PACKAGES = [
+/**
+ * The stacks with a server transport of their own (no MCP SDK class serves their HTTP), each a folder of
+ * src/server/stacks/: the package and the classes instrumentation_info names them by. Their rows in
+ * lifecycle/targets.ts STACK_PACKAGES take the classes to patch from here.
+ */
+export const STACK_CLASSES = {
+  '@tmcp/transport-http': ['HttpTransport'],
+  '@hono/mcp': ['StreamableHTTPTransport'],
+} as const satisfies Record<string, readonly string[]>;
+export type StackPackageName = keyof typeof STACK_CLASSES;
+const STACK_PACKAGE_NAMES = Object.keys(STACK_CLASSES) as StackPackageName[];
+const STACK_CLASS_NAMES: readonly string[] = Object.values(STACK_CLASSES).flat();
+export const INFO_SDK_PACKAGES: readonly string[] = [
   '@modelcontextprotocol/sdk',
   '@modelcontextprotocol/client',
   '@modelcontextprotocol/server',
   'manual',
   'fetch',
   INFO_NONE,
-  // Stacks with their own server transport (lifecycle/targets.ts STACK_PACKAGES).
-  '@tmcp/transport-http',
-  '@hono/mcp',
-] as const;
-export const INFO_SDK_CLASSES = [
+  ...STACK_PACKAGE_NAMES,
+];
+export const INFO_SDK_CLASSES: readonly string[] = [
   'StreamableHTTPClientTransport',
   'SSEClientTransport',
   'StreamableHTTPServerTransport',
@@ -223,11 +233,9 @@ export const INFO_SDK_CLASSES = [
   'InMemoryServerEventBus',
   'fetch',
   INFO_NONE,
-  // Stacks with their own server transport (lifecycle/targets.ts STACK_PACKAGES).
-  'HttpTransport',
-  'StreamableHTTPTransport',
+  ...STACK_CLASS_NAMES,
   'unjudged',
-] as const;
+];
 /** The info series of MCP traffic forkwatch cannot judge: its sdk_class, and its route (node:http's server). */
 export const INFO_UNJUDGED = { sdk_class: 'unjudged', route: 'http_server' } as const;
 /** Patched classes that judge a server's MCP traffic: while one is patched, server traffic is not `unjudged`. */
@@ -235,9 +243,7 @@ export const INFO_SERVER_TRANSPORT_CLASSES: readonly string[] = [
   'StreamableHTTPServerTransport',
   'WebStandardStreamableHTTPServerTransport',
   'PerRequestHTTPServerTransport',
-  // Stacks with their own server transport: tmcp's HttpTransport, @hono/mcp's StreamableHTTPTransport.
-  'HttpTransport',
-  'StreamableHTTPTransport',
+  ...STACK_CLASS_NAMES,
 ];
 
 /** Time from losing a stream to the first frame of its resume: 10 ms to 10 min. */

@@ -4,9 +4,9 @@
  */
 /**
  * Observes a fetch Response's body without changing the Response (the fetch wrapper's way, on runtimes whose undici
- * publishes no body chunks: fetch-observer.ts). The Response handed to the caller is the very object fetch returned,
- * with no own property added: only the stream inside its body record is swapped, at once, for a lazy pass-through
- * byte stream. Every use of the Response API then runs undici's own code on it (`body`, `clone()`, `text()`,
+ * publishes no body chunks: client/wire/fetch-wrapper.ts). The Response handed to the caller is the very object fetch
+ * returned, with no own property added: only the stream inside its body record is swapped, at once, for a lazy
+ * pass-through byte stream. Every use of the Response API then runs undici's own code on it (`body`, `clone()`, `text()`,
  * `bodyUsed`, their errors), and the original stream's reader is only taken when the app first reads.
  *
  * The body record is undici 5/6's `response[Symbol(state)].body.stream` (Node 18 to 22). A Response without it (not

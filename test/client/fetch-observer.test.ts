@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * The wire-level observer (client/fetch-observer.ts), in process against a scripted SSE server on 127.0.0.1: it
+ * The wire-level observer (client/wire/), in process against a scripted SSE server on 127.0.0.1: it
  * judges session GETs that carry Last-Event-ID, hands the caller the same bytes, leaves everything else alone and
  * takes itself off `globalThis.fetch` (Node 22) and undici's channels (every line) on disable(). The `undici` npm
  * package's own fetch (mcp-remote's) is observed once on every line, whichever undici its dispatcher is.
@@ -12,7 +12,7 @@ import * as diagnosticsChannel from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { ForkwatchInstrumentation } from '../../src';
-import { undiciPublishesBodyChunks } from '../../src/client/undici-version';
+import { undiciPublishesBodyChunks } from '../../src/client/wire/undici-version';
 import { METRICS, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
 import { sample } from '../support/scrape';

@@ -25,8 +25,8 @@ import {
   type ResumeVerdictInfo,
   StreamForkDetected,
 } from '../../src';
-import { heldClaims } from '../../src/client/patched-transport-scope';
-import { undiciPublishesBodyChunks } from '../../src/client/undici-version';
+import { heldClaims } from '../../src/client/observer/patched-transport-scope';
+import { undiciPublishesBodyChunks } from '../../src/client/wire/undici-version';
 import { METRICS, labelCombinations } from '../../src/shared/names';
 import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';

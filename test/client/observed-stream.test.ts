@@ -5,7 +5,7 @@
 /** The stream wrapper hands the SDK exactly the bytes and chunks it got, and holds only in fail-loud mode. */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { observeStream } from '../../src/client/observed-stream';
+import { observeStream } from '../../src/client/observer/observed-stream';
 
 const streamOf = (chunks: Uint8Array[]) =>
   new ReadableStream<Uint8Array>({

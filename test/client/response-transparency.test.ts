@@ -20,7 +20,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, test } from 'vitest';
-import { undiciPublishesBodyChunks } from '../../src/client/undici-version';
+import { undiciPublishesBodyChunks } from '../../src/client/wire/undici-version';
 
 const root = join(__dirname, '../..');
 const fixture = join(__dirname, 'fixtures/response-transparency.cjs');

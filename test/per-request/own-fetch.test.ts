@@ -8,7 +8,7 @@
  * one is still observed once. The real 2.x client and server, a real TCP cut (test/per-request/support.ts).
  */
 import { expect, test } from 'vitest';
-import { heldClaims } from '../../src/client/patched-transport-scope';
+import { heldClaims } from '../../src/client/observer/patched-transport-scope';
 import { METRICS, type MetricKey, labelCombinations } from '../../src/shared/names';
 import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';

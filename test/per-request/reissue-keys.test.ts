@@ -13,7 +13,7 @@ import { type Server as HttpServer, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { perRequestServerOf } from '../../src/server/per-request-observer';
+import { perRequestServerOf } from '../../src/server/stacks/sdk-per-request/observer';
 import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
 import { MODERN, serverSdk, until, useTestResources } from './support';

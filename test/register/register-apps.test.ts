@@ -176,37 +176,37 @@ describe('a process loads the patches of the classes it has, and no others', () 
   }
   // What only a client runs: its patches, the wire observer's work, the ledger, the frame observer, 2026 clients.
   const CLIENT_ONLY = [
-    'client/streamable-http-client.js',
-    'client/sse-client.js',
-    'client/session-get-observer.js',
-    'client/undici-channel-watches.js',
-    'client/resumed-stream.js',
+    'client/patches/streamable-http-client.js',
+    'client/patches/sse-client.js',
+    'client/wire/session-get.js',
+    'client/wire/fetch-session-get.js',
+    'client/wire/channel-watches.js',
+    'client/observer/resumed-stream.js',
     'core/ledger.js',
     'core/sse-frame-observer.js',
-    'client/per-request-exchange.js',
+    'client/wire/per-request-exchange.js',
   ];
   // What only a server runs: its patch and observers, the delivery ledger, the 2026 per-request server.
   const SERVER_ONLY = [
-    'server/streamable-http-server.js',
-    'server/session-observer.js',
+    'server/stacks/sdk/index.js',
+    'server/stacks/sdk/patch.js',
+    'server/stacks/sdk/session-observer.js',
     'server/server-delivery.js',
     'core/delivery-ledger.js',
-    'server/per-request-patches.js',
-    'server/per-request-observer.js',
+    'server/stacks/sdk-per-request/patch.js',
+    'server/stacks/sdk-per-request/observer.js',
   ];
 
   test('a server (SDK 1.x): its own patch, no client code and no per-request code', async () => {
     const loaded = await modulesOf('server');
-    expect(loaded).toEqual(
-      expect.arrayContaining(['lifecycle/instrumentation.js', 'server/streamable-http-server.js']),
-    );
-    expect(loaded.filter(m => CLIENT_ONLY.includes(m) || m.startsWith('server/per-request'))).toEqual([]);
+    expect(loaded).toEqual(expect.arrayContaining(['lifecycle/instrumentation.js', 'server/stacks/sdk/patch.js']));
+    expect(loaded.filter(m => CLIENT_ONLY.includes(m) || m.startsWith('server/stacks/sdk-per-request/'))).toEqual([]);
   });
 
   test('a client (SDK 1.x): its own patch, no server code', async () => {
     const loaded = await modulesOf('client');
     expect(loaded).toEqual(
-      expect.arrayContaining(['lifecycle/instrumentation.js', 'client/streamable-http-client.js']),
+      expect.arrayContaining(['lifecycle/instrumentation.js', 'client/patches/streamable-http-client.js']),
     );
     expect(loaded.filter(m => SERVER_ONLY.includes(m))).toEqual([]);
   });

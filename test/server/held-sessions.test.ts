@@ -3,7 +3,7 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * tmcp's held session ids (server/held-sessions.ts) are bounded in bytes, not only in count: an id past
+ * tmcp's held session ids (server/stacks/tmcp/held-sessions.ts) are bounded in bytes, not only in count: an id past
  * MAX_HELD_SESSION_ID_CHARS is held as its digest. Measured on a real tmcp HttpTransport under forkwatch/register
  * (bench/held-session-ids.mjs, a child per run with --expose-gc): 3,000 GETs with 12,000-character ids. Before the
  * digest the instrumented run kept about 34 MB more heap than bare; now under 1 MB.
@@ -13,7 +13,7 @@ import { describe, expect, test } from 'vitest';
 // @ts-expect-error: plain ESM module without types
 import { runHeldIds } from '../../bench/held-session-ids.mjs';
 import { MAX_HELD_SESSION_ID_CHARS } from '../../src/core/defaults';
-import { HeldSessions } from '../../src/server/held-sessions';
+import { HeldSessions } from '../../src/server/stacks/tmcp/held-sessions';
 
 const ROOT = join(__dirname, '../..');
 

@@ -18,9 +18,9 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { ForkwatchInstrumentation } from '../../src/lifecycle/instrumentation';
 import { ATTR, METRICS, SERVER_RESUME_OUTCOMES, SPAN, SPAN_EVENT } from '../../src/shared/names';
-import { newReplayRecord } from '../../src/server/recording-event-store';
+import { newReplayRecord } from '../../src/server/replay-record';
 import { classifyServerResume } from '../../src/server/server-resume';
-import { WEB_STANDARD_SERVER_METHODS } from '../../src/server/streamable-http-server';
+import { WEB_STANDARD_SERVER_METHODS } from '../../src/server/stacks/sdk/patch';
 import {
   ALL_TARGETS,
   NODE_STREAMABLE_HTTP_SERVER,

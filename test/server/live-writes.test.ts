@@ -3,11 +3,11 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /**
- * LiveWrites, the expected writes of one server transport (src/server/live-writes.ts), on mappings of the two shapes
- * the SDK keeps: stream id -> ServerResponse (1.24) and stream id -> { controller, encoder } (1.25+, 2.x).
+ * LiveWrites, the expected writes of one server transport (src/server/stacks/sdk/live-writes.ts), on mappings of the
+ * two shapes the SDK keeps: stream id -> ServerResponse (1.24) and stream id -> { controller, encoder } (1.25+, 2.x).
  */
 import { describe, expect, test } from 'vitest';
-import { LiveWrites } from '../../src/server/live-writes';
+import { LiveWrites } from '../../src/server/stacks/sdk/live-writes';
 
 describe('LiveWrites', () => {
   test('a write finds its stream by the mapped connection, in both shapes', () => {

@@ -9,7 +9,7 @@
  */
 import { SpanStatusCode } from '@opentelemetry/api';
 import { afterEach, describe, expect, test } from 'vitest';
-import { openReplayScopes } from '../../src/server/recording-event-store';
+import { openReplayScopes } from '../../src/server/stacks/sdk/recording-event-store';
 import { hashSessionId } from '../../src/shared/session-id';
 import { ATTR, METRICS, PROBE_USER_AGENT, SPAN, SPAN_EVENT } from '../../src/shared/names';
 import { PACKAGE_VERSION } from '../../src/shared/version';

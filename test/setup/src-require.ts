@@ -4,7 +4,7 @@
  */
 /**
  * forkwatch loads some of its modules on first use, with require() (src/lifecycle/targets.ts,
- * src/client/fetch-observer.ts): in the build that is Node's require. Under vitest, src/ is TypeScript that Node's
+ * src/client/wire/fetch-wrapper.ts): in the build that is Node's require. Under vitest, src/ is TypeScript that Node's
  * require cannot load, and a copy loaded beside vitest's would split the state those modules share. This setup
  * loads src/ through vitest, the very instances a test imports, and answers src's own relative require() calls from
  * them. The entry points that act when loaded (register, the CLI) are left out; nothing requires them lazily.
@@ -38,8 +38,9 @@ if (!state[HOOK]) {
   Loader._load = function (request, parent, isMain) {
     const from = parent?.filename;
     if (from?.startsWith(src) && from.endsWith('.ts') && request.startsWith('.')) {
-      const target = `${resolve(dirname(from), request)}.ts`;
-      const exports = state[HOOK]!.get(target);
+      // A file (`./patch`), or a folder's index.ts (`../server/stacks/tmcp`), as Node's require resolves them.
+      const target = resolve(dirname(from), request);
+      const exports = state[HOOK]!.get(`${target}.ts`) ?? state[HOOK]!.get(join(target, 'index.ts'));
       if (exports) return exports;
       throw new Error(`test/setup/src-require.ts: ${from} requires ${request}, which is not a src/ module it loaded`);
     }

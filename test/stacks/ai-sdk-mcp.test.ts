@@ -4,7 +4,7 @@
  */
 /**
  * The Vercel AI SDK's MCP client (@ai-sdk/mcp, pinned in test/sdk-versions/ai-sdk-mcp): its own HTTP transport, not
- * exported and not built on the MCP SDK, judged on the wire (client/fetch-observer.ts) against the lab's real SDK
+ * exported and not built on the MCP SDK, judged on the wire (client/wire/) against the lab's real SDK
  * servers. Its reconnect follows a stream error only, so every cut is a connection dropped in the middle of a frame.
  */
 import { readFileSync } from 'node:fs';

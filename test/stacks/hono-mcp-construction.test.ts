@@ -4,7 +4,7 @@
  */
 /**
  * @hono/mcp's StreamableHTTPTransport keeps its event store in a #private field, so forkwatch replaces the class in
- * the module's exports by a stand-in that watches its construction (src/server/hono-event-store.ts). What the host
+ * the module's exports by a stand-in that watches its construction (src/server/stacks/hono/event-store.ts). What the host
  * sees must not change: the real CommonJS build (0.3, pinned in test/sdk-versions/hono-mcp), instrumented in process.
  */
 import { createRequire } from 'node:module';

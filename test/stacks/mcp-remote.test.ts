@@ -7,7 +7,7 @@
  * through the `undici` package's fetch, never the global one, and has no class forkwatch can patch. Its own process
  * runs with forkwatch preloaded, driven over stdio (lab/mcp-remote-client.cjs), against the lab's real SDK servers;
  * the proxy cuts its GET stream in the middle of a frame and its client resumes with the last id it saw. Judged on
- * undici's channels on every line (client/undici-channel-observer.ts): on Node 22 they were not subscribed, and two
+ * undici's channels on every line (client/wire/undici-channels.ts): on Node 22 they were not subscribed, and two
  * real forks produced no series at all.
  */
 import { readFileSync } from 'node:fs';

@@ -102,6 +102,19 @@ describe('docs/stacks.md stacks table', () => {
     }
   });
 
+  test('every patched server stack that keeps sessions says what its delivery ledger counts (server/stack.ts)', () => {
+    // A stack behind the one stack interface hands the ledger its sessions' deliveries: its row says so. The stateless
+    // ones have no session, and nothing to deliver later.
+    const withSessions = rows.filter(
+      r => r.side === 'server' && r.sees.startsWith('patched') && !/stateless/.test(r.sees),
+    );
+    expect(withSessions.map(packageOf).sort()).toEqual(['@hono/mcp', 'fastmcp', 'mcp-proxy', 'tmcp']);
+    for (const row of withSessions) {
+      expect(row.sees, packageOf(row)).toMatch(/delivery ledger|forkwatch_server_undelivered_events_total/i);
+      expect(row.sees, packageOf(row)).not.toMatch(/no delivery ledger/);
+    }
+  });
+
   test('every stack app folder in test/sdk-versions has a row (the v<major.minor> folders pin the MCP SDK itself)', () => {
     const folders = readdirSync(join(root, 'test/sdk-versions')).filter(
       f => !/^v\d/.test(f) && !NOT_STACKS.has(f) && existsSync(join(root, 'test/sdk-versions', f, 'package.json')),

@@ -6,23 +6,40 @@
  * A real tmcp server (tmcp 1.20 and its own HttpTransport from @tmcp/transport-http 0.9, pinned in
  * test/sdk-versions/tmcp; ESM only, no @modelcontextprotocol package) preloaded with `forkwatch/register` counts what
  * its design does on its own /metrics: a resume it cannot honour (`ignored`: no event store, Last-Event-ID never
- * read) and a session id it never issued answered with a fresh stream (revived, `empty`). Healthy traffic counts
- * neither.
+ * read) and a session id it never issued answered with a fresh stream (revived, `empty`), and the notifications a
+ * cut SSE stream lost: tmcp writes a broadcast to the GET streams open at that moment and to nobody else, so what it
+ * broadcast while a session's stream was down is gone, and the resume gets a fresh stream. Healthy traffic counts
+ * none of these.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { RawMcpSession } from '../support/raw-mcp-session';
+import { type OpenStream, RawMcpSession } from '../support/raw-mcp-session';
 import { sample } from '../support/scrape';
 import { STARTUP_MS, nonZero, root, startStackServer } from './stack-server';
 
 const resumes = METRICS.serverResumes.prometheusName;
+const undelivered = METRICS.serverUndeliveredEvents.prometheusName;
+const events = METRICS.serverEvents.prometheusName;
 const revived = METRICS.serverRevivedSessions.prometheusName;
 const info = METRICS.instrumentationInfo.prometheusName;
 const SCRIPT = 'lab/stacks/tmcp-server.mjs';
 
 const TEST_MS = STARTUP_MS + 60_000;
+const DELIVERY_WINDOW_MS = 1000; // stack-server.ts
+
+/** Has the server broadcast `count` notifications (tools/list_changed) to every GET stream open now. */
+const broadcast = (session: RawMcpSession, count: number) => session.callTool('broadcast', { count });
+
+/** Opens the session's GET stream again; a 409 means tmcp has not yet seen the old one close: try again. */
+async function reopen(session: RawMcpSession, cursor?: string): Promise<OpenStream> {
+  for (let tries = 0; ; tries++) {
+    const stream = await session.openGet(cursor);
+    if (stream.status !== 409 || tries > 50) return stream;
+    await new Promise(r => setTimeout(r, 50));
+  }
+}
 
 describe('tmcp', () => {
   test('the app folder pins the versions under test', () => {
@@ -101,6 +118,70 @@ describe('tmcp', () => {
         expect(sample(text, resumes, { outcome })).toBe(0);
       // The session was issued here: its resume is no revival.
       expect(sample(text, revived, { state: 'empty' })).toBe(0);
+    },
+    TEST_MS,
+  );
+
+  test(
+    'forked: a stream cut after 5 of 20 notifications, resumed with Last-Event-ID: the 6 broadcast meanwhile are lost, and counted undelivered',
+    async () => {
+      const server = await startStackServer('tmcp', SCRIPT);
+      const session = new RawMcpSession(server.url);
+      await session.initialize();
+      const first = await session.openGet();
+      expect(first.status).toBe(200);
+      await broadcast(session, 5);
+      await first.waitForMessages(5);
+      first.close(); // the SSE connection really drops: the client goes away in the middle of the stream
+      await new Promise(r => setTimeout(r, 300)); // the server sees the close
+      await broadcast(session, 6); // while no stream of the session is open: tmcp writes them nowhere
+      const resumed = await reopen(session, '5'); // tmcp ignores Last-Event-ID: a fresh stream
+      expect(resumed.status).toBe(200);
+      await broadcast(session, 9);
+      await resumed.waitForMessages(9);
+      const arrived = first.messages().length + resumed.messages().length;
+      expect(arrived).toBe(14);
+      const lost = 20 - arrived;
+
+      // The session goes on talking here past the delivery window: the 6 had nowhere to go (no event store).
+      const text = await server.counted(undelivered, { reason: 'dropped' }, lost, () => broadcast(session, 0));
+      resumed.close();
+      process.stderr.write(
+        `tmcp cut: 20 sent, ${arrived} arrived, ${sample(text, undelivered, { reason: 'dropped' })} counted undelivered\n`,
+      );
+      expect(sample(text, undelivered, { reason: 'dropped' })).toBe(lost);
+      for (const reason of ['stream_moved', 'no_listener', 'abandoned'])
+        expect(sample(text, undelivered, { reason })).toBe(0);
+      expect(sample(text, events, { transport: 'streamable_http' })).toBe(20);
+      expect(sample(text, resumes, { outcome: 'ignored' })).toBe(1);
+    },
+    TEST_MS,
+  );
+
+  test(
+    'healthy: 20 notifications on an open stream, and a stream cut and reopened with nothing sent meanwhile, count nothing undelivered',
+    async () => {
+      const server = await startStackServer('tmcp', SCRIPT);
+      const session = new RawMcpSession(server.url);
+      await session.initialize();
+      const stream = await session.openGet();
+      expect(stream.status).toBe(200);
+      await broadcast(session, 20);
+      await stream.waitForMessages(20);
+      stream.close();
+      await new Promise(r => setTimeout(r, 300)); // the server sees the close
+      const again = await reopen(session);
+      expect(again.status).toBe(200);
+      await broadcast(session, 1);
+      await again.waitForMessages(1);
+      // Past the delivery window, the session goes on talking: nothing is pending, nothing is judged lost.
+      await new Promise(r => setTimeout(r, DELIVERY_WINDOW_MS + 300));
+      await broadcast(session, 1);
+      await again.waitForMessages(2);
+      const text = await server.counted(events, { transport: 'streamable_http' }, 22);
+      again.close();
+      expect(sample(text, events, { transport: 'streamable_http' })).toBe(22);
+      expect(nonZero(text, undelivered)).toEqual([]);
     },
     TEST_MS,
   );

@@ -8,7 +8,13 @@
  * frame, and does the chosen fault with that session's next resume. It survives any request and any upstream:
  * bodies stream with backpressure, ids are clipped, records are capped, and an upstream that never answers gets 504.
  */
-import { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import {
+  type ClientRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+  createServer,
+} from 'node:http';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
@@ -94,276 +100,10 @@ function header(req: IncomingMessage, name: string): string | undefined {
 }
 
 export async function startDrillProxy(options: DrillOptions, events: DrillEvents): Promise<DrillProxy> {
-  const state: DrillState = { records: [], recordsLeftOut: 0, requests: 0, cuts: 0, resumesFaulted: 0 };
-  let faultsLeft = options.faults;
-  /** Sessions whose stream was cut: their next resume gets the fault. */
-  const armed = new Set<string>();
-  const sockets = new Set<Socket>();
-  const timers = new Set<NodeJS.Timeout>();
-  const later = (ms: number, fn: () => void) => {
-    const t = setTimeout(() => {
-      timers.delete(t);
-      fn();
-    }, ms);
-    timers.add(t);
-    return t;
-  };
-  const cancel = (t: NodeJS.Timeout | undefined) => {
-    if (t === undefined) return;
-    clearTimeout(t);
-    timers.delete(t);
-  };
-
-  const record = (r: Omit<StreamRecord, 'n'>): StreamRecord => {
-    const full = { n: state.records.length + state.recordsLeftOut + 1, ...r };
-    if (state.records.length < MAX_RECORDS) state.records.push(full);
-    else state.recordsLeftOut++;
-    return full;
-  };
-  const noteId = (r: StreamRecord, id: string | undefined) => {
-    r.framesArrived++;
-    if (id === undefined) return;
-    r.idsArrived++;
-    const shown = clip(id, ID_CHARS);
-    if (r.firstIds.length < FIRST_IDS) r.firstIds.push(shown);
-    else {
-      r.lastIds.push(shown);
-      if (r.lastIds.length > LAST_IDS) r.lastIds.shift();
-    }
-  };
-  const describe = (r: StreamRecord) =>
-    `${r.method}${r.lastEventId !== undefined ? ` Last-Event-ID ${r.lastEventId}` : ''}${r.session ? ` (session ${r.session.slice(0, 8)})` : ''}`;
-
-  const proxy = (req: IncomingMessage, res: ServerResponse, target: URL, r: StreamRecord | undefined, cut: boolean) => {
-    const path = req.url!;
-    const url = new URL(`${target.origin}${path}`);
-    if (url.origin !== target.origin) {
-      res.writeHead(400).end();
-      return;
-    }
-    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const upstreamReq = request(url, {
-      method: req.method,
-      headers: { ...forwardHeaders(req.headers), host: url.host },
-    });
-    let responded = false;
-    const headersTimer = later(options.upstreamTimeoutMs, () => {
-      if (r) r.ended = 'timed out';
-      upstreamReq.destroy();
-      if (!res.headersSent) res.writeHead(504).end();
-      else res.destroy();
-    });
-    upstreamReq.on('response', upRes => {
-      responded = true;
-      cancel(headersTimer);
-      const sse = String(upRes.headers['content-type'] ?? '').includes('text/event-stream');
-      const stream =
-        r ??
-        (sse
-          ? record({
-              kind: req.method === 'GET' ? 'get' : 'post',
-              method: req.method ?? '?',
-              session: sessionOf(req),
-              lastEventId: undefined,
-              to: 'upstream',
-              status: undefined,
-              fault: undefined,
-              framesSent: 0,
-              framesArrived: 0,
-              firstIds: [],
-              lastIds: [],
-              idsArrived: 0,
-              ended: 'open',
-            })
-          : undefined);
-      if (stream) stream.status = upRes.statusCode;
-      try {
-        res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers));
-      } catch {
-        upRes.destroy();
-        if (!res.headersSent) res.writeHead(502).end();
-        return;
-      }
-      if (!sse || !stream) {
-        upRes.pipe(res);
-        upRes.on('end', () => {
-          if (stream && stream.ended === 'open') stream.ended = 'ended';
-        });
-        upRes.on('error', () => res.destroy());
-        return;
-      }
-      const sent = new SseFrameObserver({
-        onFrame: () => {
-          stream.framesSent++;
-        },
-      });
-      const arrived = new SseFrameObserver({ onFrame: id => noteId(stream, id) });
-      // Cut when this stream is the one chosen and it has sent enough events (checked after each chunk).
-      let cutPending = cut && faultsLeft > 0;
-      let cutArmed = false;
-      let cutTimer: NodeJS.Timeout | undefined;
-      const doCut = (rest: Buffer | undefined) => {
-        cancel(cutTimer);
-        if (stream.ended !== 'open') return;
-        stream.ended = 'cut';
-        stream.fault = 'cut';
-        state.cuts++;
-        let dropped = false;
-        const drop = () => {
-          if (dropped) return;
-          dropped = true;
-          armed.add(stream.session ?? '');
-          events.log(
-            `cut     ${describe(stream)} after ${stream.framesSent} events sent, ${stream.framesArrived} whole frames arrived (ids ${[...stream.firstIds, ...stream.lastIds].join(' ') || 'none'})`,
-          );
-          res.destroy();
-          upstreamReq.destroy();
-        };
-        if (!rest || rest.length === 0) return drop();
-        // Half of the next chunk goes through, flushed before the connection drops: the client holds a partial
-        // frame, as on a dropped connection.
-        sent.push(rest);
-        const half = rest.subarray(0, Math.max(1, Math.floor(rest.length / 2)));
-        arrived.push(half);
-        res.write(half, drop);
-        // A client that reads nothing more never flushes the write: drop anyway.
-        later(CUT_WAIT_MS, drop);
-      };
-      const arm = () => {
-        if (!cutPending || stream.framesSent < options.cutAfter || faultsLeft <= 0) return;
-        cutPending = false;
-        cutArmed = true;
-        faultsLeft--;
-        cutTimer = later(CUT_WAIT_MS, () => doCut(undefined));
-      };
-      arm();
-      upRes.on('data', (chunk: Buffer) => {
-        if (stream.ended !== 'open') return;
-        if (cutArmed) return doCut(chunk);
-        sent.push(chunk);
-        arrived.push(chunk);
-        if (!res.write(chunk)) {
-          upRes.pause();
-          res.once('drain', () => upRes.resume());
-        }
-        arm();
-      });
-      upRes.on('end', () => {
-        cancel(cutTimer);
-        if (stream.ended === 'open') stream.ended = 'ended';
-        res.end();
-      });
-      upRes.on('error', () => {
-        cancel(cutTimer);
-        if (stream.ended === 'open') stream.ended = 'upstream failed';
-        res.destroy();
-      });
-      res.on('close', () => {
-        cancel(cutTimer);
-        if (stream.ended === 'open') stream.ended = 'client closed';
-        upRes.destroy();
-      });
-    });
-    upstreamReq.on('error', () => {
-      cancel(headersTimer);
-      if (r && r.ended === 'open') r.ended = 'upstream failed';
-      if (!res.headersSent)
-        res.writeHead(502, { 'content-type': 'text/plain' }).end('forkwatch drill: upstream failed\n');
-      else res.destroy();
-    });
-    res.on('close', () => {
-      cancel(headersTimer);
-      if (!responded || !res.writableFinished) upstreamReq.destroy();
-    });
-    req.pipe(upstreamReq);
-    req.on('error', () => upstreamReq.destroy());
-  };
-
-  const sessionOf = (req: IncomingMessage) => {
-    const id = header(req, 'mcp-session-id');
-    return id === undefined ? undefined : hashSessionId(id);
-  };
-
-  const resumeRecord = (req: IncomingMessage, to: StreamRecord['to'], fault: StreamRecord['fault']) =>
-    record({
-      kind: 'resume',
-      method: 'GET',
-      session: sessionOf(req),
-      lastEventId: clip(header(req, 'last-event-id') ?? '', ID_CHARS),
-      to,
-      status: undefined,
-      fault,
-      framesSent: 0,
-      framesArrived: 0,
-      firstIds: [],
-      lastIds: [],
-      idsArrived: 0,
-      ended: 'open',
-    });
-
-  const hold = (res: ServerResponse, r: StreamRecord) => {
-    r.status = 200;
-    r.ended = 'held';
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    res.write(': forkwatch drill holds this resume\n\n');
-    const beat = setInterval(() => res.write(': hold\n\n'), HOLD_COMMENT_EVERY_MS);
-    const end = later(options.holdMs, () => res.end());
-    res.on('close', () => {
-      clearInterval(beat);
-      cancel(end);
-    });
-  };
-
-  const server = createServer((req, res) => {
-    state.requests++;
-    req.on('error', () => res.destroy());
-    const path = req.url ?? '';
-    // Origin-form paths only: an absolute-form or authority-form target could point the drill at another host.
-    if (!path.startsWith('/')) {
-      req.resume();
-      res.writeHead(400, { 'content-type': 'text/plain' }).end('forkwatch drill: origin-form request targets only\n');
-      return;
-    }
-    const lastEventId = header(req, 'last-event-id');
-    const session = sessionOf(req) ?? '';
-    if (req.method === 'GET' && lastEventId !== undefined && armed.has(session)) {
-      armed.delete(session);
-      const resume = options.resume;
-      const done = () => {
-        state.resumesFaulted++;
-        events.resumeFaulted();
-      };
-      if (resume === 'drop') {
-        const r = resumeRecord(req, 'drill', 'dropped');
-        r.ended = 'dropped';
-        events.log(`resume  ${describe(r)} → dropped, unanswered`);
-        req.socket.destroy();
-        done();
-        return;
-      }
-      if (resume === 'hold') {
-        const r = resumeRecord(req, 'drill', 'held');
-        events.log(`resume  ${describe(r)} → held open with no frames for ${options.holdMs / 1000} s`);
-        hold(res, r);
-        done();
-        return;
-      }
-      const reroute = resume === 'reroute' && options.rerouteUpstream !== undefined;
-      const r = resumeRecord(req, reroute ? 'reroute' : 'upstream', reroute ? 'rerouted' : 'passed');
-      events.log(`resume  ${describe(r)} → ${reroute ? 'rerouted to --reroute-upstream' : 'passed to --upstream'}`);
-      proxy(req, res, reroute ? options.rerouteUpstream! : options.upstream, r, false);
-      done();
-      return;
-    }
-    const kind: StreamKind = req.method === 'GET' ? (lastEventId !== undefined ? 'resume' : 'get') : 'post';
-    const cuttable = kind !== 'resume' && (options.streams === 'all' || options.streams === kind);
-    proxy(req, res, options.upstream, undefined, cuttable);
-  });
+  const drill = new Drill(options, events);
+  const server = createServer((req, res) => drill.handle(req, res));
   server.maxConnections = 512;
-  server.on('connection', socket => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-  });
+  server.on('connection', socket => drill.track(socket));
   server.on('clientError', (_error, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
     else socket.destroy();
@@ -382,12 +122,348 @@ export async function startDrillProxy(options: DrillOptions, events: DrillEvents
   const path = options.upstream.pathname === '/' ? '' : options.upstream.pathname;
   return {
     url: `http://${host}:${port}${path}`,
-    state,
+    state: drill.state,
     async close() {
-      for (const t of timers) clearTimeout(t);
-      timers.clear();
-      for (const s of sockets) s.destroy();
+      drill.stop();
       await new Promise<void>(resolve => server.close(() => resolve()));
     },
   };
+}
+
+/** The drill's state and every request's handling: what is recorded, which session is armed, the timers to clear. */
+class Drill {
+  readonly state: DrillState = { records: [], recordsLeftOut: 0, requests: 0, cuts: 0, resumesFaulted: 0 };
+  faultsLeft: number;
+  /** Sessions whose stream was cut: their next resume gets the fault. */
+  readonly armed = new Set<string>();
+  private readonly sockets = new Set<Socket>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(
+    readonly options: DrillOptions,
+    readonly events: DrillEvents,
+  ) {
+    this.faultsLeft = options.faults;
+  }
+
+  track(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+  }
+
+  /** Every timer and connection ends (the server closes after). */
+  stop(): void {
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    for (const s of this.sockets) s.destroy();
+  }
+
+  later(ms: number, fn: () => void): NodeJS.Timeout {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    this.timers.add(t);
+    return t;
+  }
+
+  cancel(t: NodeJS.Timeout | undefined): void {
+    if (t === undefined) return;
+    clearTimeout(t);
+    this.timers.delete(t);
+  }
+
+  record(r: Omit<StreamRecord, 'n'>): StreamRecord {
+    const { state } = this;
+    const full = { n: state.records.length + state.recordsLeftOut + 1, ...r };
+    if (state.records.length < MAX_RECORDS) state.records.push(full);
+    else state.recordsLeftOut++;
+    return full;
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    const { options } = this;
+    this.state.requests++;
+    req.on('error', () => res.destroy());
+    const path = req.url ?? '';
+    // Origin-form paths only: an absolute-form or authority-form target could point the drill at another host.
+    if (!path.startsWith('/')) {
+      req.resume();
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('forkwatch drill: origin-form request targets only\n');
+      return;
+    }
+    const lastEventId = header(req, 'last-event-id');
+    const session = sessionOf(req) ?? '';
+    if (req.method === 'GET' && lastEventId !== undefined && this.armed.has(session)) {
+      this.armed.delete(session);
+      this.faultResume(req, res);
+      return;
+    }
+    const kind: StreamKind = req.method === 'GET' ? (lastEventId !== undefined ? 'resume' : 'get') : 'post';
+    const cuttable = kind !== 'resume' && (options.streams === 'all' || options.streams === kind);
+    this.proxy(req, res, options.upstream, undefined, cuttable);
+  }
+
+  /** The resume of a cut stream: dropped, held, rerouted or passed, as the drill was told. */
+  private faultResume(req: IncomingMessage, res: ServerResponse): void {
+    const { options, events } = this;
+    const resume = options.resume;
+    if (resume === 'drop') {
+      const r = this.resumeRecord(req, 'drill', 'dropped');
+      r.ended = 'dropped';
+      events.log(`resume  ${describe(r)} → dropped, unanswered`);
+      req.socket.destroy();
+    } else if (resume === 'hold') {
+      const r = this.resumeRecord(req, 'drill', 'held');
+      events.log(`resume  ${describe(r)} → held open with no frames for ${options.holdMs / 1000} s`);
+      this.hold(res, r);
+    } else {
+      const reroute = resume === 'reroute' && options.rerouteUpstream !== undefined;
+      const r = this.resumeRecord(req, reroute ? 'reroute' : 'upstream', reroute ? 'rerouted' : 'passed');
+      events.log(`resume  ${describe(r)} → ${reroute ? 'rerouted to --reroute-upstream' : 'passed to --upstream'}`);
+      this.proxy(req, res, reroute ? options.rerouteUpstream! : options.upstream, r, false);
+    }
+    this.state.resumesFaulted++;
+    events.resumeFaulted();
+  }
+
+  private resumeRecord(req: IncomingMessage, to: StreamRecord['to'], fault: StreamRecord['fault']): StreamRecord {
+    return this.record({
+      ...newStreamRecord('resume', 'GET', sessionOf(req)),
+      lastEventId: clip(header(req, 'last-event-id') ?? '', ID_CHARS),
+      to,
+      fault,
+    });
+  }
+
+  private hold(res: ServerResponse, r: StreamRecord): void {
+    r.status = 200;
+    r.ended = 'held';
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    res.write(': forkwatch drill holds this resume\n\n');
+    const beat = setInterval(() => res.write(': hold\n\n'), HOLD_COMMENT_EVERY_MS);
+    const end = this.later(this.options.holdMs, () => res.end());
+    res.on('close', () => {
+      clearInterval(beat);
+      this.cancel(end);
+    });
+  }
+
+  /** Passes the request to `target`; its SSE answer is relayed frame by frame, and cut when `cut` says so. */
+  private proxy(req: IncomingMessage, res: ServerResponse, target: URL, r: StreamRecord | undefined, cut: boolean) {
+    const url = new URL(`${target.origin}${req.url!}`);
+    if (url.origin !== target.origin) {
+      res.writeHead(400).end();
+      return;
+    }
+    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
+    const upstreamReq = request(url, {
+      method: req.method,
+      headers: { ...forwardHeaders(req.headers), host: url.host },
+    });
+    let responded = false;
+    const headersTimer = this.later(this.options.upstreamTimeoutMs, () => {
+      if (r) r.ended = 'timed out';
+      upstreamReq.destroy();
+      if (!res.headersSent) res.writeHead(504).end();
+      else res.destroy();
+    });
+    upstreamReq.on('response', upRes => {
+      responded = true;
+      this.cancel(headersTimer);
+      this.answer(req, res, upstreamReq, upRes, r, cut);
+    });
+    upstreamReq.on('error', () => {
+      this.cancel(headersTimer);
+      if (r && r.ended === 'open') r.ended = 'upstream failed';
+      if (!res.headersSent)
+        res.writeHead(502, { 'content-type': 'text/plain' }).end('forkwatch drill: upstream failed\n');
+      else res.destroy();
+    });
+    res.on('close', () => {
+      this.cancel(headersTimer);
+      if (!responded || !res.writableFinished) upstreamReq.destroy();
+    });
+    req.pipe(upstreamReq);
+    req.on('error', () => upstreamReq.destroy());
+  }
+
+  /** The upstream answered: its head goes to the client, then its body, piped or relayed as an SSE stream. */
+  private answer(
+    req: IncomingMessage,
+    res: ServerResponse,
+    upstreamReq: ClientRequest,
+    upRes: IncomingMessage,
+    r: StreamRecord | undefined,
+    cut: boolean,
+  ): void {
+    const sse = String(upRes.headers['content-type'] ?? '').includes('text/event-stream');
+    const stream =
+      r ??
+      (sse
+        ? this.record(newStreamRecord(req.method === 'GET' ? 'get' : 'post', req.method ?? '?', sessionOf(req)))
+        : undefined);
+    if (stream) stream.status = upRes.statusCode;
+    try {
+      res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers));
+    } catch {
+      upRes.destroy();
+      if (!res.headersSent) res.writeHead(502).end();
+      return;
+    }
+    if (!sse || !stream) {
+      upRes.pipe(res);
+      upRes.on('end', () => {
+        if (stream && stream.ended === 'open') stream.ended = 'ended';
+      });
+      upRes.on('error', () => res.destroy());
+      return;
+    }
+    new SseRelay(this, stream, res, upstreamReq, upRes, cut).start();
+  }
+}
+
+/**
+ * One SSE answer relayed chunk by chunk: its frames counted as the upstream sent them and as the client got them,
+ * and, when it is the stream chosen, cut in the middle of a frame once it has sent enough events.
+ */
+class SseRelay {
+  private readonly sent = new SseFrameObserver({
+    onFrame: () => {
+      this.stream.framesSent++;
+    },
+  });
+  private readonly arrived = new SseFrameObserver({ onFrame: id => noteId(this.stream, id) });
+  /** This stream is the one chosen, and has not sent enough events yet (checked after each chunk). */
+  private cutPending: boolean;
+  private cutArmed = false;
+  private cutTimer: NodeJS.Timeout | undefined;
+  private dropped = false;
+
+  constructor(
+    private readonly drill: Drill,
+    private readonly stream: StreamRecord,
+    private readonly res: ServerResponse,
+    private readonly upstreamReq: ClientRequest,
+    private readonly upRes: IncomingMessage,
+    cut: boolean,
+  ) {
+    this.cutPending = cut && drill.faultsLeft > 0;
+  }
+
+  start(): void {
+    const { stream, res, upRes, drill } = this;
+    this.arm();
+    upRes.on('data', (chunk: Buffer) => {
+      if (stream.ended !== 'open') return;
+      if (this.cutArmed) {
+        this.cut(chunk);
+        return;
+      }
+      this.sent.push(chunk);
+      this.arrived.push(chunk);
+      if (!res.write(chunk)) {
+        upRes.pause();
+        res.once('drain', () => upRes.resume());
+      }
+      this.arm();
+    });
+    upRes.on('end', () => {
+      drill.cancel(this.cutTimer);
+      if (stream.ended === 'open') stream.ended = 'ended';
+      res.end();
+    });
+    upRes.on('error', () => {
+      drill.cancel(this.cutTimer);
+      if (stream.ended === 'open') stream.ended = 'upstream failed';
+      res.destroy();
+    });
+    res.on('close', () => {
+      drill.cancel(this.cutTimer);
+      if (stream.ended === 'open') stream.ended = 'client closed';
+      upRes.destroy();
+    });
+  }
+
+  /** Enough events sent: the cut comes with the next chunk, or after CUT_WAIT_MS without one. */
+  private arm(): void {
+    const { drill } = this;
+    if (!this.cutPending || this.stream.framesSent < drill.options.cutAfter || drill.faultsLeft <= 0) return;
+    this.cutPending = false;
+    this.cutArmed = true;
+    drill.faultsLeft--;
+    this.cutTimer = drill.later(CUT_WAIT_MS, () => this.cut(undefined));
+  }
+
+  private cut(rest: Buffer | undefined): void {
+    const { drill, stream } = this;
+    drill.cancel(this.cutTimer);
+    if (stream.ended !== 'open') return;
+    stream.ended = 'cut';
+    stream.fault = 'cut';
+    drill.state.cuts++;
+    if (!rest || rest.length === 0) {
+      this.drop();
+      return;
+    }
+    // Half of the next chunk goes through, flushed before the connection drops: the client holds a partial
+    // frame, as on a dropped connection.
+    this.sent.push(rest);
+    const half = rest.subarray(0, Math.max(1, Math.floor(rest.length / 2)));
+    this.arrived.push(half);
+    this.res.write(half, () => this.drop());
+    // A client that reads nothing more never flushes the write: drop anyway.
+    drill.later(CUT_WAIT_MS, () => this.drop());
+  }
+
+  private drop(): void {
+    if (this.dropped) return;
+    this.dropped = true;
+    const { drill, stream } = this;
+    drill.armed.add(stream.session ?? '');
+    drill.events.log(
+      `cut     ${describe(stream)} after ${stream.framesSent} events sent, ${stream.framesArrived} whole frames arrived (ids ${[...stream.firstIds, ...stream.lastIds].join(' ') || 'none'})`,
+    );
+    this.res.destroy();
+    this.upstreamReq.destroy();
+  }
+}
+
+function newStreamRecord(kind: StreamKind, method: string, session: string | undefined): Omit<StreamRecord, 'n'> {
+  return {
+    kind,
+    method,
+    session,
+    lastEventId: undefined,
+    to: 'upstream',
+    status: undefined,
+    fault: undefined,
+    framesSent: 0,
+    framesArrived: 0,
+    firstIds: [],
+    lastIds: [],
+    idsArrived: 0,
+    ended: 'open',
+  };
+}
+
+function noteId(r: StreamRecord, id: string | undefined): void {
+  r.framesArrived++;
+  if (id === undefined) return;
+  r.idsArrived++;
+  const shown = clip(id, ID_CHARS);
+  if (r.firstIds.length < FIRST_IDS) r.firstIds.push(shown);
+  else {
+    r.lastIds.push(shown);
+    if (r.lastIds.length > LAST_IDS) r.lastIds.shift();
+  }
+}
+
+function describe(r: StreamRecord): string {
+  return `${r.method}${r.lastEventId !== undefined ? ` Last-Event-ID ${r.lastEventId}` : ''}${r.session ? ` (session ${r.session.slice(0, 8)})` : ''}`;
+}
+
+function sessionOf(req: IncomingMessage): string | undefined {
+  const id = header(req, 'mcp-session-id');
+  return id === undefined ? undefined : hashSessionId(id);
 }

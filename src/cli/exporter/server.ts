@@ -38,98 +38,64 @@ export interface Exporter {
 
 export function createExporter({ config, env = process.env, log: write = () => undefined }: ExporterOptions): Exporter {
   // Values from a request are quoted where they are written; this keeps every call one line whatever slips by.
-  const log = (line: string) => write(oneLine(line));
-  const limiter = new Limiter(config.concurrency, config.queue);
-  const probes = new Map<string, number>(); // `${module}\u0000${verdict}` → count
-  const refused = { queue_full: 0, bad_request: 0, target_not_allowed: 0 };
-  let abandoned = 0;
-  for (const module of Object.keys(config.modules)) for (const v of VERDICTS) probes.set(`${module}\u0000${v}`, 0);
-
-  const probe = async (query: URLSearchParams, res: ServerResponse, req: IncomingMessage) => {
-    const target = query.get('target');
-    const moduleName = query.get('module') ?? 'default';
-    const module = findModule(config, moduleName);
-    const bad = (message: string) => {
-      refused.bad_request++;
-      log(`forkwatch exporter: 400 ${message}`);
-      send(res, 400, 'text/plain; charset=utf-8', `${message}\n`);
-    };
-    if (module === undefined) return bad(`unknown module ${quoted(moduleName, 100)}`);
-    const targetUrl = parseTarget(target);
-    if (typeof targetUrl === 'string') return bad(targetUrl);
-    // Before any connection, and before the module's secrets are even read.
-    if (module.targets !== undefined && !targetAllowed(module.targets, targetUrl)) {
-      refused.target_not_allowed++;
-      const message = `target ${quoted(displayTarget(targetUrl))} is not in the targets of module ${quoted(moduleName)}`;
-      log(`forkwatch exporter: 403 ${message}`);
-      return send(res, 403, 'text/plain; charset=utf-8', `${message}\n`);
-    }
-    let headers: Record<string, string>;
-    try {
-      headers = moduleHeaders(module, env);
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      return bad(`module ${quoted(moduleName)}: ${error.message}`);
-    }
-    const deadlineMs = probeDeadline(module, req.headers['x-prometheus-scrape-timeout-seconds']);
-    // A scrape whose client hung up is cut at once, and its slot (or its place in the queue) given back.
-    const gone = new AbortController();
-    res.once('close', () => {
-      if (!res.writableFinished) gone.abort();
-    });
-    const outcome = await limiter.run(
-      () => runBounded(probeOptions(targetUrl, headers, module), deadlineMs, gone.signal),
-      gone.signal,
-    );
-    if (outcome === 'cancelled') {
-      abandoned++;
-      log(
-        `forkwatch exporter: probe ${quoted(displayTarget(targetUrl))} module=${quoted(moduleName)} abandoned: the client went away`,
-      );
-      return;
-    }
-    if (outcome === 'queue_full') {
-      refused.queue_full++;
-      log(`forkwatch exporter: 503 queue full (${config.concurrency} running, ${config.queue} waiting)`);
-      return send(res, 503, 'text/plain; charset=utf-8', 'too many probes waiting\n');
-    }
-    const report = outcome.value;
-    const key = `${moduleName}\u0000${report.verdict}`;
-    probes.set(key, (probes.get(key) ?? 0) + 1);
-    log(
-      `forkwatch exporter: probe ${quoted(report.target)} module=${quoted(moduleName)} verdict=${report.verdict} ${report.durationMs} ms`,
-    );
-    send(res, 200, TEXT_FORMAT, renderPrometheus(report, { targetLabel: false }));
-  };
-
-  const selfMetrics = () => renderSelfMetrics(probes, refused, abandoned, limiter);
-
+  const endpoint = new ProbeEndpoint(config, env, line => write(oneLine(line)));
   return {
-    selfMetrics,
+    selfMetrics: () => endpoint.selfMetrics(),
     handle(req, res) {
       try {
-        route(req, res);
+        endpoint.route(req, res);
       } catch (error) {
         // No request may take the exporter down: whatever slipped through is logged and answered.
-        log(`forkwatch exporter: request error: ${quoted(String((error as Error)?.message))}`);
+        endpoint.log(`forkwatch exporter: request error: ${quoted(String((error as Error)?.message))}`);
         if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'exporter error\n');
       }
     },
   };
+}
 
-  function route(req: IncomingMessage, res: ServerResponse) {
+/** A probe request that passed the checks: its module, target and headers. */
+interface AdmittedProbe {
+  moduleName: string;
+  module: ModuleConfig;
+  targetUrl: URL;
+  headers: Record<string, string>;
+}
+
+/** The exporter's routes, its probe endpoint and the counts its own metrics report. */
+class ProbeEndpoint {
+  private readonly limiter: Limiter;
+  private readonly probes = new Map<string, number>(); // `${module}\u0000${verdict}` → count
+  private readonly refused = { queue_full: 0, bad_request: 0, target_not_allowed: 0 };
+  private abandoned = 0;
+
+  constructor(
+    private readonly config: ExporterConfig,
+    private readonly env: NodeJS.ProcessEnv,
+    readonly log: (line: string) => void,
+  ) {
+    this.limiter = new Limiter(config.concurrency, config.queue);
+    for (const module of Object.keys(config.modules)) {
+      for (const v of VERDICTS) this.probes.set(`${module}\u0000${v}`, 0);
+    }
+  }
+
+  selfMetrics(): string {
+    return renderSelfMetrics(this.probes, this.refused, this.abandoned, this.limiter);
+  }
+
+  route(req: IncomingMessage, res: ServerResponse) {
     const target = requestTarget(req.url);
     if (target === undefined) return send(res, 400, 'text/plain', 'bad request target\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'text/plain', 'GET only\n');
     switch (target.path) {
       case '/probe':
-        probe(target.query, res, req).catch(error => {
-          log(`forkwatch exporter: probe error: ${quoted(String((error as Error)?.message))}`);
+        this.probe(target.query, res, req).catch(error => {
+          this.log(`forkwatch exporter: probe error: ${quoted(String((error as Error)?.message))}`);
           if (!res.headersSent) send(res, 500, 'text/plain; charset=utf-8', 'probe error\n');
         });
         return;
       case '/metrics':
-        return send(res, 200, TEXT_FORMAT, selfMetrics());
+        return send(res, 200, TEXT_FORMAT, this.selfMetrics());
       case '/-/healthy':
         return send(res, 200, 'text/plain', 'OK\n');
       case '/':
@@ -137,10 +103,75 @@ export function createExporter({ config, env = process.env, log: write = () => u
           res,
           200,
           'text/plain; charset=utf-8',
-          `forkwatch exporter\n\n/probe?target=<MCP endpoint URL>&module=<${Object.keys(config.modules).join('|')}>\n/metrics\n`,
+          `forkwatch exporter\n\n/probe?target=<MCP endpoint URL>&module=<${Object.keys(this.config.modules).join('|')}>\n/metrics\n`,
         );
       default:
         return send(res, 404, 'text/plain', 'not found\n');
+    }
+  }
+
+  private async probe(query: URLSearchParams, res: ServerResponse, req: IncomingMessage) {
+    const admitted = this.admit(query, res);
+    if (admitted === undefined) return;
+    const { moduleName, module, targetUrl, headers } = admitted;
+    const deadlineMs = probeDeadline(module, req.headers['x-prometheus-scrape-timeout-seconds']);
+    // A scrape whose client hung up is cut at once, and its slot (or its place in the queue) given back.
+    const gone = new AbortController();
+    res.once('close', () => {
+      if (!res.writableFinished) gone.abort();
+    });
+    const outcome = await this.limiter.run(
+      () => runBounded(probeOptions(targetUrl, headers, module), deadlineMs, gone.signal),
+      gone.signal,
+    );
+    if (outcome === 'cancelled') {
+      this.abandoned++;
+      this.log(
+        `forkwatch exporter: probe ${quoted(displayTarget(targetUrl))} module=${quoted(moduleName)} abandoned: the client went away`,
+      );
+      return;
+    }
+    if (outcome === 'queue_full') {
+      this.refused.queue_full++;
+      this.log(`forkwatch exporter: 503 queue full (${this.config.concurrency} running, ${this.config.queue} waiting)`);
+      return send(res, 503, 'text/plain; charset=utf-8', 'too many probes waiting\n');
+    }
+    const report = outcome.value;
+    const key = `${moduleName}\u0000${report.verdict}`;
+    this.probes.set(key, (this.probes.get(key) ?? 0) + 1);
+    this.log(
+      `forkwatch exporter: probe ${quoted(report.target)} module=${quoted(moduleName)} verdict=${report.verdict} ${report.durationMs} ms`,
+    );
+    send(res, 200, TEXT_FORMAT, renderPrometheus(report, { targetLabel: false }));
+  }
+
+  /** The module, target and headers of a probe request, or undefined once it was refused (400 or 403). */
+  private admit(query: URLSearchParams, res: ServerResponse): AdmittedProbe | undefined {
+    const target = query.get('target');
+    const moduleName = query.get('module') ?? 'default';
+    const module = findModule(this.config, moduleName);
+    const bad = (message: string) => {
+      this.refused.bad_request++;
+      this.log(`forkwatch exporter: 400 ${message}`);
+      send(res, 400, 'text/plain; charset=utf-8', `${message}\n`);
+      return undefined;
+    };
+    if (module === undefined) return bad(`unknown module ${quoted(moduleName, 100)}`);
+    const targetUrl = parseTarget(target);
+    if (typeof targetUrl === 'string') return bad(targetUrl);
+    // Before any connection, and before the module's secrets are even read.
+    if (module.targets !== undefined && !targetAllowed(module.targets, targetUrl)) {
+      this.refused.target_not_allowed++;
+      const message = `target ${quoted(displayTarget(targetUrl))} is not in the targets of module ${quoted(moduleName)}`;
+      this.log(`forkwatch exporter: 403 ${message}`);
+      send(res, 403, 'text/plain; charset=utf-8', `${message}\n`);
+      return undefined;
+    }
+    try {
+      return { moduleName, module, targetUrl, headers: moduleHeaders(module, this.env) };
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      return bad(`module ${quoted(moduleName)}: ${error.message}`);
     }
   }
 }

@@ -6,7 +6,8 @@
  * The probe's progress line on stderr: on a terminal, one line rewritten in place as the probe moves on, with the
  * elapsed time, and erased before the report is printed; when stderr is a file or a pipe, nothing (logs stay clean).
  */
-import type { ProgressSink } from './run-probe';
+/** Where the probe says what it is doing (one short phrase at a time): run-probe.ts and standalone.ts speak to it. */
+export type ProgressSink = (phrase: string) => void;
 
 export interface ProgressStream {
   isTTY?: boolean;

@@ -10,6 +10,7 @@
 import { bogusCursor } from './bogus-cursor';
 import { inspectPingStream, repeatedCondition, replayCondition, summarize, withoutPostStreams } from './conditions';
 import { McpHttp } from './mcp-http';
+import type { ProgressSink } from './progress';
 import { type ProbeOptions, displayTarget } from './options';
 import {
   type ConditionName,
@@ -46,9 +47,6 @@ interface Findings {
 
 /** Standalone streams are waited on for at most this long per trigger (bounded by --timeout too). */
 const STANDALONE_WAIT_MS = 2000;
-
-/** Where the probe says what it is doing (one short phrase at a time); see progress.ts. */
-export type ProgressSink = (phrase: string) => void;
 
 /**
  * `stop` ends the probe early (the exporter's per-probe deadline): exchanges in flight are cut, the session is

@@ -27,7 +27,7 @@ import {
   summarizeResumes,
 } from './report';
 import { checkBogusCursor, resumeGet, resumeOnce } from './resume';
-import type { ProgressSink } from './run-probe';
+import type { ProgressSink } from './progress';
 import { type StandaloneStream, openStandalone } from './standalone-stream';
 import { type Trigger, type TriggerOptions, availableTriggers, enableLogging } from './triggers';
 

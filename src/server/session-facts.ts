@@ -1,0 +1,56 @@
+/*
+ * Copyright The forkwatch Authors
+ * SPDX-License-Identifier: Apache-2.0
+ */
+/**
+ * SessionFacts (stack.ts) handed to the process's delivery ledger: the one implementation every stack's session
+ * observer holds, one per session. It reads the ledger from the observer's runtime at each fact, so a re-patch (a
+ * new runtime) or a reconfigured instrumentation (a new ledger) takes over at once.
+ */
+import type { StoredEvent } from '../core/delivery-ledger';
+import type { ServerRuntime } from './server-runtime';
+import type { SessionFacts } from './stack';
+
+/** The eight possible StoredEvent values, shared: nothing is allocated per event. */
+const STORED_EVENTS: readonly StoredEvent[] = Array.from({ length: 8 }, (_, i) => ({
+  open: (i & 1) !== 0,
+  replayable: (i & 2) !== 0,
+  standalone: (i & 4) !== 0,
+}));
+
+export function storedEventOf(open: boolean, replayable: boolean, standalone: boolean): StoredEvent {
+  return STORED_EVENTS[(open ? 1 : 0) | (replayable ? 2 : 0) | (standalone ? 4 : 0)]!;
+}
+
+export class LedgerSessionFacts implements SessionFacts {
+  constructor(
+    /** The stack's observer of the session: the runtime its patch last bound. */
+    private readonly owner: { readonly runtime: ServerRuntime },
+    /** The ledger's key for the session. */
+    readonly session: object,
+  ) {}
+
+  requestReceived(): void {
+    this.owner.runtime.serverDelivery.requestReceived(this.session);
+  }
+
+  getReceived(): void {
+    this.owner.runtime.serverDelivery.getReceived(this.session);
+  }
+
+  eventSent(streamId: string, event: StoredEvent): void {
+    this.owner.runtime.serverDelivery.eventStored(this.session, streamId, event);
+  }
+
+  standaloneDropped(streamId: string, unwritten: number): void {
+    this.owner.runtime.serverDelivery.standaloneDropped(this.session, streamId, unwritten);
+  }
+
+  replaySent(streamId: string, events: number): void {
+    this.owner.runtime.serverDelivery.replaySent(this.session, streamId, events);
+  }
+
+  closed(): void {
+    this.owner.runtime.serverDelivery.sessionClosed(this.session);
+  }
+}
