@@ -11,7 +11,7 @@
  * (c) every lossy run at least exposure on the client.
  *
  * Size and time: 40 cells of the 558 runnable, on 2 lanes: 72 s of tests on this 2-core machine at load average ~4,
- * 143 s at load average ~20 (the whole matrix is `npm run matrix`: 914 s on 3 lanes at load ~20, see docs/matrix.md).
+ * 143 s at load average ~20 (the whole matrix is `npm run matrix`: 549 s on 3 lanes at load ~7, see docs/matrix.md).
  * (a) is asserted strictly; a cell that breaks (b) or (c) must break for a cause docs/matrix.md names (the open
  * gaps of issue 45), never an unexplained one.
  */
@@ -81,9 +81,9 @@ describe('the ground-truth matrix, a seeded sample', () => {
 
   // (a) holds in every cell of the whole matrix (docs/matrix.md: 0 false pages in 558): asserted strictly, a false
   // page fails CI. (b) and (c) still break in cells whose causes docs/matrix.md names as the open gaps of issue 45
-  // (a living server that counts no loss it sent, no ids without a store, split-brain loss no client can see, codec
-  // gaps): each such cell must break for a named cause, never an unexplained one, and the count of broken cells is
-  // printed so a regression shows. Fixing a gap shrinks the table; a new kind of miss fails here.
+  // (a living server that counts no loss it sent, split-brain loss no client can see, codec gaps): each such cell
+  // must break for a named cause, never an unexplained one, and the count of broken cells is printed so a
+  // regression shows. Fixing a gap shrinks the table; a new kind of miss fails here.
   test.each(cells.map(c => c.name))('%s: no false page; any miss has a named cause', name => {
     const v = verdicts.get(name);
     expect(v, `no verdict for ${name}`).toBeDefined();
