@@ -28,6 +28,9 @@
 //   node bench/short-sessions.mjs                    10 rounds of 200 sessions (about 4 minutes on 2 shared cores)
 //   node bench/short-sessions.mjs --quick            3 rounds of 60 sessions: a smoke test (npm run bench runs it)
 //   node bench/short-sessions.mjs --rounds 6 --sessions 100 --count 5 --concurrency 4 --warmup 20
+//   node bench/short-sessions.mjs --concurrent       each variant runs beside a bare pair of its own, started at the
+//                                                     same moment, and is divided by that one: on a machine whose
+//                                                     load moves from one second to the next, both feel the same
 //   node bench/short-sessions.mjs --before DIR       a fourth variant, `before`: another build of src (an earlier
 //                                                     commit's build/src) in the same rounds, for a before/after
 //   node bench/short-sessions.mjs --cpu-prof DIR     one extra profiled forkwatch pair, the client's and the server's
@@ -59,11 +62,16 @@ const config = {
   count: Number(value('--count', 5)),
   concurrency: Number(value('--concurrency', 4)),
   variants: ['bare', 'bare-again', 'forkwatch', ...(flag('--before') ? ['before'] : [])],
+  concurrent: flag('--concurrent'),
 };
 const instrumented = variant => variant === 'forkwatch' || variant === 'before';
+/** The bare run a variant's run of this round is divided by: the round's, or (--concurrent) the one beside it. */
+const baselineOf = (round, variant) => round.baselines?.[variant] ?? round.results.bare;
 const out = value('--out', join(here, 'results', 'short-sessions.json'));
 const cpuProfDir = value('--cpu-prof', undefined) && resolvePath(value('--cpu-prof', undefined));
 const profVariants = value('--cpu-prof-variants', 'forkwatch').split(',');
+/** V8's sampling interval in the profiled pair (its default, 1 ms, is too coarse for a session of a few ms). */
+const PROFILE_INTERVAL_US = 100;
 
 // --- the scratch installs of forkwatch ---
 
@@ -169,7 +177,11 @@ async function pair(variant, extra = {}) {
   }
 }
 
-/** forkwatch's own code in a profile: self time of the functions in its build, per function, in the timed window. */
+/**
+ * forkwatch's own code in a profile: self time of the functions in its build, per function, in the timed window.
+ * Counted in samples of the sampling interval, not in the profile's time deltas: a delta also holds the time the
+ * thread waited for a CPU, which on a shared machine lands on whatever ran last.
+ */
 function forkwatchSelf(file, windowUs) {
   const prof = JSON.parse(readFileSync(file, 'utf8'));
   const nodes = new Map(prof.nodes.map(n => [n.id, n]));
@@ -182,7 +194,7 @@ function forkwatchSelf(file, windowUs) {
   for (let i = 0; i < prof.samples.length; i++) {
     at += prof.timeDeltas[i] ?? 0;
     if (windowed && (at < from || at > to)) continue;
-    const us = prof.timeDeltas[i] ?? 0;
+    const us = PROFILE_INTERVAL_US;
     const frame = nodes.get(prof.samples[i]).callFrame;
     if (frame.functionName === '(idle)' || frame.functionName === '(program)') continue;
     busyUs += us;
@@ -206,9 +218,20 @@ try {
   for (let r = 0; r < config.rounds; r++) {
     const order = config.variants.map((_, i) => config.variants[(i + r) % k]);
     const results = {};
-    for (const variant of order) results[variant] = await pair(variant);
-    rounds.push({ order, results, loadAverage: os.loadavg()[0] });
-    const ratio = (variant, side) => results[variant][`${side}CpuUs`] / results.bare[`${side}CpuUs`];
+    const baselines = {};
+    if (config.concurrent) {
+      // Each variant beside a bare pair of its own, started together: both feel the same load from the rest of the
+      // machine for the same seconds, and each other's equally.
+      for (const variant of order.filter(v => v !== 'bare')) {
+        [baselines[variant], results[variant]] = await Promise.all([pair('bare'), pair(variant)]);
+      }
+      results.bare = baselines['bare-again'];
+    } else {
+      for (const variant of order) results[variant] = await pair(variant);
+    }
+    rounds.push({ order, results, ...(config.concurrent ? { baselines } : {}), loadAverage: os.loadavg()[0] });
+    const ratio = (variant, side) =>
+      results[variant][`${side}CpuUs`] / baselineOf(rounds.at(-1), variant)[`${side}CpuUs`];
     process.stderr.write(
       `round ${r + 1}/${config.rounds} (${order.join(' ')}, load ${os.loadavg()[0].toFixed(1)}): bare client ` +
         `${(results.bare.clientCpuUs / config.sessions / 1000).toFixed(2)} ms/session; forkwatch/bare client ` +
@@ -220,7 +243,12 @@ try {
     for (const variant of profVariants) {
       const dir = join(cpuProfDir, variant);
       rmSync(dir, { recursive: true, force: true });
-      const prof = side => ['--cpu-prof', `--cpu-prof-dir=${join(dir, side)}`, '--cpu-prof-interval', '100'];
+      const prof = side => [
+        '--cpu-prof',
+        `--cpu-prof-dir=${join(dir, side)}`,
+        '--cpu-prof-interval',
+        String(PROFILE_INTERVAL_US),
+      ];
       process.stderr.write(`profiled pair (${variant})…\n`);
       const run = await pair(variant, { client: prof('client'), server: prof('server') });
       profiles[variant] = {};
@@ -264,9 +292,13 @@ const comparisons = config.variants
       SIDES.map(side => [
         side,
         {
-          ratio: summarize(rounds.map(r => r.results[variant][`${side}CpuUs`] / r.results.bare[`${side}CpuUs`])),
+          ratio: summarize(
+            rounds.map(r => r.results[variant][`${side}CpuUs`] / baselineOf(r, variant)[`${side}CpuUs`]),
+          ),
           deltaUsPerSession: summarize(
-            rounds.map(r => (r.results[variant][`${side}CpuUs`] - r.results.bare[`${side}CpuUs`]) / config.sessions),
+            rounds.map(
+              r => (r.results[variant][`${side}CpuUs`] - baselineOf(r, variant)[`${side}CpuUs`]) / config.sessions,
+            ),
           ),
         },
       ]),
@@ -289,10 +321,10 @@ const clientParts = Object.fromEntries(
         Object.entries(PARTS).map(([part, of]) => [
           part,
           {
-            ratio: summarize(rounds.map(r => of(r.results[variant]) / of(r.results.bare))),
-            bareUsPerSession: summarize(rounds.map(r => of(r.results.bare) / config.sessions)).median,
+            ratio: summarize(rounds.map(r => of(r.results[variant]) / of(baselineOf(r, variant)))),
+            bareUsPerSession: summarize(rounds.map(r => of(baselineOf(r, variant)) / config.sessions)).median,
             deltaUsPerSession: summarize(
-              rounds.map(r => (of(r.results[variant]) - of(r.results.bare)) / config.sessions),
+              rounds.map(r => (of(r.results[variant]) - of(baselineOf(r, variant))) / config.sessions),
             ).median,
           },
         ]),
