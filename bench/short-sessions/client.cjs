@@ -77,6 +77,9 @@ async function main() {
   const usage = process.cpuUsage(usageBefore);
   const t1 = process.hrtime.bigint();
   const serverAfter = await serverCpu(false);
+  // What the sessions left behind: the heap in use after a full GC (what every later major GC marks again).
+  globalThis.gc?.();
+  const heapUsedAfterGc = process.memoryUsage().heapUsed;
   process.stdout.write(
     `${JSON.stringify({
       patched,
@@ -91,6 +94,7 @@ async function main() {
       timedWindowUs: [Number(t0 / 1000n), Number(t1 / 1000n)],
       serverOpenAfter: serverAfter.open,
       rssBytes: process.memoryUsage().rss,
+      heapUsedAfterGc,
     })}\n`,
   );
   process.exit(0);
