@@ -17,6 +17,7 @@
 //   node bench/run.mjs --rounds 10 --count 5000 --variants bare,forkwatch
 //   node bench/run.mjs --no-detector --no-ab --out /tmp/result.json
 //   node bench/report.mjs               the last results as Markdown tables
+//   node bench/run.mjs --no-short-sessions  without the many-short-sessions bench that follows (short-sessions.mjs)
 //
 // Writes bench/results/latest.json (or --out) and prints a table. Run `node scripts/build.mjs` first (npm run bench
 // does): forkwatch is loaded from a private copy of build/src taken at the start, so a rebuild during the run
@@ -454,3 +455,13 @@ console.log(
     `≤ 1 KiB per session: ${session !== undefined ? `${Math.round(session)} B` : '—'} → ${verdict(targets.memoryWithinMax)}`,
 );
 console.log(`\nwrote ${relative(root, out)} (${result.durationSeconds} s)`);
+
+// Then forkwatch's cost where most MCP traffic is: many short sessions, both sides, its own A/A control
+// (bench/short-sessions.mjs; its full size with `npm run bench`, a smoke test with --quick).
+if (!flag('--no-short-sessions')) {
+  const shortArgs = [join(here, 'short-sessions.mjs'), ...(quick ? ['--quick'] : [])];
+  const code = await new Promise(resolve =>
+    spawn(process.execPath, shortArgs, { stdio: 'inherit' }).on('exit', c => resolve(c ?? 1)),
+  );
+  if (code !== 0) process.exitCode = code;
+}

@@ -260,6 +260,30 @@ export function lookAlikeOf(codec: EventIdCodec): EventIdCodec | undefined {
   return codec === csharpCodec ? hexSequenceCodec : undefined;
 }
 
+/**
+ * False when no codec of `auto` that reads a dense sequence (integer, csharp, hex-sequence, rmcp, go-sdk) can read
+ * the id: a necessary condition of each one's pattern above, checked without a regular expression. Each needs a `:`
+ * (csharp, hex-sequence) or else ends in decimal digits that follow the id's start (integer; rmcp with its `/`) or a
+ * `_` at index 0 or 26 (go-sdk: an empty or 26-character stream key). The SDK's, mcp-proxy's, Kotlin's and Java's ids
+ * (a UUID or `_GET_stream` first, then a letter or a `_`) never pass, so a connection of theirs runs no pattern to
+ * learn that its numbering is not dense (core/density.ts): the first regular expression run after the host's other
+ * work cost several microseconds, once per stream of every short session (issue 50).
+ */
+export function mayReadDense(id: string): boolean {
+  if (id.includes(':')) return true;
+  const n = id.length;
+  // Where the decimal tail starts: after go-sdk's `_`, else at the start (integer, rmcp's `<index>/<request>`).
+  const from = id.charCodeAt(0) === 0x5f ? 1 : n > 27 && id.charCodeAt(26) === 0x5f ? 27 : 0;
+  if (from === n) return false;
+  for (let i = from; i < n; i++) {
+    const c = id.charCodeAt(i);
+    if (c >= 0x30 && c <= 0x39) continue;
+    if (c === 0x2f && from === 0) continue;
+    return false;
+  }
+  return true;
+}
+
 /** Picks the first built-in codec that understands the id. */
 export function detectCodec(id: string): EventIdCodec | undefined {
   for (const codec of AUTO_ORDER) {

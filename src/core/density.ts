@@ -11,7 +11,7 @@
  * as skipped events reports gaps that lost nothing. So skipped events are claimed only once consecutive events on
  * one connection were seen to advance by exactly one, and never once a live connection was seen to jump.
  */
-import { type DecodedEventId, type EventIdCodec, detectCodec, safeDecode } from './codecs';
+import { type DecodedEventId, type EventIdCodec, detectCodec, mayReadDense, safeDecode } from './codecs';
 import { isFiniteNumber } from './numbers';
 
 /**
@@ -43,7 +43,10 @@ export class DensityWatch {
   observe(id: string, known: SequenceDensity): SequenceDensity {
     if (this.done || known === 'sparse') return known;
     if (this.codec === undefined) {
-      const codec = this.setting === undefined || this.setting.name === 'auto' ? detectCodec(id) : this.setting;
+      const auto = this.setting === undefined || this.setting.name === 'auto';
+      // No dense format reads the id: whichever codec `auto` detects, the watch would stop here.
+      if (auto && !mayReadDense(id)) return this.stop(known);
+      const codec = auto ? detectCodec(id) : this.setting;
       if (codec === undefined) return this.stop(known);
       this.codec = codec;
     }

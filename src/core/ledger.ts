@@ -16,6 +16,9 @@ import type { SequenceDensity } from './density';
 
 export { DEFAULT_LEDGER_LIMITS, type LedgerLimits };
 
+/** The ring a session starts with: a short session's ids fit in it (one tool call with a few notifications). */
+const FIRST_RING = 16;
+
 export class SessionRecord {
   /** The last id consumed on any stream of the session. */
   lastConsumedId: string | undefined = undefined;
@@ -29,7 +32,8 @@ export class SessionRecord {
   resumeAttempts = 0;
   /** What the session's live streams showed of its id numbering: skipped events are counted only when `dense`. */
   density: SequenceDensity = 'unseen';
-  private readonly ring: number[];
+  private ring: number[];
+  private readonly capacity: number;
   private ringSize = 0;
   private ringNext = 0;
 
@@ -38,9 +42,12 @@ export class SessionRecord {
     capacity: number,
     now: number,
   ) {
+    this.capacity = Math.max(1, capacity);
     // A plain array of doubles: 8 bytes per hash like a Float64Array, without the ~190 bytes of ArrayBuffer and
     // typed-array objects that one costs per session. Filled with a non-integer, so it holds doubles from the start.
-    this.ring = new Array<number>(Math.max(1, capacity)).fill(0.5);
+    // Small at first, grown once to its capacity when full: most sessions are short and consume a few ids, and the
+    // ledger keeps each session for as long as it may be resumed (issue 50).
+    this.ring = new Array<number>(Math.min(this.capacity, FIRST_RING)).fill(0.5);
     this.lastActiveAt = now;
     this.placedAt = now;
   }
@@ -56,16 +63,24 @@ export class SessionRecord {
    */
   consume(id: string, now: number): boolean {
     const hash = hashEventId(id);
-    this.lastConsumedId = id;
+    this.lastConsumedId = detached(id);
     this.lastActiveAt = now;
     if (this.hasHash(hash)) return true;
+    // Until the ring wraps, ids are written in order, so a full small ring grows with its ids where they are.
+    if (this.ringNext === this.ring.length && this.ringNext < this.capacity) this.grow();
     const ring = this.ring;
     ring[this.ringNext] = hash;
     // A compare instead of a modulo: the ring is written once per frame.
     const next = this.ringNext + 1;
-    this.ringNext = next === ring.length ? 0 : next;
-    if (this.ringSize < ring.length) this.ringSize++;
+    this.ringNext = next === this.capacity ? 0 : next;
+    if (this.ringSize < this.capacity) this.ringSize++;
     return false;
+  }
+
+  private grow(): void {
+    const ring = new Array<number>(this.capacity).fill(0.5);
+    for (let i = 0; i < this.ringSize; i++) ring[i] = this.ring[i]!;
+    this.ring = ring;
   }
 
   private hasHash(hash: number): boolean {
@@ -79,6 +94,17 @@ export class SessionRecord {
     for (; i < n; i++) if (ring[i] === hash) return true;
     return false;
   }
+}
+
+/**
+ * The id's text on its own. An id the SSE parser cut from the stream's text is a slice that holds the whole chunk it
+ * came from (1.5 KB for an SDK tool call's), and the ledger keeps a session's last id for as long as it keeps the
+ * session (30 minutes by default): a short session kept 2 KB of the host's heap alive, marked by every major GC
+ * (issue 50). Prefixing a character makes V8 copy the text into a new string, and slicing that holds only the copy.
+ * Short ids are copied by V8 whenever they are cut.
+ */
+function detached(id: string): string {
+  return id.length < 13 ? id : ` ${id}`.slice(1);
 }
 
 export class SessionLedger {

@@ -30,7 +30,7 @@
 import type { MeterProvider as ApiMeterProvider } from '@opentelemetry/api';
 import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import type { Server } from 'node:http';
-import { setImmediate, setInterval } from 'node:timers';
+import { setInterval, setTimeout } from 'node:timers';
 import { isMainThread } from 'node:worker_threads';
 import { type LogLevelName, type RegisterEnvConfig, readRegisterEnv } from './env-config';
 import type { ForkwatchInstrumentation } from './instrumentation';
@@ -75,8 +75,10 @@ class Registration implements ForkwatchRegistration {
   mode: ForkwatchRegistration['mode'] = 'pending';
   instrumentation: ForkwatchInstrumentation | undefined;
   promClientReader: ForkwatchMetricReader | undefined;
-  readonly ready: Promise<void>;
+  private readonly decided: Promise<void>;
   private markReady!: () => void;
+  /** The timer that decides (unref'd: see start()). */
+  private decision: ReturnType<typeof setTimeout> | undefined;
   private sdk: StartedSdk | undefined;
   private prometheus: PrometheusExporter | undefined;
   private prometheusServer: Server | undefined;
@@ -88,7 +90,13 @@ class Registration implements ForkwatchRegistration {
     private readonly env: RegisterEnvConfig,
     private readonly say: (line: string) => void,
   ) {
-    this.ready = new Promise(resolve => (this.markReady = resolve));
+    this.decided = new Promise(resolve => (this.markReady = resolve));
+  }
+
+  /** Whoever waits for the decision (forkwatch/prom-client) keeps the process alive until it is taken. */
+  get ready(): Promise<void> {
+    this.decision?.ref();
+    return this.decided;
   }
 
   /** Something threw while setting up: the app runs on, without forkwatch's exporters. */
@@ -104,17 +112,54 @@ class Registration implements ForkwatchRegistration {
       this.markReady();
       return;
     }
-    this.installEsmHook();
+    // Loaded before the ESM loader hooks go in: with synchronous hooks every require() after them goes through the
+    // hooks too, and these are forkwatch's own modules and @opentelemetry/instrumentation's, none of them the app's.
     const { ForkwatchInstrumentation } = require('./instrumentation') as typeof import('./instrumentation');
     // Until decide() set up a logger, what forkwatch says is held: with synchronous loader hooks an ESM app's
     // modules load, and are patched, before that.
     holdDiagnostics();
     // Enabled by its constructor: the require hooks and the require.cache scan are in place from here on.
     this.instrumentation = new ForkwatchInstrumentation({ ...this.env.instrumentation });
-    // One tick later a CommonJS main module (`--require`) has run its top level, and every --require preload has
-    // run: an SDK the app starts there is seen. ESM main modules run later, after their imports load; an ESM app
-    // that starts its own SDK sets FORKWATCH_START_SDK=false (and is told so if it does not).
-    setImmediate(() => this.decide());
+    // Before the app's first import, which is what they are for.
+    this.installEsmHook();
+    // On the event loop's first turn a CommonJS main module (`--require`) has run its top level, and every --require
+    // preload has run: an SDK the app starts there is seen. ESM main modules run later, after their imports load; an
+    // ESM app that starts its own SDK sets FORKWATCH_START_SDK=false (and is told so if it does not).
+    //
+    // The decision does not keep the process alive (issue 50): a process whose event loop has nothing to wait for
+    // after its main module (a CLI's `--version`, `node -e`, a shim that execs another program) did no I/O, so no MCP
+    // exchange either, and ends without starting an SDK and its Prometheus listener, about 100 ms of CPU. An unref'd
+    // timer, not an unref'd immediate: libuv's poll wakes for every timer, ref'd or not, so in a process that waits
+    // for anything (a socket, a timer, a file) it fires on the first turn, before the poll phase, where an unref'd
+    // immediate would wait for the first I/O event. What was said meanwhile is written at exit instead
+    // (sayHeldAtExit), and `ready` keeps the process alive for whoever awaits it.
+    this.decision = setTimeout(() => this.decide(), 0);
+    this.decision.unref();
+    process.once('exit', this.sayHeldAtExit);
+  }
+
+  /** The process ends before decide() ran: what forkwatch held is said where decide() would have sent it. */
+  private readonly sayHeldAtExit = (): void => {
+    if (this.mode !== 'pending') return;
+    try {
+      if (this.wouldStartSdk()) this.installDiagLogger();
+    } finally {
+      releaseDiagnostics();
+    }
+  };
+
+  /** Whether decide() starts an SDK: none of the app's is registered, and FORKWATCH_START_SDK allows it. */
+  private wouldStartSdk(globals = otelGlobals()): boolean {
+    return this.env.startSdk && !globals.trace && !globals.metrics;
+  }
+
+  /** The OpenTelemetry diag logger of the SDK register starts: stderr, at OTEL_LOG_LEVEL. */
+  private installDiagLogger(): void {
+    const { diag } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+    diag.setLogger(new StderrDiagLogger(message => this.onOtelError(message)), {
+      logLevel: LEVEL[this.env.logLevel],
+      suppressOverrideMessage: true,
+    });
   }
 
   private installEsmHook(): void {
@@ -130,9 +175,11 @@ class Registration implements ForkwatchRegistration {
   }
 
   private decide(): void {
+    this.decision = undefined;
+    process.removeListener('exit', this.sayHeldAtExit);
     try {
       const globals = otelGlobals();
-      if (!this.env.startSdk || globals.trace || globals.metrics) {
+      if (!this.wouldStartSdk(globals)) {
         this.mode = 'app-sdk';
         this.followGlobalMeterProvider();
       } else {
@@ -151,11 +198,7 @@ class Registration implements ForkwatchRegistration {
   }
 
   private startSdk(contextRegistered: boolean, propagatorRegistered: boolean): void {
-    const { diag } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
-    diag.setLogger(new StderrDiagLogger(message => this.onOtelError(message)), {
-      logLevel: LEVEL[this.env.logLevel],
-      suppressOverrideMessage: true,
-    });
+    this.installDiagLogger();
     const { startSdk } = require('./register-sdk') as typeof import('./register-sdk');
     const exporters = createMetricExporters(this.env, this.say);
     this.prometheus = exporters.prometheus;

@@ -2,15 +2,21 @@
  * Copyright The forkwatch Authors
  * SPDX-License-Identifier: Apache-2.0
  */
-import { createHash } from 'node:crypto';
 import { PEER_VALUE_MAX_CHARS, clip } from '../core/clip';
 import { ATTR } from './names';
+
+/**
+ * node:crypto's, required on the first hash rather than at start-up: every process that loads register would load it
+ * before the app's first line, and most never hash a session id (issue 50).
+ */
+let createHash: typeof import('node:crypto').createHash | undefined;
 
 /**
  * Session ids are bearer-like secrets on some servers, so spans carry a short hash by default. Client and server
  * hash the same way, which keeps their spans joinable.
  */
 export function hashSessionId(sessionId: string): string {
+  createHash ??= (require('node:crypto') as typeof import('node:crypto')).createHash;
   return createHash('sha256').update(sessionId).digest('hex').slice(0, 16);
 }
 

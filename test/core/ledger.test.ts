@@ -42,6 +42,16 @@ describe('SessionRecord duplicate detection', () => {
     expect(record.lastActiveAt).toBe(40);
   });
 
+  test('the last id is kept by its text: an id cut from a long SSE chunk reads the same', () => {
+    const chunk = `id: ${'7f3c'.repeat(10)}_1796520636581_u6ge0qcr\ndata: ${'x'.repeat(1400)}\n\n`;
+    const id = chunk.slice(4, chunk.indexOf('\n'));
+    const record = new SessionRecord('s', 64, 0);
+    record.consume(id, 1);
+    expect(record.lastConsumedId).toBe(`${'7f3c'.repeat(10)}_1796520636581_u6ge0qcr`);
+    record.consume('short-1', 2);
+    expect(record.lastConsumedId).toBe('short-1');
+  });
+
   test('after `recentIds` newer ids, an old id is forgotten', () => {
     const record = new SessionRecord('s', 4, 0);
     record.consume('old', 0);
@@ -67,11 +77,11 @@ describe('SessionRecord duplicate detection', () => {
     expect(record.hasConsumed('x')).toBe(false);
   });
 
-  test('property: exactly the last `capacity` distinct ids are remembered', () => {
+  test('property: exactly the last `capacity` distinct ids are remembered (the ring starts small and grows once)', () => {
     fc.assert(
       fc.property(
-        fc.integer({ min: 1, max: 16 }),
-        fc.array(fc.integer({ min: 0, max: 40 }), { maxLength: 120 }),
+        fc.integer({ min: 1, max: 80 }),
+        fc.array(fc.integer({ min: 0, max: 120 }), { maxLength: 300 }),
         (cap, seq) => {
           const record = new SessionRecord('s', cap, 0);
           const model: string[] = []; // distinct ids, oldest first, at most cap
@@ -83,7 +93,7 @@ describe('SessionRecord duplicate detection', () => {
               if (model.length > cap) model.shift();
             }
           }
-          for (let n = 0; n <= 40; n++) expect(record.hasConsumed(String(n))).toBe(model.includes(String(n)));
+          for (let n = 0; n <= 120; n++) expect(record.hasConsumed(String(n))).toBe(model.includes(String(n)));
         },
       ),
       { numRuns: 300 },

@@ -457,11 +457,40 @@ describe('standard variables', () => {
     const proc = startApp({
       cwd: app.dir,
       args: ['--require', 'forkwatch/register', 'noop-app.cjs'],
-      env: { OTEL_LOG_LEVEL: 'debug', OTEL_METRICS_EXPORTER: 'none' },
+      env: { OTEL_LOG_LEVEL: 'debug', OTEL_METRICS_EXPORTER: 'none', FIXTURE_TURN: '1' },
     });
     expect(await proc.exited).toEqual({ code: 0, signal: null });
     expect(proc.stderr()).toMatch(/^forkwatch: opentelemetry debug: .*Registered a global for propagation/m);
+    expect(proc.stderr()).toMatch(/^FIXTURE MODE sdk$/m);
     expect(proc.stdout()).toBe('');
+  });
+
+  test('a process that ends on its first turn of the event loop starts no SDK; what forkwatch said is written at exit', async () => {
+    // Issue 50: a CLI or a shim that does no I/O ends before register decides, and never pays for an SDK and its
+    // Prometheus listener. What forkwatch held until the decision (its patch, at debug level) is still said.
+    const proc = startApp({
+      cwd: app.dir,
+      args: ['--require', 'forkwatch/register', 'noop-app.cjs'],
+      env: { OTEL_LOG_LEVEL: 'debug', FIXTURE_LOAD_SDK: '1' },
+    });
+    expect(await proc.exited).toEqual({ code: 0, signal: null });
+    expect(proc.stderr()).toMatch(/^FIXTURE MODE pending$/m);
+    expect(proc.stderr()).not.toMatch(/Registered a global for (?:propagation|metrics)/);
+    expect(proc.stderr()).toMatch(
+      /^forkwatch: opentelemetry debug: forkwatch patched StreamableHTTPClientTransport of @modelcontextprotocol\/sdk@/m,
+    );
+    expect(proc.stdout()).toBe('');
+  });
+
+  test("an app that waits for register's `ready` and nothing else is kept alive until register decided", async () => {
+    const proc = startApp({
+      cwd: app.dir,
+      args: ['--require', 'forkwatch/register', 'noop-app.cjs'],
+      env: { OTEL_METRICS_EXPORTER: 'none', FIXTURE_READY: '1' },
+    });
+    expect(await proc.exited).toEqual({ code: 0, signal: null });
+    expect(proc.stderr()).toMatch(/^FIXTURE READY sdk$/m);
+    expect(proc.stderr()).toMatch(/^FIXTURE MODE sdk$/m);
   });
 
   test('OTEL_METRICS_EXPORTER=console and OTEL_TRACES_EXPORTER=console print to stderr (flushed at exit), not stdout', async () => {
