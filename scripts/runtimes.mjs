@@ -7,15 +7,15 @@
 // lockfile, installed by scripts/provision.mjs), so every line runs on a fresh machine whatever its own Node is.
 //
 // Node 24 (the active LTS most services run) runs the whole suite. Node 22 and 26 (their newest releases) run the
-// suites whose behaviour
-// depends on the runtime: module loading and loader hooks (register, the SDK patches under CJS and ESM, the stacks),
-// fetch and undici (the wire observer, the per-request client), streams and sockets (the server patches, the labs,
-// the guest and hardening suites). What they leave to Node 24 alone is pure code (core/), the pack and its rule,
-// dashboard and alerting tests (they exercise Prometheus, Alertmanager and generated files, not Node), the probe
-// and exporter CLIs, the fleet labs (real HAProxy, nginx and Redis, minutes each) and the long labs and soaks below. Node 22.15.0, the oldest
-// release `engines` allows, runs the register suites: it has no synchronous loader hooks (import-in-the-middle's
-// need 22.22.3), so forkwatch/register falls back to module.register's loader thread there, and the packed-tarball
-// apps of both OpenTelemetry lines install and run on it.
+// suites whose behaviour depends on the runtime: module loading and loader hooks (register, the SDK patches under CJS
+// and ESM, the stacks), fetch and undici (the wire observer, the per-request client, the info gauge's fetch series),
+// streams and sockets (the server patches, the labs, revived sessions and reconnect storms, the guest and hardening
+// suites). What they leave to Node 24 alone is pure code (core/), the pack and its rule, dashboard and alerting tests
+// (they exercise Prometheus, Alertmanager and generated files, not Node), the probe and exporter CLIs, the fleet labs
+// (real HAProxy, nginx and Redis, minutes each) and the long labs and soaks below. Node 22.15.0, the oldest release
+// `engines` allows, runs the register suites: it has no synchronous loader hooks (import-in-the-middle's need
+// 22.22.3), so forkwatch/register falls back to module.register's loader thread there, and the packed-tarball apps of
+// both OpenTelemetry lines install and run on it. test/scripts/runtimes.test.ts checks what vitest selects per line.
 import { join } from 'node:path';
 
 export const RUNTIMES_DIR = 'test/runtimes';
@@ -36,6 +36,10 @@ export const RUNTIME_SENSITIVE_SUITES = {
     'test/hardening/',
     'test/stacks/',
     'test/prom-client/',
+    // The lab of revived sessions and reconnect storms (real SDK clients and servers in process: their streams,
+    // timers and fetch) and the info gauge (module hooks, the fetch observer per undici): they differ per line.
+    'test/revived/',
+    'test/instrumentation-info.test.ts',
   ],
   exclude: [
     'test/server/lab-sdk-versions.test.ts',

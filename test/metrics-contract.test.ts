@@ -4,13 +4,14 @@
  */
 /**
  * "No session id, event id or URL is ever a label": every forkwatch family in real scrapes (the client app and both
- * servers of a fork-lab run that resumes, forks and replays) carries exactly the label names of its contract in
+ * servers of a fork-lab run that resumes, forks and replays, and a per-request run that re-issues and listens) carries exactly the label names of its contract in
  * src/shared/names.ts, and every label value is one the contract enumerates, so no id or URL can pass as a value either.
  */
 import { beforeAll, describe, expect, test } from 'vitest';
 import { METRICS, METRIC_SPECS, type MetricSpec } from '../src/shared/names';
+import { perRequestScrape } from './per-request/support';
 import { type LabReport, runLabScenario } from './support/lab';
-import { parseMetricFamilies } from './support/scrape';
+import { parseMetricFamilies, sampleOne } from './support/scrape';
 
 /** Labels the OpenTelemetry Prometheus exporter adds to every series (the instrumentation scope), and `le`. */
 const EXPORTER_LABELS = new Set(['otel_scope_name', 'otel_scope_version', 'otel_scope_schema_url', 'le']);
@@ -22,8 +23,10 @@ beforeAll(async () => {
   scrapes = [
     ['client app', report.metrics],
     ...Object.entries(report.servers ?? {}).map(([n, s]) => [`server ${n}`, s.metrics] as [string, string]),
+    // The 2026-07-28 client histograms record only per-request traffic: a real run of it (a re-issue, a listen gap).
+    ['per-request app', await perRequestScrape()],
   ];
-}, 120_000);
+}, 180_000);
 
 const specFor = (family: string): MetricSpec | undefined => METRIC_SPECS.find(s => s.prometheusName === family);
 
@@ -33,17 +36,14 @@ describe('the label contract', () => {
       for (const label of Object.keys(spec.labels)) expect(label, spec.prometheusName).not.toMatch(FORBIDDEN_NAME);
   });
 
-  test('the scrapes hold the client and both servers, with every family of the contract among them', () => {
-    expect(scrapes.map(([where]) => where)).toEqual(['client app', 'server A', 'server B']);
+  test('the scrapes hold the client, both servers and the per-request app, with every family of the contract among them', () => {
+    expect(scrapes.map(([where]) => where)).toEqual(['client app', 'server A', 'server B', 'per-request app']);
     const seen = new Set(scrapes.flatMap(([, text]) => [...parseMetricFamilies(text).keys()]));
     // Observed only on a resume that continues a dense sequence; this run forks instead (its labels are none: {}).
-    // The 2026-07-28 client histograms are observed only on per-request traffic, which this session lab does not run
-    // (test/per-request/ observes them on the real 2.x packages).
     const notObserved = new Set<string>([
       METRICS.clientResumeSkippedEvents.prometheusName,
-      METRICS.clientReissueDelaySeconds.prometheusName,
-      METRICS.clientListenGapSeconds.prometheusName,
-      // Recorded when a run of empty reconnects ends (test/revived/ observes it); this lab has no reconnect storm.
+      // Recorded when a run of empty reconnects ends (test/revived/reconnect-storms.test.ts records one); this lab
+      // has no reconnect storm.
       METRICS.clientEmptyReconnectStreak.prometheusName,
     ]);
     for (const spec of METRIC_SPECS) {
@@ -76,5 +76,11 @@ describe('the label contract', () => {
     const client = parseMetricFamilies(scrapes[0]![1]);
     expect(client.get('forkwatch_client_resume_gap_seconds')?.type).toBe('histogram');
     expect(scrapes[0]![1]).toMatch(/^forkwatch_client_forks_total\{[^}]*reason="id_regressed"[^}]*\} [1-9]/m);
+  });
+
+  test('the per-request run recorded a re-issue delay and a listen gap: its histograms carry observations', () => {
+    const text = scrapes[3]![1];
+    for (const spec of [METRICS.clientReissueDelaySeconds, METRICS.clientListenGapSeconds])
+      expect(sampleOne(text, `${spec.prometheusName}_count`), spec.prometheusName).toBe(1);
   });
 });

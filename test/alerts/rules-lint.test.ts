@@ -4,11 +4,13 @@
  */
 /**
  * Lints alerts/*.rules.yml and alerts/runbooks/ against what forkwatch really exports: the metric families come from
- * a scrape of the instrumented fork lab (test/support/lab-target.ts), not from a list.
+ * a scrape of the instrumented fork lab (test/support/lab-target.ts) and of a per-request run (its two client
+ * histograms), not from a list.
  */
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { ATTR, METRICS, SPAN, SPAN_EVENT } from '../../src/shared/names';
+import { perRequestScrape } from '../per-request/support';
 import { startLabTarget } from '../support/lab-target';
 import { analyzePromQL } from '../support/promql';
 import { seconds } from '../../pack/config/units';
@@ -34,7 +36,10 @@ const TRACE_NAMES = new Set<string>([
 ]);
 
 let families: Map<string, MetricFamily>;
+let perRequest: Map<string, MetricFamily>;
 let input: LintInput;
+/** Recorded only on 2026-07-28 per-request traffic, which the fork lab does not run. */
+const PER_REQUEST_HISTOGRAMS = [METRICS.clientReissueDelaySeconds, METRICS.clientListenGapSeconds];
 
 beforeAll(async () => {
   const lab = await startLabTarget('forked');
@@ -46,33 +51,33 @@ beforeAll(async () => {
   }
   // The probe group reads forkwatch exporter's series: a real scrape of it joins the lab's.
   for (const [name, family] of parseMetricFamilies(await scrapeExporter())) families.set(name, family);
-  // The 2026-07-28 client histograms have no series in the fork lab (no per-request traffic; test/per-request/
-  // observes them on the real 2.x packages, test/metrics-contract.test.ts checks their contract): the lint reads them
-  // as the contract declares them, so the per-request loss alerts and runbooks are checked against names.ts.
-  for (const spec of [METRICS.clientReissueDelaySeconds, METRICS.clientListenGapSeconds]) {
-    if (families.has(spec.prometheusName)) continue;
-    families.set(spec.prometheusName, {
-      type: 'histogram',
-      seriesNames: new Set(['_bucket', '_sum', '_count'].map(suffix => spec.prometheusName + suffix)),
-      labels: new Map([['le', new Set([...(spec.buckets ?? []).map(String), '+Inf'])]]),
-    });
+  // The 2026-07-28 client histograms have no series in the fork lab (no per-request traffic): a real per-request run
+  // on the 2.x packages records them (a re-issue, a listen gap), and its scrape gives the lint their families as
+  // forkwatch exports them, never as names.ts declares them (issue 47).
+  perRequest = parseMetricFamilies(await perRequestScrape());
+  for (const spec of PER_REQUEST_HISTOGRAMS) {
+    const family = perRequest.get(spec.prometheusName);
+    if (family !== undefined && !families.has(spec.prometheusName)) families.set(spec.prometheusName, family);
   }
   input = { files: loadRuleFiles(ALERTS_DIR), families, runbooks: loadRunbooks(RUNBOOKS_DIR), traceNames: TRACE_NAMES };
-});
+}, 120_000);
 
 const show = (problems: Problem[]) => problems.map(p => `[${p.check}] ${p.where}: ${p.message}`).join('\n');
 
 describe('the scrape the lint trusts', () => {
+  test('the per-request scrape recorded both 2026-07-28 client histograms, which the fork lab has no series of', () => {
+    for (const spec of PER_REQUEST_HISTOGRAMS) {
+      expect(perRequest.get(spec.prometheusName)?.type, spec.prometheusName).toBe('histogram');
+      expect(families.get(spec.prometheusName), spec.prometheusName).toBe(perRequest.get(spec.prometheusName));
+    }
+  });
+
   test('has every forkwatch family with its type, histogram series and the label values of the contract', () => {
-    // Observed only on 2026-07-28 per-request traffic, which the fork lab does not run (see test/per-request/).
-    const perRequestOnly = new Set<string>([
-      METRICS.clientReissueDelaySeconds.prometheusName,
-      METRICS.clientListenGapSeconds.prometheusName,
-      // Recorded when a run of empty reconnects ends (test/revived/ observes it): the fork lab has no storm.
-      METRICS.clientEmptyReconnectStreak.prometheusName,
-    ]);
+    // Recorded when a run of empty reconnects ends (test/revived/reconnect-storms.test.ts records one): the fork lab
+    // has no storm.
+    const notInTheseScrapes = new Set<string>([METRICS.clientEmptyReconnectStreak.prometheusName]);
     for (const spec of Object.values(METRICS)) {
-      if (perRequestOnly.has(spec.prometheusName)) continue;
+      if (notInTheseScrapes.has(spec.prometheusName)) continue;
       const f = families.get(spec.prometheusName);
       expect(f, spec.prometheusName).toBeDefined();
       expect(f!.type).toBe(spec.kind);

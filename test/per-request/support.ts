@@ -16,8 +16,10 @@ import {
   connect,
   createServer as createNetServer,
 } from 'node:net';
-import { type Forkwatch, requireFrom } from '../server/support';
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
+import { METRICS } from '../../src/shared/names';
+import { type Forkwatch, requireFrom, setupForkwatch } from '../server/support';
+import { sampleOne } from '../support/scrape';
 
 const req = requireFrom();
 export const serverSdk = req('@modelcontextprotocol/server');
@@ -357,4 +359,51 @@ export function useTestResources(): { fw: Forkwatch | undefined; cleanups: (() =
     resources.fw = undefined;
   });
   return resources;
+}
+
+/**
+ * One real per-request run of the traffic both 2026-07-28 client histograms record, for the checks that read what
+ * forkwatch really exports (test/metrics-contract.test.ts, test/alerts/rules-lint.test.ts) instead of declaring it from
+ * names.ts: a call cut mid-flight and re-issued (forkwatch_client_reissue_delay_seconds), and a listen stream dropped
+ * and opened again (forkwatch_client_listen_gap_seconds). It waits for the traffic, not for the histograms (the
+ * callers check those); returns the run's Prometheus text and stops all it started.
+ */
+export async function perRequestScrape(): Promise<string> {
+  const fw = setupForkwatch({ perRequest: { reissueWindowMs: 5_000 } }, serverSdk);
+  const cleanups: (() => Promise<unknown> | unknown)[] = [];
+  try {
+    const replica = await startReplica();
+    cleanups.push(() => replica.close());
+    const cutter = await startCutter(replica.url);
+    cleanups.push(() => cutter.close());
+    const client = await connectClient(cutter.url);
+    cleanups.push(() => client.close().catch(() => {}));
+
+    // A re-issue: the call cut while it runs, then sent again with the same arguments (counted as it is sent).
+    const call = client.callTool({ name: 'write_record', arguments: { ms: 100, key: 'twice' } }).catch(() => 'cut');
+    await until(() => (replica.truth.executions.write_record ?? 0) === 1, 'the call to start');
+    cutter.cut();
+    expect(await call).toBe('cut');
+    await client.callTool({ name: 'write_record', arguments: { ms: 100, key: 'twice' } });
+    const reissued = async () =>
+      sampleOne(await fw.metrics(), METRICS.clientReissues.prometheusName, { outcome: 'reissued' }) === 1;
+    await until(reissued, 'the re-issue');
+
+    // A listen gap: the stream dropped, then a new one acknowledged before its first notification.
+    const received: string[] = [];
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
+      received.push('tools');
+    });
+    const first = await client.listen({ toolsListChanged: true });
+    cutter.cut();
+    expect(await first.closed).toBe('remote');
+    const second = await client.listen({ toolsListChanged: true });
+    cleanups.push(() => second.close().catch(() => {}));
+    replica.handler.notify.toolsChanged();
+    await until(() => received.length === 1, 'the notification after the re-listen');
+    return await fw.metrics();
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+    await fw.teardown();
+  }
 }

@@ -350,12 +350,17 @@ export interface Lab {
 }
 
 /**
- * The fork lab's two MCP servers (real SDK, integer event ids: dense, so skipped events are counted) and lab proxies.
- * Everything goes to A, which holds the session's log, unless a scenario routes the resume to B, which claims the
- * session without its log and starts its ids again from 1 (the `live-fork` and `fail-loud` scenarios).
+ * The fork lab's two MCP servers (real SDK, integer event ids) and lab proxies. Everything goes to A, which holds the
+ * session's log, unless a scenario routes the resume to B, which claims the session without its log and starts its
+ * ids again from 1 (the `live-fork` and `fail-loud` scenarios).
+ *
+ * The ids are one counter per session, so a POST answered as an SSE stream (its result stored too) puts a gap between
+ * the standalone stream's events: the client then never learns the numbering is dense and counts no skipped events
+ * (core/density.ts). `jsonResponse` answers POSTs with JSON instead: the standalone stream's ids are consecutive
+ * (1, 2, 3, ...), and a resume records forkwatch.client.resume.skipped_events.
  */
-export async function startLab(): Promise<Lab> {
-  const a = await startServer({ name: 'A', store: { idFormat: 'integer' } });
+export async function startLab({ jsonResponse = false } = {}): Promise<Lab> {
+  const a = await startServer({ name: 'A', store: { idFormat: 'integer' }, ...(jsonResponse ? { jsonResponse } : {}) });
   const b = await startServer({
     name: 'B',
     store: { idFormat: 'integer', unknownCursor: 'fresh' },

@@ -37,6 +37,28 @@ describe('HeldSessions', () => {
     const held = new HeldSessions(2);
     for (const id of ['a', 'b', 'c']) held.hold(id);
     expect([held.has('a'), held.has('b'), held.has('c')]).toEqual([false, true, true]);
+    expect(held.size).toBe(2);
+  });
+
+  test('holding an id it holds changes nothing: no id forgotten for it, and its age stays its first hold', () => {
+    const held = new HeldSessions(2);
+    held.hold('a');
+    held.hold('b');
+    // Every answer to a live session holds its id again: at the bound, that must not push another id out.
+    held.hold('a');
+    expect([held.has('a'), held.has('b'), held.size]).toEqual([true, true, 2]);
+    held.hold('c');
+    expect([held.has('a'), held.has('b'), held.has('c')]).toEqual([false, true, true]);
+  });
+
+  test('a released id frees its place: the others stay', () => {
+    const held = new HeldSessions(2);
+    held.hold('a');
+    held.hold('b');
+    held.release('a');
+    held.release('never-held');
+    held.hold('c');
+    expect([held.has('a'), held.has('b'), held.has('c'), held.size]).toEqual([false, true, true, 2]);
   });
 });
 

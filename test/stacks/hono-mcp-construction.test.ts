@@ -10,13 +10,21 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
+import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
+import { sampleOne } from '../support/scrape';
 import { root } from './stack-server';
 
 const req = createRequire(join(root, 'test/sdk-versions/hono-mcp/package.json'));
 // biome-ignore lint/suspicious/noExplicitAny: the module's own shape
 const hono = req('@hono/mcp') as any;
 const Original = hono.StreamableHTTPTransport;
+const { Hono } = req('hono');
+const { McpServer } = req('@modelcontextprotocol/sdk/server/mcp.js');
+const RESUMES = METRICS.serverResumes.prometheusName;
+const PROTOCOL = '2025-06-18';
+/** @hono/mcp's standalone stream id (`#standaloneSseStreamId`). */
+const STANDALONE = '_GET_stream';
 
 let fw: Forkwatch | undefined;
 afterEach(async () => {
@@ -56,16 +64,77 @@ describe('@hono/mcp StreamableHTTPTransport construction', () => {
     expect(store.storeEvent).toBe(hono.MemoryEventStore.prototype.storeEvent);
   });
 
-  test('options whose getters read #private fields are read on themselves', () => {
+  test('options whose getters read #private fields are read on themselves, and their store is watched', async () => {
     fw = setupForkwatch({}, [hono]);
+    // A construction that failed with forkwatch's view of the options is retried with the caller's own: the host
+    // still gets its transport, so only what forkwatch says of the store can tell the two apart (issue 47).
+    const errors: unknown[] = [];
+    (fw.instrumentation as unknown as { _diag: object })._diag = {
+      error: (...args: unknown[]) => errors.push(args),
+      warn() {},
+      info() {},
+      debug() {},
+      verbose() {},
+    };
     class Options {
-      #generator = () => 'a';
+      #generator = () => 'private-getter-session';
       readonly eventStore = new hono.MemoryEventStore();
       get sessionIdGenerator() {
         return this.#generator;
       }
     }
-    expect(new hono.StreamableHTTPTransport(new Options())).toBeInstanceOf(Original);
+    const options = new Options();
+    const transport = new hono.StreamableHTTPTransport(options);
+    expect(transport).toBeInstanceOf(Original);
+
+    // A real resume through a Hono app in process: the store replays the event after the cursor, and forkwatch
+    // counts the replay only if the transport holds its recording wrapper of the store.
+    const mcp = new McpServer({ name: 'construction', version: '1.0.0' });
+    await mcp.connect(transport);
+    const app = new Hono();
+    app.all('/mcp', (c: unknown) => transport.handleRequest(c));
+    const initialized = await app.request('/mcp', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
+    expect(initialized.status).toBe(200);
+    await initialized.text();
+    expect(initialized.headers.get('mcp-session-id')).toBe('private-getter-session');
+    const note = (n: number) => ({
+      jsonrpc: '2.0',
+      method: 'notifications/message',
+      params: { level: 'info', data: n },
+    });
+    const cursor = await options.eventStore.storeEvent(STANDALONE, note(1));
+    await options.eventStore.storeEvent(STANDALONE, note(2));
+    const resumed = await app.request('/mcp', {
+      headers: {
+        accept: 'text/event-stream',
+        'mcp-session-id': 'private-getter-session',
+        'mcp-protocol-version': PROTOCOL,
+        'last-event-id': cursor,
+      },
+    });
+    expect(resumed.status).toBe(200);
+    const reader = resumed.body!.getReader();
+    let body = '';
+    while (!body.includes('"data":2')) body += new TextDecoder().decode((await reader.read()).value);
+    expect(body).not.toContain('"data":1');
+    const deadline = Date.now() + 5000;
+    let replayed: number | undefined;
+    while ((replayed = sampleOne(await fw.metrics(), RESUMES, { outcome: 'replayed' })) !== 1 && Date.now() < deadline)
+      await fw.settle();
+    await reader.cancel();
+    await mcp.close();
+    expect(replayed).toBe(1);
+    // And nothing failed on the way (the retry reports its first failure through diag).
+    expect(errors).toEqual([]);
   });
 
   test('disabled: the module exports the class itself again', () => {

@@ -88,8 +88,12 @@ describe('@hono/mcp', () => {
       const text = await server.counted(undelivered, { reason: 'stream_moved' }, 3, () =>
         session.callTool('emit', { count: 0 }),
       );
-      // At least the 3: the event written just before the close is in flight and may count too.
-      expect(sample(text, undelivered, { reason: 'stream_moved' })).toBeGreaterThanOrEqual(3);
+      // The 3 lost, and at most one more: the event written just before the close, in flight (core/delivery-ledger.ts)
+      // when a loaded server sees the close only after the 3 were written to the dead connection. Never the events
+      // the client received on a live stream (#1, #5): counting those is the regression this bound catches.
+      const moved = sample(text, undelivered, { reason: 'stream_moved' });
+      expect(moved).toBeGreaterThanOrEqual(3);
+      expect(moved).toBeLessThanOrEqual(4);
       for (const reason of ['dropped', 'no_listener', 'abandoned'])
         expect(sample(text, undelivered, { reason })).toBe(0);
     },
