@@ -6,7 +6,7 @@
 import { stringify } from 'yaml';
 import { renderRuleFiles, ruleFiles } from './alerts/rule-files';
 import type { ForkwatchConfig } from './config/config';
-import { dashboardUrl, runbookUrl } from './config/links';
+import { dashboardUrl, runbookUrl, runbooksIndexUrl } from './config/links';
 import { renderDashboards } from './dashboards/render';
 import { dashboardProvisioning } from './outputs/grafana';
 import { podMonitor, prometheusRule } from './outputs/kubernetes';
@@ -73,6 +73,15 @@ export function renderPack(config: ForkwatchConfig): Map<string, string> {
   return files;
 }
 
+function traceSearchLine(config: ForkwatchConfig): string {
+  const { backend, target } = config.traceSearch;
+  if (backend === 'none') return 'none';
+  if (backend === 'jaeger') return `jaeger (${target})`;
+  return target === ''
+    ? "tempo (the dashboard's Tempo data source variable: a Tempo data source of your Grafana, chosen after import)"
+    : `tempo (data source uid ${target})`;
+}
+
 function links(config: ForkwatchConfig): string {
   const rules = ruleFiles(config).flatMap(f => f.groups.flatMap(g => g.rules));
   const alerts = [...new Set(rules.flatMap(r => r.alert ?? []))];
@@ -80,8 +89,8 @@ function links(config: ForkwatchConfig): string {
     '# forkwatch pack links',
     '',
     `- Dashboard (every alert's dashboard_url): ${dashboardUrl(config) ?? 'none (set grafanaUrl to link alerts to it)'}`,
-    `- Runbooks: ${config.runbooksIndexUrl}`,
-    `- Trace search from panels: ${config.traceSearch.backend} (${config.traceSearch.target})`,
+    `- Runbooks: ${runbooksIndexUrl(config)}`,
+    `- Trace search from panels: ${traceSearchLine(config)}`,
     '',
     '| alert | runbook_url |',
     '|---|---|',

@@ -10,6 +10,8 @@
  * overlays it on these defaults).
  */
 
+import { PACKAGE_VERSION } from '../../src/shared/version';
+
 export type Severity = string;
 
 /** One multi-window, multi-burn-rate alert (SRE workbook ch. 5). */
@@ -33,7 +35,11 @@ export interface BurnWindow {
 export interface TraceSearch {
   /** `tempo`: Grafana Explore with a TraceQL query; `jaeger`: the Jaeger UI search page. `none`: no trace links. */
   backend: 'tempo' | 'jaeger' | 'none';
-  /** Tempo: the Grafana data source uid; Jaeger: the UI's base URL. */
+  /**
+   * Tempo: '' (the default) links through the dashboard's `tempo_datasource` variable, which Grafana sets to a Tempo
+   * data source of the instance right after import (and the user can switch); a data source uid pins the links to
+   * it, without the variable. Jaeger: the UI's base URL (required).
+   */
   target: string;
   /** Jaeger needs a service name to search; Tempo ignores it. */
   service: string;
@@ -223,9 +229,17 @@ export interface ForkwatchConfig {
   aggregationLabels: string[];
   /** The label that tells clusters apart (the dashboard's cluster variable); must be one of aggregationLabels. */
   clusterLabel: string;
-  /** `%s` is replaced by the alert name. */
+  /**
+   * The folder that holds the runbooks, ending in `/`: each alert's runbook_url is `<runbookBaseUrl><AlertName>.md`
+   * and the dashboard's runbook index link is the folder itself. Default: alerts/runbooks/ of the repository at the
+   * tag of this package's version (`v<version>`), the runbooks that match the rules rendered, at a URL that never
+   * moves; a branch (`main`) may have renamed an alert or changed its meaning since. The same files are in the npm
+   * package (node_modules/forkwatch/alerts/runbooks/), for a team that hosts its runbooks itself.
+   */
+  runbookBaseUrl: string;
+  /** Overrides the runbook URL of every alert; `%s` is replaced by the alert name. '': `<runbookBaseUrl>%s.md`. */
   runbookUrlPattern: string;
-  /** Where the list of all runbooks lives (the dashboard's header link). */
+  /** Overrides where the list of all runbooks lives (the dashboard's header link). '': `runbookBaseUrl`. */
   runbooksIndexUrl: string;
   /**
    * Grafana's base URL. When set, every alert gets `dashboard_url: ${grafanaUrl}/d/${dashboardUid}/${dashboardUid}`;
@@ -272,12 +286,16 @@ export interface ForkwatchConfig {
   probe: ProbeConfig;
 }
 
+/** The repository the package is published from (package.json's `repository`; test/alerts/config-render.test.ts). */
+export const REPOSITORY_URL = 'https://github.com/forkwatch/forkwatch';
+
 export const DEFAULT_CONFIG: ForkwatchConfig = {
   selector: '',
   aggregationLabels: ['cluster', 'namespace'],
   clusterLabel: 'cluster',
-  runbookUrlPattern: 'https://github.com/forkwatch/forkwatch/blob/main/alerts/runbooks/%s.md',
-  runbooksIndexUrl: 'https://github.com/forkwatch/forkwatch/tree/main/alerts/runbooks',
+  runbookBaseUrl: `${REPOSITORY_URL}/blob/v${PACKAGE_VERSION}/alerts/runbooks/`,
+  runbookUrlPattern: '',
+  runbooksIndexUrl: '',
   grafanaUrl: '',
   dashboardUid: 'forkwatch-overview',
   severities: { page: 'critical', ticket: 'warning' },
@@ -318,7 +336,7 @@ export const DEFAULT_CONFIG: ForkwatchConfig = {
     ForkwatchSessionsRevived: { window: '1h', for: '1m' },
     ForkwatchReconnectStorm: { window: '5m', perSecond: 0.5, for: '10m' },
   },
-  traceSearch: { backend: 'tempo', target: 'tempo', service: '' },
+  traceSearch: { backend: 'tempo', target: '', service: '' },
   kubernetes: {
     namespace: 'monitoring',
     labels: { 'app.kubernetes.io/name': 'forkwatch', prometheus: 'k8s', role: 'alert-rules' },

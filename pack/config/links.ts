@@ -6,7 +6,14 @@
 import type { ForkwatchConfig } from './config';
 import { seconds, tidy } from './units';
 
-export const runbookUrl = (config: ForkwatchConfig, alert: string) => config.runbookUrlPattern.replace('%s', alert);
+/** The runbook URL pattern in force: the config's own, or `<runbookBaseUrl>%s.md`. */
+export const runbookUrlPattern = (config: ForkwatchConfig): string =>
+  config.runbookUrlPattern === '' ? `${config.runbookBaseUrl}%s.md` : config.runbookUrlPattern;
+
+export const runbookUrl = (config: ForkwatchConfig, alert: string) => runbookUrlPattern(config).replace('%s', alert);
+
+/** Where the list of all runbooks lives: the config's own, or the runbooks' folder. */
+export const runbooksIndexUrl = (config: ForkwatchConfig): string => config.runbooksIndexUrl || config.runbookBaseUrl;
 
 /** The dashboard every alert links to, or undefined when the config names no Grafana host. */
 export const dashboardUrl = (config: ForkwatchConfig): string | undefined =>

@@ -90,7 +90,13 @@ function check(config: ForkwatchConfig, problems: string[]): void {
     problems.push(`clusterLabel ${config.clusterLabel} must be one of aggregationLabels (${labels.join(', ')})`);
   if (labels.some(l => typeof l !== 'string' || l === 'job' || l === 'instance' || !LABEL_NAME.test(l)))
     problems.push('aggregationLabels are label names other than job and instance');
-  if (!config.runbookUrlPattern.includes('%s')) problems.push('runbookUrlPattern needs a %s for the alert name');
+  if (config.runbookUrlPattern !== '' && !config.runbookUrlPattern.includes('%s'))
+    problems.push('runbookUrlPattern needs a %s for the alert name');
+  const needsBase = config.runbookUrlPattern === '' || config.runbooksIndexUrl === '';
+  if (needsBase && !/^[a-z][a-z0-9+.-]*:\/\/\S+\/$/i.test(config.runbookBaseUrl))
+    problems.push(
+      `runbookBaseUrl: the URL of the folder that holds <AlertName>.md, ending in /, not ${JSON.stringify(config.runbookBaseUrl)}`,
+    );
   for (const key of ['clientResumeObjective', 'serverDeliveryObjective'] as const) {
     const o = config[key];
     if (!(o > 0 && o < 1)) problems.push(`${key}: SLO objectives are between 0 and 1, not ${o}`);
@@ -110,6 +116,10 @@ function check(config: ForkwatchConfig, problems: string[]): void {
   if (!backends.includes(config.traceSearch.backend))
     problems.push(
       `traceSearch.backend: one of ${backends.join(', ')}, not ${JSON.stringify(config.traceSearch.backend)}`,
+    );
+  if (config.traceSearch.backend === 'jaeger' && !/^https?:\/\//.test(config.traceSearch.target))
+    problems.push(
+      `traceSearch.target: the Jaeger UI's base URL (http or https), not ${JSON.stringify(config.traceSearch.target)}`,
     );
 }
 

@@ -22,8 +22,11 @@ const DOCS: Record<string, string> = {
   selector: 'PromQL label matchers that scope every rule and panel to your jobs, e.g. job=~"mcp-.*". Empty: all.',
   aggregationLabels: 'Labels every aggregation keeps besides job (and instance where per process), outermost first.',
   clusterLabel: 'The label that tells clusters apart (the dashboard variable); one of aggregationLabels.',
-  runbookUrlPattern: 'Runbook URL of every alert; %s is the alert name.',
-  runbooksIndexUrl: 'Where the list of all runbooks lives (the dashboard header link).',
+  runbookBaseUrl:
+    "The folder that holds the runbooks, ending in /: each alert's runbook_url is <runbookBaseUrl><AlertName>.md, the dashboard's runbook index the folder. Default: the repository's alerts/runbooks/ at this version's tag (the same files ship in the npm package).",
+  runbookUrlPattern: "Overrides every alert's runbook URL; %s is the alert name. Empty: <runbookBaseUrl>%s.md.",
+  runbooksIndexUrl:
+    'Overrides where the list of all runbooks lives (the dashboard header link). Empty: runbookBaseUrl.',
   grafanaUrl: "Grafana's base URL: every alert gets dashboard_url <grafanaUrl>/d/<uid>/<uid>. Empty: no dashboard_url.",
   dashboardUid: 'The uid (and file name) of the overview dashboard.',
   severities: 'The severity label value of pages and of tickets.',
@@ -38,7 +41,8 @@ const DOCS: Record<string, string> = {
   probe: "forkwatch exporter: the probe's scrape job, module, interval, targets and alerts.",
   burnWindows: 'Multi-window, multi-burn-rate alerts of both SLOs; each item names every field.',
   alerts: 'Thresholds, windows and `for` of the other alerts, by alert name.',
-  traceSearch: 'Panel links to traces: tempo (Grafana Explore), jaeger, or none.',
+  traceSearch:
+    "Panel links to traces: tempo (Grafana Explore; target empty: the dashboard's tempo_datasource variable, set to a Tempo data source after import; or a data source uid), jaeger (target: the UI's URL), or none.",
   kubernetes: 'The PrometheusRule, PodMonitor and Pyrra objects.',
   otelCollector: 'The OpenTelemetry Collector config: aggregation label -> resource attribute it is copied from.',
   grafanaDashboardsPath: "Where Grafana reads the dashboard files (the provisioning file's options.path).",

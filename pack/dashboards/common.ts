@@ -9,11 +9,16 @@
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import { DataqueryBuilder } from '@grafana/grafana-foundation-sdk/prometheus';
 import type { ForkwatchConfig } from '../config/config';
-import { runbookUrl } from '../config/links';
-import { type TraceSearchSpec, traceSearchUrl } from './trace-links';
+import { runbookUrl, runbooksIndexUrl } from '../config/links';
+import { TEMPO_DATASOURCE_VARIABLE, type TraceSearchSpec, traceSearchUrl } from './trace-links';
 
-/** Every panel, target, variable and annotation reads from the data source the user picks. */
-export const DATASOURCE = { type: 'prometheus', uid: '${datasource}' };
+/**
+ * Every panel, target, variable and annotation reads from the Prometheus data source the user picks. The variable is
+ * named after its type, as dashboard-linter's template-datasource-rule asks of a dashboard with two data source
+ * variables (the second: the Tempo data source of the trace links, TEMPO_DATASOURCE_VARIABLE).
+ */
+export const DATASOURCE_VARIABLE = 'prometheus_datasource';
+export const DATASOURCE = { type: 'prometheus', uid: `\${${DATASOURCE_VARIABLE}}` };
 
 /** The series a variable's values are read from: every process that runs forkwatch exports one of these. */
 const RESUME_SERIES = '__name__=~"forkwatch_(client|server)_resumes_total"';
@@ -69,7 +74,15 @@ export function scopeMatchers(config: ForkwatchConfig): Matchers {
 export function variables(
   config: ForkwatchConfig,
 ): Array<dashboard.DatasourceVariableBuilder | dashboard.QueryVariableBuilder> {
-  const datasource = new dashboard.DatasourceVariableBuilder('datasource').label('Data source').type('prometheus');
+  const datasource = new dashboard.DatasourceVariableBuilder(DATASOURCE_VARIABLE)
+    .label('Prometheus data source')
+    .type('prometheus');
+  // No `current`: after import Grafana picks a Tempo data source of the instance (the first), whatever its uid.
+  const { backend, target } = config.traceSearch;
+  const tempo =
+    backend === 'tempo' && target === ''
+      ? [new dashboard.DatasourceVariableBuilder(TEMPO_DATASOURCE_VARIABLE).label('Tempo data source').type('tempo')]
+      : [];
   const labels = labelVariables(config).map(v => {
     const filter = [RESUME_SERIES, config.selector.trim(), matchers(v.filterBy)].filter(Boolean).join(', ');
     const query = `label_values({${filter}}, ${v.name})`;
@@ -85,7 +98,7 @@ export function variables(
       .allValue(v.allValue)
       .current({ text: 'All', value: '$__all' });
   });
-  return [datasource, ...labels];
+  return [datasource, ...tempo, ...labels];
 }
 
 /** One Prometheus target; refIds are set by the panel helper so the JSON stays stable. */
@@ -113,7 +126,7 @@ export function panelLinks(
     new dashboard.DashboardLinkBuilder(`Runbook: ${name}`).url(runbookUrl(config, name)).targetBlank(true),
   );
   const index = new dashboard.DashboardLinkBuilder('All forkwatch runbooks')
-    .url(config.runbooksIndexUrl)
+    .url(runbooksIndexUrl(config))
     .targetBlank(true);
   return [...traceLinks, ...specific, index];
 }

@@ -9,6 +9,7 @@
 import type * as cog from '@grafana/grafana-foundation-sdk/cog';
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import { type ForkwatchConfig, DEFAULT_CONFIG } from '../config/config';
+import { runbooksIndexUrl } from '../config/links';
 import { DATASOURCE, variables } from './common';
 import { type Ctx, context, row } from './panels';
 import { queries } from './queries';
@@ -57,7 +58,7 @@ export function overviewDashboard(config: ForkwatchConfig = DEFAULT_CONFIG): das
     .link(
       new dashboard.DashboardLinkBuilder('Forkwatch runbooks')
         .type(dashboard.DashboardLinkType.Link)
-        .url(config.runbooksIndexUrl)
+        .url(runbooksIndexUrl(config))
         .icon('doc')
         .targetBlank(true),
     )

@@ -8,6 +8,9 @@
  */
 import type { TraceSearch } from '../config/config';
 
+/** The Tempo data source the trace links open in Explore, when the config pins none (traceSearch.target ''). */
+export const TEMPO_DATASOURCE_VARIABLE = 'tempo_datasource';
+
 export interface TraceSearchSpec {
   title: string;
   /** Span name. */
@@ -25,16 +28,19 @@ export function traceQL(spec: TraceSearchSpec): string {
   return `{ ${conditions.join(' && ')} }`;
 }
 
-/** Grafana keeps `${__from}` and `${__to}` only when they are not percent-encoded. */
-const keepGrafanaVariables = (url: string) => url.replace(/%24%7B(__from|__to)%7D/g, '${$1}');
+/** Grafana interpolates `${__from}`, `${__to}` and the data source variable only when they are not percent-encoded. */
+const keepGrafanaVariables = (url: string) =>
+  url.replace(new RegExp(`%24%7B(__from|__to|${TEMPO_DATASOURCE_VARIABLE})%7D`, 'g'), '${$1}');
 
 export function traceSearchUrl(config: TraceSearch, spec: TraceSearchSpec): string | undefined {
   if (config.backend === 'none') return undefined;
   if (config.backend === 'tempo') {
-    const datasource = { type: 'tempo', uid: config.target };
+    // No uid pinned: the dashboard's Tempo data source variable, which Grafana sets to a data source uid it has.
+    const uid = config.target === '' ? `\${${TEMPO_DATASOURCE_VARIABLE}}` : config.target;
+    const datasource = { type: 'tempo', uid };
     const panes = {
       traces: {
-        datasource: config.target,
+        datasource: uid,
         queries: [{ refId: 'A', datasource, queryType: 'traceql', query: traceQL(spec), limit: 20 }],
         range: { from: '${__from}', to: '${__to}' },
       },

@@ -9,7 +9,7 @@
  *
  * The expressions, thresholds and windows are rendered in (change them with `forkwatch pack`); `_config` carries the
  * whole config, and the alerts' severities, runbook_url and dashboard_url are derived from it in jsonnet, so the
- * usual `_config+:: { severities: ..., runbookUrlPattern: ... }` override works for those.
+ * usual `_config+:: { severities: ..., runbookBaseUrl: ... }` (or `runbookUrlPattern`) override works for those.
  */
 import { ALERT_FILE, RECORDING_FILE, plainGroups, ruleFiles } from '../alerts/rule-files';
 import type { RuleSpec } from '../alerts/rule-model';
@@ -26,9 +26,10 @@ local rules = import 'rules.json';
 
   local withLinks(c, r) =
     local url = std.rstripChars(c.grafanaUrl, '/');
+    local pattern = if c.runbookUrlPattern != '' then c.runbookUrlPattern else c.runbookBaseUrl + '%s.md';
     { [k]: r[k] for k in std.objectFields(r) if k != 'severityOf' } + {
       labels+: { severity: c.severities[r.severityOf] },
-      annotations+: { runbook_url: std.strReplace(c.runbookUrlPattern, '%s', r.alert) } + (
+      annotations+: { runbook_url: std.strReplace(pattern, '%s', r.alert) } + (
         if url == '' then {} else { dashboard_url: url + '/d/' + c.dashboardUid + '/' + c.dashboardUid }
       ),
     },

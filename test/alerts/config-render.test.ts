@@ -12,8 +12,11 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { DEFAULT_CONFIG } from '../../pack/config/config';
+import { readdirSync } from 'node:fs';
+import { renderPack } from '../../pack/compose';
+import { DEFAULT_CONFIG, REPOSITORY_URL } from '../../pack/config/config';
 import { resolveConfig } from '../../pack/config/resolve';
+import { withDefaultRunbookLinks } from '../../pack/generate';
 import type { RuleSpec } from '../../pack/alerts/rule-model';
 import { renderRuleFiles, ruleFiles } from '../../pack/alerts/rule-files';
 import { renderDashboards } from '../../pack/dashboards/render';
@@ -121,7 +124,7 @@ describe('promtool: the two-cluster test under a renamed cluster label', () => {
         .replace(/\bcluster="/g, 'k8s_cluster="')
         .replace(/\bcluster: /g, 'k8s_cluster: ')
         .replace(
-          /https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/main\/alerts\/runbooks\/(\w+)\.md/g,
+          /https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/[^/\s]+\/alerts\/runbooks\/(\w+)\.md/g,
           'https://wiki.example.org/runbooks/forkwatch/$1',
         )
         // The defaults emit no dashboard_url (no Grafana host); USER names one, so every alert gets it.
@@ -164,6 +167,89 @@ describe('promtool: the two-cluster test under a renamed cluster label', () => {
   });
 });
 
+describe('runbook links that work after import (issue 51)', () => {
+  const pkg = JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8'));
+  const alertsOf = (config: typeof USER) => rulesOf(config).filter(r => r.alert);
+  /** Every runbook link of a rendered pack: the alerts' annotations and the dashboard's header and panel links. */
+  const dashboardLinks = (config: typeof USER): string[] => {
+    const d = JSON.parse([...renderDashboards(config).values()][0] ?? '{}');
+    const panels = (d.panels ?? []) as { links?: { title: string; url: string }[] }[];
+    return [
+      ...(d.links ?? []).map((l: { url: string }) => l.url),
+      ...panels.flatMap(p => (p.links ?? []).filter(l => !l.title.startsWith('Traces:')).map(l => l.url)),
+    ];
+  };
+
+  test("the defaults: this version's tag of the repository, whose runbooks exist and ship in the package", () => {
+    expect(`git+${REPOSITORY_URL}.git`).toBe(pkg.repository.url);
+    const base = `${REPOSITORY_URL}/blob/v${pkg.version}/alerts/runbooks/`;
+    expect(DEFAULT_CONFIG.runbookBaseUrl).toBe(base);
+    const alerts = alertsOf(DEFAULT_CONFIG);
+    expect(alerts.length).toBeGreaterThan(20);
+    const shipped = new Set(readdirSync(join(ALERTS_DIR, 'runbooks')));
+    for (const a of alerts) {
+      expect(a.annotations?.runbook_url).toBe(`${base}${a.alert}.md`);
+      expect(shipped.has(`${a.alert}.md`), a.alert).toBe(true);
+    }
+    expect(pkg.files).toContain('alerts/runbooks/*.md');
+    const links = dashboardLinks(DEFAULT_CONFIG);
+    expect(links.filter(l => l === base).length).toBeGreaterThan(5); // the header and every panel's index link
+    for (const l of links) expect(l.startsWith(base), l).toBe(true);
+  });
+
+  test('no committed output, promtool test or rendered file names a branch', () => {
+    const committed = [
+      ...readdirSync(ALERTS_DIR)
+        .filter(f => f.endsWith('.yml'))
+        .map(f => join(ALERTS_DIR, f)),
+      ...readdirSync(join(ALERTS_DIR, 'tests')).map(f => join(ALERTS_DIR, 'tests', f)),
+      join(__dirname, '../../dashboards/forkwatch-overview.json'),
+    ];
+    for (const file of committed) expect(readFileSync(file, 'utf8'), file).not.toMatch(/\/(blob|tree)\/main\//);
+    for (const [name, content] of renderPack(DEFAULT_CONFIG))
+      expect(content, name).not.toMatch(/\/(blob|tree)\/main\//);
+    // The promtool unit tests expect exactly the default links (npm run alerts keeps them in step).
+    for (const f of readdirSync(join(ALERTS_DIR, 'tests'))) {
+      const text = readFileSync(join(ALERTS_DIR, 'tests', f), 'utf8');
+      expect(withDefaultRunbookLinks(text), `alerts/tests/${f}: run npm run alerts`).toBe(text);
+    }
+    expect(withDefaultRunbookLinks(`runbook_url: ${REPOSITORY_URL}/blob/main/alerts/runbooks/ForkwatchX.md`)).toBe(
+      `runbook_url: ${DEFAULT_CONFIG.runbookBaseUrl}ForkwatchX.md`,
+    );
+  });
+
+  test("a runbookBaseUrl of one's own: every alert, the dashboard and the pack's links.md use it", () => {
+    const base = 'https://wiki.example.org/sre/forkwatch/';
+    const config = resolveConfig({ runbookBaseUrl: base });
+    for (const a of alertsOf(config)) expect(a.annotations?.runbook_url).toBe(`${base}${a.alert}.md`);
+    const links = dashboardLinks(config);
+    expect(links.length).toBeGreaterThan(10);
+    for (const l of links) expect(l.startsWith(base), l).toBe(true);
+    const pack = renderPack(config);
+    expect(pack.get('links.md')).toContain(`- Runbooks: ${base}\n`);
+    expect(pack.get('links.md')).toContain(`| ForkwatchForksDetected | ${base}ForkwatchForksDetected.md |`);
+    expect(JSON.parse(pack.get('mixin/config.json') ?? '{}').runbookBaseUrl).toBe(base);
+  });
+
+  test('the pattern and index overrides win over the base; a base that is no folder URL is refused', () => {
+    const config = resolveConfig({
+      runbookBaseUrl: 'https://ignored.example.org/',
+      runbookUrlPattern: 'https://wiki.example.org/display/SRE/Forkwatch+%s',
+      runbooksIndexUrl: 'https://wiki.example.org/display/SRE/Forkwatch',
+    });
+    for (const a of alertsOf(config))
+      expect(a.annotations?.runbook_url).toBe(`https://wiki.example.org/display/SRE/Forkwatch+${a.alert}`);
+    expect(dashboardLinks(config)).toContain('https://wiki.example.org/display/SRE/Forkwatch');
+    expect(dashboardLinks(config).some(l => l.includes('ignored'))).toBe(false);
+    expect(() => resolveConfig({ runbookBaseUrl: 'https://wiki.example.org/runbooks' })).toThrow(/ending in \//);
+    expect(() => resolveConfig({ runbookBaseUrl: 'runbooks/' })).toThrow(/runbookBaseUrl/);
+    // With both overrides the base is not used, so any value passes.
+    expect(() =>
+      resolveConfig({ runbookBaseUrl: '', runbookUrlPattern: 'https://w/%s', runbooksIndexUrl: 'https://w/' }),
+    ).not.toThrow();
+  });
+});
+
 describe('alerts/README.md', () => {
   const readme = readFileSync(join(ALERTS_DIR, 'README.md'), 'utf8');
   const section = (heading: string) => readme.split(/^## /m).find(s => s.startsWith(`${heading}\n`)) ?? '';
@@ -190,6 +276,11 @@ describe('a config without aggregation labels (one Prometheus per environment)',
         expect((m[2] as string).split(', ')[0], r.alert ?? r.record).toBe('job');
     }
     const dashboard = JSON.parse([...renderDashboards(config).values()][0] ?? '{}');
-    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual(['datasource', 'job', 'instance']);
+    expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual([
+      'prometheus_datasource',
+      'tempo_datasource',
+      'job',
+      'instance',
+    ]);
   });
 });

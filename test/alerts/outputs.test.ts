@@ -95,7 +95,8 @@ describe('Grafana provisioning', () => {
     const dashboard = JSON.parse(file(TWO_CLUSTERS, `grafana/dashboards/${TWO_CLUSTERS.dashboardUid}.json`));
     expect(dashboard.uid).toBe(TWO_CLUSTERS.dashboardUid);
     expect(dashboard.templating.list.map((v: { name: string }) => v.name)).toEqual([
-      'datasource',
+      'prometheus_datasource',
+      'tempo_datasource',
       'k8s_cluster',
       'namespace',
       'job',

@@ -18,6 +18,7 @@ import { scrapeExporter } from '../support/probe-scrape';
 import { type MetricFamily, parseMetricFamilies, scrapeMetricFamilies } from '../support/scrape';
 import {
   DASHBOARD_URL,
+  RUNBOOK_URL_PREFIX,
   type LintInput,
   type Problem,
   type RuleFile,
@@ -231,7 +232,7 @@ describe('the lint itself', () => {
     annotations: {
       summary: 'Something happened.',
       description: '{{ $labels.job }} did it.',
-      runbook_url: 'https://github.com/forkwatch/forkwatch/blob/main/alerts/runbooks/ForkwatchTestAlert.md',
+      runbook_url: `${RUNBOOK_URL_PREFIX}ForkwatchTestAlert.md`,
       ...(DASHBOARD_URL ? { dashboard_url: DASHBOARD_URL } : {}),
     },
     ...over,

@@ -26,12 +26,12 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { DEFAULT_CONFIG } from '../../pack/config/config';
-import { dashboardUrl } from '../../pack/config/links';
+import { dashboardUrl, runbookUrlPattern } from '../../pack/config/links';
 import { analyzePromQL, type SelectorRef } from '../support/promql';
 import { type MetricFamily, type MetricType, seriesNamesByType } from '../support/scrape';
 
 export const ALERT_PREFIX = 'Forkwatch';
-export const RUNBOOK_URL_PREFIX = DEFAULT_CONFIG.runbookUrlPattern.replace(/%s\.md$/, '');
+export const RUNBOOK_URL_PREFIX = runbookUrlPattern(DEFAULT_CONFIG).replace(/%s\.md$/, '');
 export const DASHBOARD_URL = dashboardUrl(DEFAULT_CONFIG);
 export const RUNBOOK_SECTIONS = ['Meaning', 'Impact', 'Diagnosis', 'Mitigation'] as const;
 

@@ -91,6 +91,13 @@ describe.each(CONFIGS)('the jsonnet mixin (%s), compiled with jsonnet', (_, conf
       expect(r.annotations.runbook_url).toBe(`https://wiki/${r.alert}`);
       expect(r.annotations.dashboard_url).toBe(`https://g/d/${config.dashboardUid}/${config.dashboardUid}`);
     }
+    // The default links are the runbook folder's (runbookBaseUrl); a base of one's own moves every one of them.
+    const base = jsonnet(
+      dir,
+      `${mixin} (m { _config+:: { runbookBaseUrl: 'https://wiki.example.org/rb/' } }).prometheusAlerts`,
+    ).groups.flatMap((g: { rules: { alert: string; annotations: Record<string, string> }[] }) => g.rules);
+    expect(base.length).toBeGreaterThan(10);
+    for (const r of base) expect(r.annotations.runbook_url).toBe(`https://wiki.example.org/rb/${r.alert}.md`);
     const pages = rules.filter(r => r.labels.severity === 'sev1').map(r => r.alert);
     expect(new Set(pages)).toEqual(
       new Set([

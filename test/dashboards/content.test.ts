@@ -19,9 +19,16 @@ const exprs = (p: Panel) => (p.targets ?? []).map(t => t.expr ?? '');
 const metricsOf = (p: Panel) => exprs(p).flatMap(e => analyse(e).selectors.map(s => s.metric));
 
 describe('overview dashboard content', () => {
-  test('variables: data source, cluster, namespace, job, instance', () => {
+  test('variables: the Prometheus and Tempo data sources, cluster, namespace, job, instance', () => {
     const vars = (overview.templating?.list ?? []).map(v => `${v.type}:${v.name}`);
-    expect(vars).toEqual(['datasource:datasource', 'query:cluster', 'query:namespace', 'query:job', 'query:instance']);
+    expect(vars).toEqual([
+      'datasource:prometheus_datasource',
+      'datasource:tempo_datasource',
+      'query:cluster',
+      'query:namespace',
+      'query:job',
+      'query:instance',
+    ]);
   });
 
   test('every range is $__rate_interval or $__range, never a fixed window', () => {

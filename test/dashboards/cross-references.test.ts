@@ -8,6 +8,7 @@ import { describe, expect, test } from 'vitest';
 import { ALERT, LOSS_BUDGET } from '../../pack/alerts/names';
 import { ruleFiles } from '../../pack/alerts/rule-files';
 import { DEFAULT_CONFIG } from '../../pack/config/config';
+import { runbooksIndexUrl } from '../../pack/config/links';
 import { resolveConfig } from '../../pack/config/resolve';
 import { loadDashboard, panelsOf, queriesOf } from './dashboard-model';
 import { analyse } from './promql';
@@ -15,7 +16,7 @@ import { ALERTS_DIR, alertNames, loadRules, recordedNames } from './rule-files';
 
 const overview = loadDashboard('forkwatch-overview.json');
 const rules = loadRules();
-const RUNBOOK_URL = /^https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/main\/alerts\/runbooks\/(\w+)\.md$/;
+const RUNBOOK_URL = /^https:\/\/github\.com\/forkwatch\/forkwatch\/blob\/v\d+\.\d+\.\d+\/alerts\/runbooks\/(\w+)\.md$/;
 
 describe('dashboard ↔ alerting pack', () => {
   test('the alerting pack is there to cross-check (alerts/*.rules.yml)', () => {
@@ -34,7 +35,7 @@ describe('dashboard ↔ alerting pack', () => {
     for (const name of new Set(runbooks)) {
       expect(existsSync(join(ALERTS_DIR, 'runbooks', `${name}.md`)), `alerts/runbooks/${name}.md`).toBe(true);
     }
-    expect(links.filter(url => url === DEFAULT_CONFIG.runbooksIndexUrl).length).toBe(panelsOf(overview).length);
+    expect(links.filter(url => url === runbooksIndexUrl(DEFAULT_CONFIG)).length).toBe(panelsOf(overview).length);
   });
 
   test('every recording rule a panel reads is recorded by the alerting pack', () => {

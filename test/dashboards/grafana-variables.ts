@@ -64,3 +64,40 @@ export async function resolveVariables(
   }
   return { selection, options };
 }
+
+/** A data source of a Grafana instance, as its data source list holds it. */
+export interface GrafanaDatasource {
+  name: string;
+  uid: string;
+  /** The plugin id: prometheus, tempo, … */
+  type: string;
+}
+
+/**
+ * What Grafana sets each data source variable to when a dashboard is imported with no `current` value (Scenes'
+ * DataSourceVariable): its options are the instance's data sources of the variable's plugin type, each valued by
+ * its uid, and with no current value the first option is taken. undefined when the instance has none of that type.
+ */
+export function resolveDatasourceVariables(
+  d: Dashboard,
+  datasources: readonly GrafanaDatasource[],
+): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const v of (d.templating?.list ?? []).filter(x => x.type === 'datasource')) {
+    const current = (v as { current?: { value?: string } }).current?.value;
+    const options = datasources.filter(ds => ds.type === v.query).map(ds => ds.uid);
+    out[v.name] = current && options.includes(current) ? current : options[0];
+  }
+  return out;
+}
+
+/**
+ * A panel link's URL as Grafana opens it: `${name}` and `$name` of the dashboard's variables (and the time range's
+ * `${__from}`, `${__to}`) replaced by their values; anything else left as written.
+ */
+export function interpolateLink(url: string, values: Record<string, string | undefined>): string {
+  return url.replace(/\$\{(\w+)\}|\$(\w+)/g, (whole, braced?: string, bare?: string) => {
+    const value = values[(braced ?? bare) as string];
+    return value === undefined ? whole : value;
+  });
+}

@@ -29,8 +29,16 @@ export interface Problem {
 type Report = (message: string, where?: { panel?: Panel; targetIdx?: number }) => void;
 type Rule = (d: Dashboard, report: Report) => void;
 
-const TEMPLATED_DATASOURCE = ['$datasource', '${datasource}'];
-const usesTemplatedDatasource = (ref?: { uid?: string }) => TEMPLATED_DATASOURCE.includes(ref?.uid ?? '');
+/**
+ * The Prometheus data source variable the panels, targets and label variables must use: upstream's
+ * panel-datasource-rule accepts any templated data source; forkwatch's panels are all PromQL, so only a Prometheus one.
+ */
+const prometheusDatasourceRefs = (d: Dashboard) =>
+  (d.templating?.list ?? [])
+    .filter(v => v.type === 'datasource' && v.query === 'prometheus')
+    .flatMap(v => [`$${v.name}`, `\${${v.name}}`]);
+const usesTemplatedDatasource = (d: Dashboard, ref?: { uid?: string }) =>
+  prometheusDatasourceRefs(d).includes(ref?.uid ?? '');
 
 /** Labels every query must filter on, per kind of series (see targetVariablesRule). */
 const SCOPE_LABELS = ['cluster', 'namespace', 'job', 'instance'];
@@ -40,7 +48,8 @@ function templateRule(name: string): Rule {
   return (d, report) => {
     const t = d.templating?.list?.find(v => v.name === name);
     if (!t) return report(`is missing the ${name} template`);
-    if (!usesTemplatedDatasource(t.datasource)) report(`${name} template should use datasource '$datasource'`);
+    if (!usesTemplatedDatasource(d, t.datasource))
+      report(`${name} template should use the Prometheus data source variable`);
     if (t.type !== 'query') report(`${name} template should be a Prometheus query, is '${t.type}'`);
     if (t.label !== name[0]?.toUpperCase() + name.slice(1)) report(`${name} template label is '${t.label}'`);
     if (!t.multi) report(`${name} template should be a multi select`);
@@ -79,12 +88,22 @@ function scopeLabelsOf(s: Selector): string[] {
 
 export const RULES: Record<string, Rule> = {
   'template-datasource-rule': (d, report) => {
+    // Upstream: alone, the variable may be `datasource` / "Data source"; beside others, each is named after its type
+    // (`prometheus_datasource`, "Prometheus data source"). forkwatch's own: one of them is a Prometheus one.
     const ds = (d.templating?.list ?? []).filter(v => v.type === 'datasource');
     if (ds.length === 0) report('does not have a templated data source');
     for (const v of ds) {
-      if (v.name !== 'datasource' && v.name !== `${v.query}_datasource`) report(`data source variable '${v.name}'`);
-      if (v.query !== 'prometheus') report(`data source variable of type '${v.query}', not prometheus`);
+      const type = (v.query ?? '').toLowerCase();
+      const names = [`${type}_datasource`, ...(ds.length === 1 ? ['datasource'] : [])];
+      const labels = [
+        `${type[0]?.toUpperCase()}${type.slice(1)} data source`,
+        ...(ds.length === 1 ? ['Data source'] : []),
+      ];
+      if (!names.includes(v.name)) report(`data source variable named '${v.name}', should be ${names.join(' or ')}`);
+      if (!labels.includes(v.label ?? ''))
+        report(`data source variable labeled '${v.label}', should be ${labels.join(' or ')}`);
     }
+    if (!ds.some(v => v.query === 'prometheus')) report('has no Prometheus data source variable');
   },
   'template-job-rule': templateRule('job'),
   'template-instance-rule': templateRule('instance'),
@@ -102,9 +121,10 @@ export const RULES: Record<string, Rule> = {
   },
   'panel-datasource-rule': (d, report) => {
     for (const panel of panelsOf(d)) {
-      if (!usesTemplatedDatasource(panel.datasource)) report(`uses '${panel.datasource?.uid}'`, { panel });
+      if (!usesTemplatedDatasource(d, panel.datasource)) report(`uses '${panel.datasource?.uid}'`, { panel });
       (panel.targets ?? []).forEach((t, targetIdx) => {
-        if (!usesTemplatedDatasource(t.datasource)) report(`target uses '${t.datasource?.uid}'`, { panel, targetIdx });
+        if (!usesTemplatedDatasource(d, t.datasource))
+          report(`target uses '${t.datasource?.uid}'`, { panel, targetIdx });
       });
     }
   },

@@ -48,6 +48,7 @@ interface DrillJson {
   cuts: number;
   resumesFaulted: number;
   stoppedBy: string;
+  counted: Record<'provenLoss' | 'exposure', { side: string; url: string; series: string; increase: number }[]>;
   streams: {
     kind: string;
     to: string;
@@ -144,6 +145,9 @@ describe('forkwatch drill on the SDK 1.32.2 client and servers', () => {
       expect.objectContaining({ after: 1 }),
     ]);
     expect(moved(report, 'client', /^forkwatch_client_resumes_total\{.*outcome="forked"/)).toHaveLength(1);
+    expect(report.counted.provenLoss.map(c => c.series)).toContainEqual(
+      expect.stringMatching(/^forkwatch_client_forks_total\{.*reason="id_regressed"/),
+    );
     // B saw the resume of a cursor it never stored (its store vouched for it: `replayed`, 0 events).
     const bSide = report.sides.find(s => s.url === `${b.url}/__lab/metrics`)!;
     expect(bSide.error).toBeUndefined();
@@ -183,6 +187,77 @@ describe('forkwatch drill on the SDK 1.32.2 client and servers', () => {
     expect(moved(report, 'client', /^forkwatch_client_forks_total/)).toEqual([]);
     expect(moved(report, 'client', /^forkwatch_client_resumes_total\{.*outcome="resumed"/)).toHaveLength(1);
     expect(moved(report, 'server', /^forkwatch_server_resumes_total\{.*outcome="replayed"/)).toHaveLength(1);
+    expect(report.counted).toEqual({ provenLoss: [], exposure: [] });
+  }, 180_000);
+});
+
+describe("forkwatch drill on the SDK README's server: unknown sessions refused, the SDK's example event store", () => {
+  test('the rerouted resume is refused, the retry on the process that holds the log is served empty: both counted', async () => {
+    // The app a newcomer has (issue 51's walk-through): a second process answers an unknown session 404, and the
+    // SDK's example InMemoryEventStore cannot resolve its own standalone-stream ids (SDK issues #943, #2560). Its
+    // keep-alive is the SDK's 15 s, longer than the whole drill after the retry: the client learns that the retry
+    // was answered 200 only because the drill sends the head of an SSE answer at once.
+    const a = await startServer({ name: 'A', store: 'sdk-example' });
+    servers.push(a);
+    const b = await startServer({ name: 'B', store: 'sdk-example', hydrate: false });
+    servers.push(b);
+    const client = await startClient();
+    const report = await runDrill(
+      [
+        '--upstream',
+        `${a.url}/mcp`,
+        '--reroute-upstream',
+        `${b.url}/mcp`,
+        '--client-metrics',
+        client.metrics,
+        '--server-metrics',
+        `${a.url}/__lab/metrics`,
+        '--server-metrics',
+        `${b.url}/__lab/metrics`,
+        '--stop-after',
+        '1',
+        '--settle-ms',
+        '5000',
+        '--duration',
+        '90',
+      ],
+      client.child,
+    );
+    expect(report.cuts).toBe(1);
+    const cut = report.streams.find(s => s.fault === 'cut')!;
+    const resumes = report.streams.filter(s => s.kind === 'resume');
+    // The faulted resume, refused by B; then the SDK's retry of the same cursor, passed to A and recorded as a
+    // resume with its cursor (it was shown as a plain GET before).
+    expect(resumes[0]).toMatchObject({
+      to: 'reroute',
+      status: 404,
+      fault: 'rerouted',
+      lastEventId: cut.firstIds.at(-1),
+    });
+    expect(resumes[1]).toMatchObject({ to: 'upstream', status: 200, lastEventId: cut.firstIds.at(-1) });
+    expect(resumes[1]!.fault).toBeUndefined();
+    expect(resumes[1]!.framesArrived).toBe(0);
+    expect(moved(report, 'client', /^forkwatch_client_resumes_total\{.*outcome="rejected"/)).toEqual([
+      expect.objectContaining({ after: 1 }),
+    ]);
+    // The retry's empty 200 reached the client at once, so its verdict timeout (3 s) ran out within the settle wait
+    // the retry started again.
+    expect(moved(report, 'client', /^forkwatch_client_resumes_total\{.*outcome="inconclusive"/)).toEqual([
+      expect.objectContaining({ after: 1 }),
+    ]);
+    // Scraped before the drill let go of the client's streams: its own shutdown counts nothing.
+    expect(moved(report, 'client', /^forkwatch_client_resumes_total\{.*outcome="failed"/)).toEqual([]);
+    const aSide = report.sides.find(s => s.url === `${a.url}/__lab/metrics`)!;
+    expect(
+      aSide.changes.filter(c => /^forkwatch_server_resumes_total\{.*outcome="unknown_cursor"/.test(c.series)),
+    ).toEqual([expect.objectContaining({ after: 1 })]);
+    // The summary: all three are exposure, none is proven loss.
+    expect(report.counted.provenLoss).toEqual([]);
+    expect(report.counted.exposure.map(c => `${c.side} ${/outcome="(\w+)"/.exec(c.series)?.[1]}`).sort()).toEqual([
+      'client inconclusive',
+      'client rejected',
+      'server unknown_cursor',
+    ]);
   }, 180_000);
 });
 

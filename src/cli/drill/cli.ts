@@ -15,6 +15,9 @@ export interface DrillIo {
   interrupted: Promise<string>;
 }
 
+/** Times the client's retries of a resume may start the settle wait again. */
+const MAX_SETTLE_RESTARTS = 5;
+
 const processIo = (): DrillIo => ({
   out: text => process.stdout.write(text),
   err: text => process.stderr.write(text),
@@ -43,7 +46,11 @@ export async function runDrillCli(argv: readonly string[], io: DrillIo = process
   ];
   const before: Scrape[] = await Promise.all(sides.map(s => scrape(s.url)));
   before.forEach((b, i) => {
-    if (b.error) live(`warning: ${sides[i]!.side} metrics ${sides[i]!.url.href}: ${b.error}`);
+    // A client started after the drill (the usual order) is not up yet: not an error, its counters start from 0.
+    if (b.error)
+      live(
+        `note: ${sides[i]!.side} metrics ${sides[i]!.url.href} not readable yet (${b.error}); read again when the drill stops, counted from 0`,
+      );
   });
 
   let stop: (why: string) => void = () => undefined;
@@ -51,14 +58,27 @@ export async function runDrillCli(argv: readonly string[], io: DrillIo = process
     stop = resolve;
   });
   let settleTimer: NodeJS.Timeout | undefined;
+  let settleRestarts = 0;
+  let finished = false;
+  const settle = () => {
+    if (finished) return;
+    clearTimeout(settleTimer);
+    settleTimer = setTimeout(() => stop(`${options.stopAfter} resumes`), options.settleMs);
+  };
   let proxy: DrillProxy;
   try {
     proxy = await startDrillProxy(options, {
       log: live,
       resumeFaulted: () => {
         if (!options.stopAfter || proxy.state.resumesFaulted < options.stopAfter) return;
-        clearTimeout(settleTimer);
-        settleTimer = setTimeout(() => stop(`${options.stopAfter} resumes`), options.settleMs);
+        settle();
+      },
+      // The client's retry of a refused or empty resume is answered after the fault: its verdict needs the settle
+      // wait too (a bounded number of times, so that a client retrying forever cannot keep the drill running).
+      resumeRetried: () => {
+        if (settleTimer === undefined || settleRestarts >= MAX_SETTLE_RESTARTS) return;
+        settleRestarts++;
+        settle();
       },
     });
   } catch (error) {
@@ -76,11 +96,13 @@ export async function runDrillCli(argv: readonly string[], io: DrillIo = process
     ? setTimeout(() => stop(`${options.durationMs / 1000} s`), options.durationMs)
     : undefined;
   const stoppedBy = await Promise.race([stopped, io.interrupted]);
+  finished = true;
   clearTimeout(settleTimer);
   clearTimeout(durationTimer);
-  await proxy.close();
-
+  // Scraped before the drill lets go of the client's connections: closing them is no fault of the deployment's, and
+  // a client would count the streams it cuts (a pending resume `failed`, an empty one `inconclusive`).
   const after = await Promise.all(sides.map(s => scrape(s.url)));
+  await proxy.close();
   const reports: SideReport[] = sides.map((s, i) => ({
     side: s.side,
     url: s.url.href,

@@ -45,13 +45,15 @@ Options:
                             resume, nothing may count), hold (answered 200 with no frames for --hold-ms: a live
                             process without the log), drop (connection dropped unanswered: a replica going away)
   --cut-after <n>           cut a stream after this many events (default 3)
-  --streams <kind>          get (the standalone GET stream, default), post (POST response streams) or all
+  --streams <kind>          get (the standalone GET stream, default: events not tied to a request), post (POST
+                            response streams: what a tool sends while it runs) or all
   --faults <n>              streams to cut before passing everything through (default 1)
   --hold-ms <ms>            how long --resume hold keeps the resume open (default 15000, past the 10 s verdict timeout)
   --client-metrics <url>    your client's forkwatch metrics (http://127.0.0.1:9464/metrics); repeatable
   --server-metrics <url>    a server process's forkwatch metrics; repeatable
   --stop-after <n>          stop once n resumes of cut streams were answered, --settle-ms later (default: no)
-  --settle-ms <ms>          the wait after the last resume before stopping (default 12000)
+  --settle-ms <ms>          the wait after the last resume before stopping; the client's retry of the resume
+                            starts it again (default 12000)
   --duration <s>            stop after this many seconds whatever happened (default: on Ctrl-C only)
   --upstream-timeout-ms <ms> an upstream that sends no response headers this long gets 504 (default 30000)
   --host <addr>             the address to listen on (default 127.0.0.1)

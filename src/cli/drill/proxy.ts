@@ -84,6 +84,11 @@ export interface DrillEvents {
   log(line: string): void;
   /** A resume of a cut stream was answered (or dropped): the stop-after count. */
   resumeFaulted(): void;
+  /**
+   * A later resume of a stream the drill cut, after its fault was done (the client's retry of a refused or empty
+   * resume): passed to --upstream; the settle wait starts again so that what it counts is seen.
+   */
+  resumeRetried?(): void;
 }
 
 function forwardHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
@@ -136,6 +141,8 @@ class Drill {
   faultsLeft: number;
   /** Sessions whose stream was cut: their next resume gets the fault. */
   readonly armed = new Set<string>();
+  /** Sessions whose stream was cut, fault done or not: their later resumes are the client's retries. */
+  readonly cutSessions = new Set<string>();
   private readonly sockets = new Set<Socket>();
   private readonly timers = new Set<NodeJS.Timeout>();
 
@@ -199,9 +206,18 @@ class Drill {
       this.faultResume(req, res);
       return;
     }
-    const kind: StreamKind = req.method === 'GET' ? (lastEventId !== undefined ? 'resume' : 'get') : 'post';
-    const cuttable = kind !== 'resume' && (options.streams === 'all' || options.streams === kind);
-    this.proxy(req, res, options.upstream, undefined, cuttable);
+    if (req.method === 'GET' && lastEventId !== undefined) {
+      // Every resume is recorded with its cursor, answered with a stream or not (a 400 or 404 is what it shows).
+      const r = this.resumeRecord(req, 'upstream', undefined);
+      if (this.cutSessions.has(session)) {
+        this.events.log(`resume  ${describe(r)} → passed to --upstream (a retry: the fault was done)`);
+        this.events.resumeRetried?.();
+      }
+      this.proxy(req, res, options.upstream, r, false);
+      return;
+    }
+    const kind: StreamKind = req.method === 'GET' ? 'get' : 'post';
+    this.proxy(req, res, options.upstream, undefined, options.streams === 'all' || options.streams === kind);
   }
 
   /** The resume of a cut stream: dropped, held, rerouted or passed, as the drill was told. */
@@ -304,8 +320,15 @@ class Drill {
         ? this.record(newStreamRecord(req.method === 'GET' ? 'get' : 'post', req.method ?? '?', sessionOf(req)))
         : undefined);
     if (stream) stream.status = upRes.statusCode;
+    if (r?.kind === 'resume' && this.cutSessions.has(r.session ?? ''))
+      this.events.log(
+        `answer  ${upRes.statusCode} from ${r.to === 'reroute' ? '--reroute-upstream' : '--upstream'} to ${describe(r)}`,
+      );
     try {
       res.writeHead(upRes.statusCode ?? 502, forwardHeaders(upRes.headers));
+      // An SSE answer's head goes out at once, as the upstream sent it: Node holds a head back until the first body
+      // byte, and a resume answered 200 with no frame would reach the client only with the first keep-alive.
+      if (sse) res.flushHeaders();
     } catch {
       upRes.destroy();
       if (!res.headersSent) res.writeHead(502).end();
@@ -421,6 +444,7 @@ class SseRelay {
     this.dropped = true;
     const { drill, stream } = this;
     drill.armed.add(stream.session ?? '');
+    drill.cutSessions.add(stream.session ?? '');
     drill.events.log(
       `cut     ${describe(stream)} after ${stream.framesSent} events sent, ${stream.framesArrived} whole frames arrived (ids ${[...stream.firstIds, ...stream.lastIds].join(' ') || 'none'})`,
     );
