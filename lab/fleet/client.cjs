@@ -76,6 +76,8 @@ const results = [];
 let resumesTotal = 0; // resumes of every session so far (balancer mode)
 const resumesSoFar = () => resumesTotal;
 const FAULTS = ['none', 'clean', 'reset', 'midframe'];
+/** The balancer's idle timeout in the real-parts policies (lab/fleet/fleet.mjs SHORT_STREAM_TIMEOUT), and a margin. */
+const IDLE_CUT_MS = 4000 + 1000;
 
 /** Wraps fetch for one session: counts its GETs and knows whether one of its SSE GET streams is open. */
 function wireWatch() {
@@ -194,6 +196,17 @@ async function runSession() {
         const resumed = watch.wire.resumes;
         const quietUntil = Date.now() + 300 + Math.floor(random() * 6700);
         while (Date.now() < quietUntil && watch.wire.resumes === resumed) await sleep(50);
+        if (watch.wire.resumes !== resumed && random() < 0.5) {
+          // Half the time the resumed stream is left quiet on purpose until it is cut and the SDK reconnects: the
+          // shape of #2499 without an event in flight (nothing is sent meanwhile), which forkwatch must name apart
+          // from a fork (cursor_dropped_after_inconclusive, exposure) and never count as loss.
+          // It ends on the next reconnect (a fresh stream: the next round's events reach it well within the
+          // idle timeout), with or without the cursor.
+          const { cursorless, resumes } = watch.wire;
+          const until = Date.now() + IDLE_CUT_MS + delay + 2000;
+          const reconnected = () => watch.wire.cursorless !== cursorless || watch.wire.resumes !== resumes;
+          while (Date.now() < until && !reconnected()) await sleep(50);
+        }
         await waitFor(streamOpen, delay + 2000);
         continue;
       }

@@ -212,7 +212,11 @@ export function scoreFleet(run) {
     present: run.servers.some(s => s.fleetClaims !== undefined),
     // counted on lossy sessions, at most what each lost; beyond that, and on lossless sessions: counted falsely
     countedLost: lossy.reduce((n, s) => n + Math.min(fleetClaims.get(s.session) ?? 0, s.lost), 0),
-    countedBeyondLost: lossy.reduce((n, s) => n + Math.max(0, (fleetClaims.get(s.session) ?? 0) - s.lost), 0),
+    // An emit that timed out stored events that may be lost: counting them is not counting beyond the loss.
+    countedBeyondLost: lossy.reduce(
+      (n, s) => n + Math.max(0, (fleetClaims.get(s.session) ?? 0) - s.lost - (s.unconfirmed ?? 0)),
+      0,
+    ),
     countedOnLossless: claimsOn(lossless.filter(s => !s.crashed)),
     // the crash victim's sessions: what they lost before the crash no ground truth sees
     countedUnscored:
