@@ -37,8 +37,9 @@
 // whoever imports it, so the tests use the patched class and module load order is untouched. The run's setup file
 // (scripts/host-suite/setup.mjs) records per test file which classes were found patched (shimmer's `__wrapped` on
 // their methods), the forkwatch_instrumentation_info series at 1, and what forkwatch's counters counted. The proof
-// fails when a loaded target class was not patched, when forkwatch/register was absent from a worker, or when a
-// target class was never loaded by any test file, or forkwatch counted nothing at all.
+// fails when a loaded target class did not have every method forkwatch's patch of it wraps wrapped, when
+// forkwatch/register was absent from a worker, when a class of a package's own suite was never loaded by any of its
+// test files, or when forkwatch counted nothing at all.
 import { spawn, spawnSync } from 'node:child_process';
 import {
   copyFileSync,
@@ -156,10 +157,11 @@ function installForkwatch(out) {
 
 // --- the checkouts and their suites ------------------------------------------------------------------------------
 
-/** forkwatch's own tables of what its module hooks patch, from this checkout's build. */
+/** forkwatch's own tables of what its module hooks patch, from this checkout's build, and each class's methods. */
 function loadTargets() {
   const targets = createRequire(import.meta.url)(join(root, 'build', 'src', 'lifecycle', 'targets.js'));
-  return targets;
+  const methods = Object.fromEntries(targets.ALL_TARGETS.map(t => [t.exportName, [...t.load().methods]]));
+  return { ...targets, methods };
 }
 
 /** The names of the classes a TypeScript source file defines and exports (`export class X`). */
@@ -470,7 +472,7 @@ function counts(statuses) {
 // --- the proof -----------------------------------------------------------------------------------------------------
 
 /** What an instrumented run shows of forkwatch having patched the classes the tests used; `problems` empty when so. */
-function checkProof(suite, run) {
+function checkProof(suite, run, methods) {
   const problems = [];
   const lines = run.proof ?? [];
   if (lines.length === 0) problems.push('no test file reported (the proof setup file did not run)');
@@ -485,7 +487,11 @@ function checkProof(suite, run) {
       if (record.error) problems.push(`${line.file}: manuallyInstrument threw: ${record.error}`);
       for (const [name, wrapped] of Object.entries(record.classes)) {
         const key = `${relative(suite.dir, record.module)}#${name}`;
+        // Every method of forkwatch's patch of that class, as its module hooks wrap them in the published package.
+        const unwrapped = (methods[name] ?? []).filter(method => !wrapped.includes(method));
         if (wrapped.length === 0) problems.push(`${relative(suite.dir, line.file)} loaded ${key} unpatched`);
+        else if (unwrapped.length > 0)
+          problems.push(`${relative(suite.dir, line.file)} loaded ${key} with ${unwrapped.join(', ')} unwrapped`);
         else patched.set(key, (patched.get(key) ?? 0) + 1);
       }
     }
@@ -525,7 +531,7 @@ async function classify(names, context) {
     for (const mode of ['bare', 'instrumented']) {
       const run = await runVitest({ ...context, mode, files, tag: `rerun${i}` });
       reruns[mode].push(run);
-      if (mode === 'instrumented') context.proofs.push(checkProof(context.suite, run));
+      if (mode === 'instrumented') context.proofs.push(checkProof(context.suite, run, context.methods));
     }
   }
   return names.map(name => {
@@ -582,11 +588,19 @@ async function main() {
   let proofFailures = 0;
   for (const runtime of runtimes) {
     for (const suite of suites) {
-      const context = { suite, runtime, out: options.out, forkwatch, reruns: options.reruns, proofs: [] };
+      const context = {
+        suite,
+        runtime,
+        out: options.out,
+        forkwatch,
+        reruns: options.reruns,
+        methods: tables.methods,
+        proofs: [],
+      };
       const full = { tag: options.files.length > 0 ? 'files' : 'full', files: options.files };
       const bare = await runVitest({ ...context, ...full, mode: 'bare' });
       const instrumented = await runVitest({ ...context, ...full, mode: 'instrumented' });
-      const proof = checkProof(suite, instrumented);
+      const proof = checkProof(suite, instrumented, tables.methods);
       const names = differing(bare.statuses, instrumented.statuses);
       const diffs = names.length > 0 ? await classify(names, { ...context, bare, instrumented }) : [];
       const rerunProblems = context.proofs.flatMap(p => p.problems);
