@@ -562,7 +562,9 @@ async function main() {
       fail(`${runtimeBinary(root, runtime)} is missing: provision it with \`npm test -- test/footprint.test.ts\``);
     return runtime;
   });
+  const forkwatchStarted = Date.now();
   const forkwatch = installForkwatch(options.out);
+  const forkwatchInstallMs = Date.now() - forkwatchStarted;
   const tables = loadTargets();
   const checkouts = options.checkouts.map(dir => describeCheckout(dir, tables));
   const installMs = {};
@@ -635,6 +637,7 @@ async function main() {
   const summary = {
     forkwatch: forkwatch.version,
     checkouts: checkouts.map(({ dir, head, line, versions }) => ({ dir, head, line, versions })),
+    forkwatchInstallMs,
     installMs,
     totalMs: Date.now() - started,
     results,
