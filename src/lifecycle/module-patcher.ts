@@ -139,7 +139,8 @@ export class ModulePatcher {
     try {
       const standIn = patch.watchConstruction(cls, this.runtime);
       (exports as Record<string, unknown>)[exportName] = standIn;
-      if ((exports as Record<string, unknown>)[exportName] === standIn) return { exports, cls, standIn };
+      if ((exports as Record<string, unknown>)[exportName] === standIn)
+        return { exports, cls, standIn, constructorSwapped: swapConstructor(cls, cls, standIn) };
     } catch {
       // reported below
     }
@@ -196,6 +197,8 @@ interface StandIn {
   exports: unknown;
   cls: object;
   standIn: object;
+  /** The prototype's `constructor` points at the stand-in. */
+  constructorSwapped: boolean;
 }
 
 interface PatchedClass {
@@ -205,12 +208,32 @@ interface PatchedClass {
 }
 
 /** The class goes back in its exports, unless someone else put something there since. */
-function restoreExport({ exports, cls, standIn }: StandIn, exportName: string): void {
+function restoreExport({ exports, cls, standIn, constructorSwapped }: StandIn, exportName: string): void {
   try {
     const named = exports as Record<string, unknown>;
-    if (named[exportName] === standIn) named[exportName] = cls;
+    if (named[exportName] !== standIn) return;
+    named[exportName] = cls;
+    if (constructorSwapped) swapConstructor(cls, standIn, cls);
   } catch {
     // the stand-in stays: it constructs the class itself, and watches nothing while disabled
+  }
+}
+
+/**
+ * Points the class prototype's `constructor` from `from` to `to`, its attributes kept; false when it was not `from`
+ * or cannot be changed. With the stand-in in the exports, `new X().constructor === X` and
+ * `X.prototype.constructor === X` hold for the `X` the host imported, as they do without forkwatch.
+ */
+function swapConstructor(cls: object, from: object, to: object): boolean {
+  try {
+    const proto = (cls as ClassLike).prototype as object | undefined;
+    if (!proto) return false;
+    const own = Object.getOwnPropertyDescriptor(proto, 'constructor');
+    if (own?.value !== from || !own.configurable) return false;
+    Object.defineProperty(proto, 'constructor', { ...own, value: to });
+    return (proto as { constructor?: unknown }).constructor === to;
+  } catch {
+    return false;
   }
 }
 

@@ -10,6 +10,7 @@
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
+import { watchHonoConstruction } from '../../src/server/stacks/hono/event-store';
 import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
 import { sampleOne } from '../support/scrape';
@@ -142,5 +143,87 @@ describe('@hono/mcp StreamableHTTPTransport construction', () => {
     expect(hono.StreamableHTTPTransport).not.toBe(Original);
     fw.instrumentation.disable();
     expect(hono.StreamableHTTPTransport).toBe(Original);
+    expect(Original.prototype.constructor).toBe(Original);
+    expect(new Original().constructor).toBe(Original);
+  });
+
+  // Before the patcher pointed the prototype's constructor at the stand-in, both were the hidden class.
+  test("an instance's constructor is the class the host imported", () => {
+    fw = setupForkwatch({}, [hono]);
+    const Stand = hono.StreamableHTTPTransport;
+    expect(new Stand().constructor).toBe(Stand);
+    expect(Stand.prototype.constructor).toBe(Stand);
+    expect(Object.getOwnPropertyDescriptor(Stand.prototype, 'constructor')).toMatchObject({
+      writable: true,
+      enumerable: false,
+      configurable: true,
+    });
+  });
+
+  // Before the stand-in answered `toString`, a Proxy's source text came back: `function () { [native code] }`.
+  test("its toString() is the class's source text", () => {
+    fw = setupForkwatch({}, [hono]);
+    const Stand = hono.StreamableHTTPTransport;
+    const source = Function.prototype.toString.call(Original);
+    expect(source).toMatch(/^class /);
+    expect(Stand.toString()).toBe(source);
+    expect(String(Stand)).toBe(source);
+    class Sub extends Stand {}
+    expect(Sub.toString()).toBe(Function.prototype.toString.call(Sub));
+  });
+
+  // Before, a constructor that threw was run a second time with the caller's own arguments (and a diagnostic said so).
+  test.each([
+    { store: false, what: 'without a store' },
+    { store: true, what: 'with a store' },
+  ])('a throwing constructor runs once and its own error reaches the caller, $what', ({ store }) => {
+    fw = setupForkwatch({}, [hono]);
+    const boom = new Error('boom');
+    let reads = 0;
+    const options = {
+      ...(store ? { eventStore: new hono.MemoryEventStore() } : {}),
+      get sessionIdGenerator() {
+        reads++;
+        throw boom;
+      },
+    };
+    let caught: unknown;
+    try {
+      new hono.StreamableHTTPTransport(options);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBe(boom);
+    expect(reads).toBe(1);
+  });
+
+  test('a constructor that spreads or inspects its options sees their keys, values and prototype', () => {
+    fw = setupForkwatch({}, []);
+    const store = new hono.MemoryEventStore();
+    class Options {
+      readonly eventStore = store;
+      readonly answer = 42;
+    }
+    class Probe {
+      readonly seen: Record<string, unknown>;
+      constructor(options: object) {
+        this.seen = {
+          keys: Object.keys(options),
+          spread: { ...options },
+          isOptions: options instanceof Options,
+          has: 'answer' in options,
+        };
+      }
+    }
+    const Stand = watchHonoConstruction(Probe, fw.instrumentation);
+    const { seen } = new Stand(new Options());
+    expect(seen.keys).toEqual(['eventStore', 'answer']);
+    expect(seen.isOptions).toBe(true);
+    expect(seen.has).toBe(true);
+    const spread = seen.spread as { answer: number; eventStore: { storeEvent: unknown } };
+    expect(spread.answer).toBe(42);
+    // The store the class keeps is forkwatch's recording view of the caller's.
+    expect(typeof spread.eventStore.storeEvent).toBe('function');
+    expect(spread.eventStore).not.toBe(store);
   });
 });

@@ -11,7 +11,7 @@
  * partial frame anyway, and a forked frame must never reach it.
  */
 import { SseFrameObserver } from '../../core/sse-frame-observer';
-import { type PassThroughController, passThroughByteStream } from '../../shared/response-body';
+import { type PassThroughController, isBytes, passThroughStream, skipsChunk } from '../../shared/response-body';
 
 export interface StreamObserverHooks {
   /** A frame was dispatched; runs before the SDK sees the chunk that completed it. */
@@ -54,20 +54,21 @@ export interface ObservedStream {
 }
 
 /**
- * `bytes`: the observed stream is a byte stream, as a fetch Response's own body is (the wire observer puts it inside
- * the caller's Response: response-body.ts); the class patches hand the SDK a default stream, as before.
+ * `response`: the observed stream takes the place of a fetch Response's own body (the wire observer puts it inside the
+ * caller's Response: response-body.ts), of the same kind as that body (a byte stream for undici's own); the class
+ * patches hand the SDK a default stream, as before.
  */
 export function observeStream(
   source: ReadableStream<Uint8Array>,
   hooks: StreamObserverHooks,
   gate: StreamGate | undefined,
   onObserverError: (error: unknown) => void,
-  kind: 'default' | 'bytes' = 'default',
+  kind: 'default' | 'response' = 'default',
 ): ObservedStream {
   const body = new ObservedBody(source, hooks, gate, onObserverError);
   const readable =
-    kind === 'bytes'
-      ? passThroughByteStream({
+    kind === 'response'
+      ? passThroughStream(source, {
           start: controller => {
             body.controller = controller;
           },
@@ -128,9 +129,10 @@ class ObservedBody {
         return controller.close();
       }
       const chunk = result.value;
-      // An empty chunk cannot go into a byte stream, and a pull that enqueues nothing would not be called again.
-      if (chunk.byteLength === 0) continue;
-      if (this.parsing) {
+      // An empty chunk cannot go into a byte stream, and a pull that enqueues nothing would not be called again; a
+      // default stream hands it on, as the source did.
+      if (skipsChunk(controller, chunk)) continue;
+      if (this.parsing && isBytes(chunk)) {
         this.hooks.onChunk?.();
         this.observe(chunk);
         this.parsing = this.hooks.wantsFrames?.() ?? true;
@@ -139,7 +141,7 @@ class ObservedBody {
       if (gate?.cut()) return this.cut(controller, new Error('forkwatch: forked stream cut (fail-loud mode)'));
       if (gate && !this.overflowed && gate.holding()) {
         this.held.push(chunk);
-        this.heldBytes += chunk.byteLength;
+        this.heldBytes += isBytes(chunk) ? chunk.byteLength : 0;
         if (this.heldBytes <= MAX_HELD_BYTES) continue;
         this.overflowed = true;
       }

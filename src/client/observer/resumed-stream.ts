@@ -128,7 +128,7 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
    * Observes a response body: every frame is seen before the client's parser, the first decides the verdict. In
    * fail-loud mode a stream whose attempt is already forked (its cursor dropped) is cut at once.
    */
-  observe(body: ReadableStream<Uint8Array>, kind: 'default' | 'bytes' = 'default'): ReadableStream<Uint8Array> {
+  observe(body: ReadableStream<Uint8Array>, kind: 'default' | 'response' = 'default'): ReadableStream<Uint8Array> {
     if (this.cutsAtOnce) this.isCut = true;
     const observed = observeStream(
       body,

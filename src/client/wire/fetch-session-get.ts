@@ -73,5 +73,5 @@ function observeBody(
     { attempt, session, transport: 'streamable_http', cursor: get.cursor, reportFork: errorTheStream },
     runtime,
   );
-  return resumed.observe(body, 'bytes');
+  return resumed.observe(body, 'response');
 }

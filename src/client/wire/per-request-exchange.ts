@@ -29,7 +29,7 @@ import { ReissueWindow, digestJson, isMrtrRetry, reissueKey, requestTarget } fro
 import type { FetchLike, RequestInitLike, WebResponseLike } from '../../shared/internal-types';
 import { CLIENT_EXCHANGE_OUTCOMES, CLIENT_REISSUE_OUTCOMES, LISTEN_STREAM_OUTCOMES } from '../../shared/names';
 import { type ForkwatchRuntime, nowMs } from '../../shared/runtime';
-import { lazyReader, observeResponseBody, passThroughByteStream } from '../../shared/response-body';
+import { isBytes, lazyReader, observeResponseBody, passThroughStream, skipsChunk } from '../../shared/response-body';
 
 /** One per-request POST, read from its URL, headers and string body. */
 export interface PerRequestPost {
@@ -319,7 +319,7 @@ export class PerRequestStreamWatch {
 function passThrough(body: ReadableStream<Uint8Array>, watch: PerRequestStreamWatch): ReadableStream<Uint8Array> {
   // The source's reader is taken on the app's first read, not before (response-body.ts).
   const reader = lazyReader(body);
-  return passThroughByteStream({
+  return passThroughStream(body, {
     async pull(controller) {
       // Until something is handed on: an empty chunk cannot go into a byte stream, and a pull that enqueues nothing
       // would not be called again.
@@ -337,8 +337,8 @@ function passThrough(body: ReadableStream<Uint8Array>, watch: PerRequestStreamWa
           controller.close();
           return;
         }
-        if (chunk.value.byteLength === 0) continue;
-        watch.push(chunk.value);
+        if (skipsChunk(controller, chunk.value)) continue;
+        if (isBytes(chunk.value)) watch.push(chunk.value);
         controller.enqueue(chunk.value);
         return;
       }

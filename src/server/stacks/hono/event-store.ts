@@ -8,8 +8,9 @@
  * construction instead: the module's export is replaced by a `Proxy` of the class whose `construct` trap hands the
  * constructor a view of the user's options in which `eventStore` reads as a recording wrapper of the user's store
  * (the options and the store object themselves are left untouched). `instanceof`, `name`, statics and the
- * prototype are the class's own; a subclass passes through with its own `new.target`. Any failure here constructs
- * with the caller's own arguments.
+ * prototype are the class's own; a subclass passes through with its own `new.target`; the patcher points the
+ * prototype's `constructor` at the stand-in (module-patcher.ts), so `new X().constructor === X` as without forkwatch.
+ * A failure to watch the options constructs with the caller's own arguments.
  *
  * The wrapper calls the store's `storeEvent` and `replayEventsAfter` (all the transport uses of it, 0.3) with the
  * store as `this` and returns what they returned. It replaces one argument: the `{ send }` of `replayEventsAfter`, by
@@ -26,23 +27,33 @@ import { honoSessionObserverOf } from './session-observer';
 type StoreMethod = (this: unknown, ...args: unknown[]) => unknown;
 type Constructor = new (...args: unknown[]) => object;
 
-/** The stand-in for the exported class: constructs the class itself, with the store watched. */
+/**
+ * The stand-in for the exported class: constructs the class itself, with the store watched. Its constructor runs once
+ * per `new`, whatever it throws: the error reaches the caller as without forkwatch (only the options it reads are
+ * forkwatch's view of the caller's, which answers every read as they do).
+ */
 export function watchHonoConstruction<T extends object>(cls: T, runtime: ServerRuntime): T {
+  let sourceText: (() => string) | undefined;
   const stand: T = new Proxy(cls, {
     construct(target, args, newTarget) {
       const as = (newTarget === stand ? target : newTarget) as Constructor;
       const watched = runtime.enabled ? watchedArguments(args, runtime) : undefined;
-      if (watched === undefined) return Reflect.construct(target as Constructor, args, as);
-      let instance: object;
-      try {
-        instance = Reflect.construct(target as Constructor, watched.args, as);
-      } catch (error) {
-        // Whatever failed with forkwatch's view of the options fails or succeeds now as without forkwatch.
-        runtime.diag.error('constructing an @hono/mcp transport with its store watched failed; not recorded', error);
-        return Reflect.construct(target as Constructor, args, as);
-      }
-      bind(watched.store, instance, runtime);
+      const instance = Reflect.construct(target as Constructor, watched?.args ?? args, as);
+      if (watched !== undefined) bind(watched.store, instance, runtime);
       return instance;
+    },
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver);
+      if (key !== 'toString' || value !== Function.prototype.toString) return value;
+      // A Proxy's source text is `function () { [native code] }`: `cls.toString()` and `String(cls)` give the
+      // class's own, as without forkwatch (`Function.prototype.toString.call(cls)` cannot: docs/host-suite.md).
+      // A method, as Function.prototype.toString is: named `toString`, no prototype, not a constructor.
+      sourceText ??= {
+        toString(this: unknown): string {
+          return Function.prototype.toString.call(this === stand ? target : this);
+        },
+      }.toString;
+      return sourceText;
     },
   });
   return stand;
@@ -60,11 +71,20 @@ function watchedArguments(
     if (!isEventStore(store)) return { args, store: undefined };
     const recording = new HonoRecordingStore(store, runtime);
     // Every other read goes to the caller's options, their getters run on them (a class with #private fields
-    // included). The target is an empty object of forkwatch's own, so a frozen options object raises no Proxy
-    // invariant.
+    // included); keys, descriptors and prototype are theirs too, so a constructor that spreads or inspects its
+    // options sees what it sees without forkwatch. The target is an empty object of forkwatch's own, so a frozen
+    // options object raises no Proxy invariant (descriptors are reported configurable: the target has none).
     const watchedOptions = new Proxy(Object.create(null) as object, {
       get: (_, key) => (key === 'eventStore' ? recording : Reflect.get(options, key)),
       has: (_, key) => key === 'eventStore' || Reflect.has(options, key),
+      ownKeys: () => Reflect.ownKeys(options),
+      getOwnPropertyDescriptor: (_, key) => {
+        const own = Reflect.getOwnPropertyDescriptor(options, key);
+        if (own === undefined) return undefined;
+        if (key !== 'eventStore') return { ...own, configurable: true };
+        return { value: recording, writable: true, enumerable: own.enumerable, configurable: true };
+      },
+      getPrototypeOf: () => Reflect.getPrototypeOf(options),
     });
     return { args: [watchedOptions, ...args.slice(1)], store: recording };
   } catch (error) {
