@@ -5,7 +5,7 @@
 /**
  * @hono/mcp's exported `StreamableHTTPTransport` as a host sees it, in a process of its own: bare, and with
  * `forkwatch/register` preloaded (`--require` and `--import`), its CommonJS and its ESM build. forkwatch puts a
- * stand-in in the module's exports (src/server/hono-event-store.ts); everything the host can ask of the class must
+ * stand-in in the module's exports (src/server/stacks/hono/event-store.ts); everything the host can ask of the class must
  * answer as without it: `new X().constructor === X`, `X.prototype.constructor`, `toString()`, a static's `this`, a
  * subclass's statics, and a throwing constructor runs once, its own error reaching the caller, nothing on stderr.
  *

@@ -105,6 +105,10 @@ describe("tmcp HttpTransport's construction", () => {
     const sub = new Sub(newServer(), { path: '/mcp' });
     expect(sub).toBeInstanceOf(Sub);
     expect(Object.getPrototypeOf(sub)).toBe(Sub.prototype);
+    // As the host sees the class without forkwatch (issue 46): its constructor and its source text.
+    expect(transport.constructor).toBe(Stand);
+    expect(Stand.toString()).toBe(Function.prototype.toString.call(Original));
+    expect(String(Stand)).toBe(Function.prototype.toString.call(Original));
   });
 
   test("the constructor gets the caller's own arguments, untouched", () => {

@@ -20,12 +20,12 @@
  */
 import type { ServerRuntime } from '../../server-runtime';
 import { isWrapped } from '@opentelemetry/instrumentation';
+import { classStandIn } from '../../../shared/class-stand-in';
 import type { EventStoreLike } from '../../../shared/internal-types';
 import { type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
 import { honoSessionObserverOf } from './session-observer';
 
 type StoreMethod = (this: unknown, ...args: unknown[]) => unknown;
-type Constructor = new (...args: unknown[]) => object;
 
 /**
  * The stand-in for the exported class: constructs the class itself, with the store watched. Its constructor runs once
@@ -33,30 +33,12 @@ type Constructor = new (...args: unknown[]) => object;
  * forkwatch's view of the caller's, which answers every read as they do).
  */
 export function watchHonoConstruction<T extends object>(cls: T, runtime: ServerRuntime): T {
-  let sourceText: (() => string) | undefined;
-  const stand: T = new Proxy(cls, {
-    construct(target, args, newTarget) {
-      const as = (newTarget === stand ? target : newTarget) as Constructor;
-      const watched = runtime.enabled ? watchedArguments(args, runtime) : undefined;
-      const instance = Reflect.construct(target as Constructor, watched?.args ?? args, as);
-      if (watched !== undefined) bind(watched.store, instance, runtime);
-      return instance;
-    },
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver);
-      if (key !== 'toString' || value !== Function.prototype.toString) return value;
-      // A Proxy's source text is `function () { [native code] }`: `cls.toString()` and `String(cls)` give the
-      // class's own, as without forkwatch (`Function.prototype.toString.call(cls)` cannot: docs/host-suite.md).
-      // A method, as Function.prototype.toString is: named `toString`, no prototype, not a constructor.
-      sourceText ??= {
-        toString(this: unknown): string {
-          return Function.prototype.toString.call(this === stand ? target : this);
-        },
-      }.toString;
-      return sourceText;
-    },
+  return classStandIn(cls, (target, args, as) => {
+    const watched = runtime.enabled ? watchedArguments(args, runtime) : undefined;
+    const instance = Reflect.construct(target, watched?.args ?? args, as);
+    if (watched !== undefined) bind(watched.store, instance, runtime);
+    return instance;
   });
-  return stand;
 }
 
 /** The arguments with the store wrapped, or undefined to construct with the caller's own. */

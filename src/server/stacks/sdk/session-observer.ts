@@ -32,7 +32,7 @@ import { protocolHasResumability } from '../../../shared/session-id';
 import { isJsonRpcResponse } from '../../../core/replay-boundary';
 import { type RecordingHooks, type StoreRecorder, ensureRecordingStore } from './recording-event-store';
 import { type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
-import { type Flavor } from './flavors';
+import type { Flavor } from './flavors';
 import { parentContextOf } from '../../web-request';
 import { LedgerSessionFacts, storedEventOf } from '../../session-facts';
 import { LiveWrites } from './live-writes';

@@ -32,7 +32,7 @@ const EMPTY = { state: 'empty' } as const;
 
 type Evidence = typeof RESTORED | typeof EMPTY | undefined;
 
-const enum Revival {
+enum Revival {
   /** No request yet. */
   Unseen,
   /** The first request carried a session id: waiting for its answer. */

@@ -10,19 +10,17 @@
  * its own to the server's `broadcast` event (after the transport's: tmcp has written a broadcast when it runs). The
  * listener only reads what was broadcast and hands it to the transport's standalone streams
  * (standalone-streams.ts); it never throws (a listener's throw would reach the process) and does nothing once
- * forkwatch is disabled or the class unpatched. `instanceof`, `name`, statics and the prototype are the class's own;
- * a subclass passes through with its own `new.target`.
+ * forkwatch is disabled or the class unpatched. The stand-in answers as the class (shared/class-stand-in.ts).
  *
  * A transport given a stream session manager of the app's own (`sessionManager.streams`: Redis, …) is not watched:
  * such a manager may write a broadcast to streams on other processes, so what reached a session is not this
  * process's to say.
  */
 import { isWrapped } from '@opentelemetry/instrumentation';
+import { classStandIn } from '../../../shared/class-stand-in';
 import type { ServerRuntime } from '../../server-runtime';
 import { freshStreamObserverOf } from './fresh-stream-observer';
 import type { BroadcastDetail } from './standalone-streams';
-
-type Constructor = new (...args: unknown[]) => object;
 
 interface McpServerLike {
   on(event: 'broadcast', listener: (detail: BroadcastDetail | undefined) => void): unknown;
@@ -30,15 +28,11 @@ interface McpServerLike {
 
 /** The stand-in for the exported class: constructs the class itself, then watches its server's broadcasts. */
 export function watchTmcpConstruction<T extends object>(cls: T, runtime: ServerRuntime): T {
-  const stand: T = new Proxy(cls, {
-    construct(target, args, newTarget) {
-      const as = (newTarget === stand ? target : newTarget) as Constructor;
-      const transport = Reflect.construct(target as Constructor, args, as);
-      if (runtime.enabled) watchBroadcasts(transport, args, runtime);
-      return transport;
-    },
+  return classStandIn(cls, (target, args, as) => {
+    const transport = Reflect.construct(target, args, as);
+    if (runtime.enabled) watchBroadcasts(transport, args, runtime);
+    return transport;
   });
-  return stand;
 }
 
 /** `new HttpTransport(server, options)` returned `transport`: its server's broadcasts go to its observer too. */
