@@ -9,7 +9,8 @@
  *   npx tsx bench/probe-timing.ts [--runs 3]
  *
  * Prints one line per deployment: verdict, exit code, the wall time of each run and the report's durationMs (ms;
- * the difference is Node.js starting the CLI). `--only <text>` picks deployments by name. Not a test: the numbers
+ * the difference is Node.js starting the CLI). `--only <text>` picks deployments by name; `--cli <main.js>` runs
+ * another build (an older commit's) to compare. Not a test: the numbers
  * depend on the machine; the tests check the structure (the silent resumes overlap) instead.
  */
 import { execFile } from 'node:child_process';
@@ -20,10 +21,14 @@ import { type RoundRobinProxy, startRoundRobinProxy } from '../test/probe/fixtur
 import type { ProbeReport } from '../src/cli/probe/report';
 import { type FixtureServer, startFixture } from '../test/probe/fixtures/servers';
 
-const CLI = join(__dirname, '..', 'build', 'src', 'cli', 'main.js');
 const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '3' }, only: { type: 'string', default: '' } },
+  options: {
+    runs: { type: 'string', default: '3' },
+    only: { type: 'string', default: '' },
+    cli: { type: 'string', default: join(__dirname, '..', 'build', 'src', 'cli', 'main.js') },
+  },
 });
+const CLI = values.cli;
 const runs = Number(values.runs);
 
 const servers: FixtureServer[] = [];
@@ -53,10 +58,13 @@ async function hanging(): Promise<string> {
   return `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`;
 }
 
-function probe(url: string): Promise<{ ms: number; code: number; verdict: string; report?: ProbeReport }> {
+function probe(
+  url: string,
+  extra: string[],
+): Promise<{ ms: number; code: number; verdict: string; report?: ProbeReport }> {
   const started = performance.now();
   return new Promise(resolve => {
-    execFile(process.execPath, [CLI, 'probe', url, '--json'], { maxBuffer: 16 << 20 }, (error, stdout) => {
+    execFile(process.execPath, [CLI, 'probe', url, '--json', ...extra], { maxBuffer: 16 << 20 }, (error, stdout) => {
       const ms = Math.round(performance.now() - started);
       let report: ProbeReport | undefined;
       try {
@@ -69,8 +77,21 @@ function probe(url: string): Promise<{ ms: number; code: number; verdict: string
   });
 }
 
-const DEPLOYMENTS: Array<[string, () => Promise<string>]> = [
+const NOTIFY = ['--notify-tool', 'notify'];
+
+/** Name, the endpoint, and the probe's arguments beyond the defaults. */
+const DEPLOYMENTS: Array<[string, () => Promise<string>, string[]?]> = [
   ['one process, validating store', async () => (await one('sdk-server.mjs', '--store', 'validating')).url],
+  [
+    'one process, validating store, --notify-tool',
+    async () => (await one('sdk-server.mjs', '--store', 'validating')).url,
+    NOTIFY,
+  ],
+  [
+    'one process, SDK-shaped ids, a notify tool whose notifications carry a counter',
+    async () => (await one('sdk-server.mjs', '--store', 'sdk-ids', '--notify', 'counter')).url,
+    NOTIFY,
+  ],
   [
     'one process, forgiving store (silent 200 to an unknown cursor)',
     async () => (await one('sdk-server.mjs', '--store', 'forgiving')).url,
@@ -82,6 +103,11 @@ const DEPLOYMENTS: Array<[string, () => Promise<string>]> = [
   ],
   ['one process, no event store', async () => (await one('sdk-server.mjs', '--store', 'none')).url],
   ['two replicas, per-process logs, 200 then silence (dead half)', () => two('--store', 'forgiving')],
+  [
+    'two replicas, per-process logs, 200 then silence (dead half), --notify-tool',
+    () => two('--store', 'forgiving'),
+    NOTIFY,
+  ],
   ['two replicas, per-process validating stores (400)', () => two('--store', 'validating')],
   [
     'two replicas, one shared store',
@@ -102,11 +128,11 @@ const DEPLOYMENTS: Array<[string, () => Promise<string>]> = [
 
 async function main(): Promise<void> {
   process.stdout.write(`forkwatch probe, default settings, ${runs} runs each (ms)\n`);
-  for (const [name, start] of DEPLOYMENTS) {
+  for (const [name, start, extra = []] of DEPLOYMENTS) {
     if (!name.includes(values.only)) continue;
     const url = await start();
     const results = [];
-    for (let i = 0; i < runs; i++) results.push(await probe(url));
+    for (let i = 0; i < runs; i++) results.push(await probe(url, extra));
     const last = results.at(-1)!;
     const wall = results.map(r => r.ms).join(', ');
     const probeOnly = results.map(r => r.report?.durationMs ?? '?').join(', ');
