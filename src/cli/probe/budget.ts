@@ -6,22 +6,26 @@
  * The probe's time: a deadline for the whole run that every step honours (it aborts every exchange in flight and
  * bounds every wait), the bound on one exchange (`--timeout`), and the shorter wait for a frame the server owes at
  * once (a replay, an event the probe just made it send): a correct server writes those within milliseconds, so a
- * silent 200 costs OWED_FRAME_MS (or four times the slowest answer seen, on a slow network), not a whole --timeout.
+ * silent 200 costs OWED_FRAME_MS (or four times the median answer so far, on a slow network), not a whole
+ * --timeout. The median, not the slowest: one cold first answer (a replica starting a session) must not stretch
+ * every wait.
  */
 
 import { setMaxListeners } from 'node:events';
 
 /** The least wait for a frame the server owes at once; at most --timeout. */
 export const OWED_FRAME_MS = 2000;
-/** A frame the server owes may take this many times its slowest answer so far (a round trip or two after it). */
-const SLOWEST_ANSWER_FACTOR = 4;
+/** A frame the server owes may take this many times its median answer so far (a round trip or two after it). */
+const ANSWER_FACTOR = 4;
+/** Answers whose times are kept for the median (the latest). */
+const ANSWERS_KEPT = 64;
 
 export class Budget {
   /** When the probe stops (epoch ms): the session's DELETE still goes out after it. */
   readonly stopAt: number;
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
-  private slowestAnswerMs = 0;
+  private readonly answers: number[] = [];
 
   constructor(
     readonly timeoutMs: number,
@@ -60,7 +64,7 @@ export class Budget {
 
   /** How long a frame the server owes at once is waited for. */
   owedFrameMs(): number {
-    return Math.min(this.timeoutMs, Math.max(OWED_FRAME_MS, SLOWEST_ANSWER_FACTOR * this.slowestAnswerMs));
+    return Math.min(this.timeoutMs, Math.max(OWED_FRAME_MS, ANSWER_FACTOR * this.medianAnswerMs()));
   }
 
   /** The end of the wait, started now, for a frame the server owes at once. */
@@ -85,7 +89,14 @@ export class Budget {
 
   /** An answer's headers came after `ms`. */
   answered(ms: number): void {
-    this.slowestAnswerMs = Math.max(this.slowestAnswerMs, ms);
+    this.answers.push(ms);
+    if (this.answers.length > ANSWERS_KEPT) this.answers.shift();
+  }
+
+  private medianAnswerMs(): number {
+    if (this.answers.length === 0) return 0;
+    const sorted = [...this.answers].sort((a, b) => a - b);
+    return sorted[Math.floor((sorted.length - 1) / 2)]!;
   }
 
   dispose(): void {

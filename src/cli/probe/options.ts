@@ -52,7 +52,7 @@ Options:
   --bearer <token>          send Authorization: Bearer <token> (default: $${TOKEN_ENV})
   -H, --header 'Name: v'    extra request header; repeatable
   --timeout <ms>            bound on each exchange (default ${DEFAULTS.timeoutMs}); a frame the server owes at once
-                            (a replay, an event just made) is waited for 2 s, or 4x its slowest answer, within it
+                            (a replay, an event just made) is waited for 2 s, or 4x its median answer, within it
   --deadline <ms>           bound on the whole probe, the session's DELETE included (default ${DEFAULTS.deadlineMs})
   --resumes <K>             repeated resumes over fresh connections (default ${DEFAULTS.resumes})
   --protocol-version <v>    version to ask for: ${RESUMABLE_PROTOCOL_VERSIONS.join(', ')} (default ${DEFAULTS.protocolVersion})

@@ -128,7 +128,10 @@ export async function resumeOnce(
     const waited = `${Date.now() - waitStarted} ms (${reader.comments} keep-alive comments, ${reader.bytes} bytes)`;
     // A read the deadline cut says nothing about the server.
     if (read.kind !== 'frame' && http.stopped)
-      return done({ outcome: 'inconclusive', detail: `the probe reached its deadline after ${waited}, before a frame` });
+      return done({
+        outcome: 'inconclusive',
+        detail: `the probe reached its deadline after ${waited}, before a frame`,
+      });
     return done(judgeFirstRead(read, exchange.status, waited, target));
   } finally {
     await reader.cancel();
@@ -252,7 +255,7 @@ export interface BogusCheck {
 }
 
 /** Frames of an accepted unknown cursor are read this long at most: the condition failed already, this is evidence. */
-const EVIDENCE_READ_MS = 1000;
+const EVIDENCE_READ_MS = 500;
 
 /** Condition 3: a cursor that never existed must be refused with a 4xx, not served a (silent) fresh stream. */
 export async function checkBogusCursor(http: McpHttp, bogus: string, check: BogusCheck): Promise<ConditionResult> {

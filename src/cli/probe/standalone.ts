@@ -204,9 +204,11 @@ async function awayAndBack(
 ): Promise<{ firstId?: string; holdMs: number; awayFired: boolean }> {
   const { http, progress } = input;
   const awayFired = await sendWhileAway(got, tried, progress);
-  if (awayFired && got.markers?.size === 0 && away.hasMessages) {
+  if (awayFired && got.markers?.size === 0 && away.hasMessages && got.trigger?.name !== 'notify_tool') {
     // Its own events cannot be told from live ones: stay away long enough for live traffic to be stored meanwhile,
-    // so that a replay has events the ids can date (storedWhileAway).
+    // so that a replay has events the ids can date (storedWhileAway). The operator's notify tool made what came
+    // (its content changes per call, or the second call reached another replica): its calls while away store events
+    // of its own.
     progress('standalone stream: away while live traffic is stored');
     await http.budget.sleep(input.waitMs);
   }
