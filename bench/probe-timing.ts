@@ -51,6 +51,14 @@ async function two(...args: string[]): Promise<string> {
   return proxy.url;
 }
 
+/** Two replicas behind a proxy with affinity on Mcp-Session-Id (no --hydrate: each holds its own sessions). */
+async function twoSticky(...args: string[]): Promise<string> {
+  const [a, b] = await Promise.all([one('sdk-server.mjs', ...args), one('sdk-server.mjs', ...args)]);
+  const proxy = await startRoundRobinProxy([a.port, b.port], { sticky: true });
+  proxies.push(proxy);
+  return proxy.url;
+}
+
 async function hanging(): Promise<string> {
   const server = createServer(() => undefined);
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
@@ -88,6 +96,10 @@ const DEPLOYMENTS: Array<[string, () => Promise<string>, string[]?]> = [
     NOTIFY,
   ],
   [
+    'one process, validating store, nothing ever sent on the GET stream',
+    async () => (await one('sdk-server.mjs', '--store', 'validating', '--notify', 'none')).url,
+  ],
+  [
     'one process, SDK-shaped ids, a notify tool whose notifications carry a counter',
     async () => (await one('sdk-server.mjs', '--store', 'sdk-ids', '--notify', 'counter')).url,
     NOTIFY,
@@ -97,6 +109,10 @@ const DEPLOYMENTS: Array<[string, () => Promise<string>, string[]?]> = [
     async () => (await one('sdk-server.mjs', '--store', 'forgiving')).url,
   ],
   ['one process, the SDK example store', async () => (await one('sdk-server.mjs', '--store', 'sdk-example')).url],
+  [
+    'one process, the SDK example store with getStreamIdForEventId',
+    async () => (await one('sdk-server.mjs', '--store', 'sdk-example-lookup')).url,
+  ],
   [
     'one process, SDK example store, same millisecond (every resume silent)',
     async () => (await one('sdk-server.mjs', '--store', 'sdk-example', '--same-millisecond')).url,
@@ -114,6 +130,13 @@ const DEPLOYMENTS: Array<[string, () => Promise<string>, string[]?]> = [
     async () => {
       const store = await one('store-server.mjs');
       return two('--store', 'shared', '--store-url', `http://127.0.0.1:${store.port}`);
+    },
+  ],
+  [
+    'two replicas, one shared store, sticky on Mcp-Session-Id',
+    async () => {
+      const store = await one('store-server.mjs');
+      return twoSticky('--store', 'shared', '--store-url', `http://127.0.0.1:${store.port}`);
     },
   ],
   ['2026-07-28-only server', async () => (await one('modern-server.mjs', '--legacy', 'reject')).url],

@@ -70,6 +70,14 @@ describe('the fix table', () => {
     });
   });
 
+  test('docs/probe.md lists every cause with its fix, word for word', () => {
+    const docs = readFileSync(join(ROOT, 'docs/probe.md'), 'utf8');
+    for (const [cause, { fix }] of Object.entries(FIXES)) {
+      expect(docs, cause).toContain(`| \`${cause}\` |`);
+      expect(docs, cause).toContain(fix);
+    }
+  });
+
   test('the published schema lists exactly these causes', () => {
     const schema = JSON.parse(readFileSync(join(ROOT, 'schema/probe-report.schema.json'), 'utf8'));
     expect(schema.definitions.condition.properties.cause.enum).toEqual(Object.keys(FIXES));
