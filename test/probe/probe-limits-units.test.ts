@@ -10,7 +10,9 @@
 import { describe, expect, test } from 'vitest';
 import { Budget, OWED_FRAME_MS } from '../../src/cli/probe/budget';
 import { ConditionBook, CUT_DETAIL } from '../../src/cli/probe/condition-book';
+import { DEFAULTS, parseProbeArgs } from '../../src/cli/probe/options';
 import { runPipelined } from '../../src/cli/probe/pipeline';
+import { timeLimits } from '../../src/cli/probe/run-probe';
 import { escaped, isSendableId, quoted, safeReport } from '../../src/cli/probe/server-text';
 import { SseReader } from '../../src/cli/probe/sse-reader';
 
@@ -82,6 +84,18 @@ describe('the time budget', () => {
     outside.abort();
     expect(budget.stopped).toBe(true);
     budget.dispose();
+  });
+});
+
+describe('--deadline', () => {
+  test('24 s by default; a positive integer; the DELETE keeps 2 s of it (half of a short one)', () => {
+    const parsed = parseProbeArgs(['http://127.0.0.1:1/mcp'], {});
+    expect(parsed.kind === 'options' && parsed.options.deadlineMs).toBe(DEFAULTS.deadlineMs);
+    expect(DEFAULTS.deadlineMs).toBe(24_000);
+    expect(parseProbeArgs(['http://127.0.0.1:1/mcp', '--deadline', '0'], {})).toMatchObject({ kind: 'error' });
+    expect(timeLimits(24_000)).toEqual({ runMs: 22_000, finalMs: 2000 });
+    expect(timeLimits(2000)).toEqual({ runMs: 1000, finalMs: 1000 });
+    expect(timeLimits(undefined)).toEqual({ runMs: Number.POSITIVE_INFINITY });
   });
 });
 
