@@ -8,6 +8,7 @@
  * carrying new ones (standalone-replay.ts); then an unknown cursor of the same shape, and repeated resumes.
  * Whatever the probe could not make happen is `not_tested`, never a pass.
  */
+import { detectCodec, safeDecode } from '../../core/codecs';
 import { bogusCursor } from './bogus-cursor';
 import { ConditionBook } from './condition-book';
 import { unusableIds } from './conditions';
@@ -204,13 +205,13 @@ async function awayAndBack(
 ): Promise<{ firstId?: string; holdMs: number; awayFired: boolean }> {
   const { http, progress } = input;
   const awayFired = await sendWhileAway(got, tried, progress);
-  if (awayFired && got.markers?.size === 0 && away.hasMessages && got.trigger?.name !== 'notify_tool') {
-    // Its own events cannot be told from live ones: stay away long enough for live traffic to be stored meanwhile,
-    // so that a replay has events the ids can date (storedWhileAway). The operator's notify tool made what came
-    // (its content changes per call, or the second call reached another replica): its calls while away store events
-    // of its own.
-    progress('standalone stream: away while live traffic is stored');
-    await http.budget.sleep(input.waitMs);
+  const pause =
+    awayFired && got.markers?.size === 0 && away.hasMessages ? awayPause(got, away.cursor, input.waitMs) : 0;
+  if (pause > 0) {
+    // No markers: a replay is proved by the ids alone, and ids that carry no dense sequence (time stamps) prove it
+    // only for events stored well before the resume (storedWhileAway).
+    progress('standalone stream: away while what was sent is stored');
+    await http.budget.sleep(pause);
   }
   progress('standalone stream: resuming');
   let holdMs = 0;
@@ -225,6 +226,24 @@ async function awayAndBack(
     away.held(ms);
   });
   return { ...(firstId !== undefined ? { firstId } : {}), holdMs, awayFired };
+}
+
+/** An operator's notify tool stores events of its own while away: a short pause dates them before the resume. */
+const NOTIFY_TOOL_PAUSE_MS = 500;
+
+/**
+ * How long to stay away when the probe has no markers (its trigger's content changes per call, or a second call
+ * reached another replica). Ids with a dense sequence prove a replay as they are: none. Otherwise the replay is
+ * dated by the ids' time stamps, which prove an event stored while away only when it was stored more than the
+ * cursor's read latency before the resume: the operator's notify tool stored its own events meanwhile, and half a
+ * second dates them; any other trigger may have caused nothing (a live tick taken for its event), so the probe
+ * stays away a whole wait for live traffic to be stored.
+ */
+function awayPause(got: Got, cursor: string, waitMs: number): number {
+  const codec = detectCodec(cursor);
+  const decoded = codec ? safeDecode(codec, cursor) : undefined;
+  if (decoded?.sequence !== undefined && decoded.dense === true && decoded.learned !== true) return 0;
+  return got.trigger?.name === 'notify_tool' ? Math.min(NOTIFY_TOOL_PAUSE_MS, waitMs) : waitMs;
 }
 
 /**
