@@ -254,6 +254,13 @@ describe('two processes behind a round-robin proxy', () => {
     const forks = report.resumes.details.filter(d => d.outcome === 'forked');
     expect(forks).toHaveLength(4);
     expect(forks.filter(d => d.reason === 'no_frame').length).toBeLessThanOrEqual(2);
+    // SDK-shaped ids, but the remedy is the deployment's: forks the SDK example store's id order does not explain,
+    // and a standalone stream that replayed (so its store keys `_GET_stream_` events right) yet stops carrying them.
+    expect(report.conditions.replay.cause).toBe('other_replica');
+    expect(report.conditions.repeated_resumes.cause).toBe('other_replica');
+    const standalone = report.streams.standalone.conditions;
+    expect(standalone.replay.status).toBe('pass');
+    expect(standalone.continues).toMatchObject({ status: 'fail', cause: 'no_affinity_stream' });
   });
 
   test('one event store shared by both replicas, no affinity: request streams resume, standalone notifications go astray', async () => {

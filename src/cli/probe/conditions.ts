@@ -11,7 +11,6 @@ import {
   type ConditionResult,
   type ProbeVerdict,
   type ResumeAttempt,
-  type ResumeSummary,
   type StandaloneReport,
   allConditions,
   summarizeResumes,
@@ -97,23 +96,31 @@ export function withoutPostStreams(): Record<ConditionName, ConditionResult> {
   return allConditions('not_applicable', 'POSTs are answered with JSON (no SSE on request streams): nothing to resume');
 }
 
-/** Condition 2 from the first resume, its cause read beside the repeated resumes (another replica's log). */
+/**
+ * Condition 2 from the first resume, its cause read beside the repeated resumes (another replica's log) and their
+ * targets (the SDK example store's id order).
+ */
 export function replayCondition(
   attempt: ResumeAttempt,
   target: ResumeTarget,
-  repeated: ResumeSummary,
+  repeated: { attempts: ResumeAttempt[]; targets: readonly ResumeTarget[] },
 ): ConditionResult {
   const evidence = { attempt };
-  const mixed = mixedResumes(repeated);
+  const mixed = mixedResumes(summarizeResumes(repeated.attempts));
   switch (attempt.outcome) {
     case 'resumed':
       return result('pass', `${attempt.status}, ${attempt.detail} (${attempt.ms} ms)`, evidence);
     case 'forked': {
-      const cause = lostByIdOrder(target.cursor, target.responseId)
-        ? 'example_store_id_order'
-        : mixed !== undefined
-          ? 'other_replica'
-          : 'replay_missing';
+      // Resumes that went both ways, with a fork the id order does not explain: another log. Only without that does
+      // a response that sorts before its cursor name the SDK example store.
+      const otherLog = mixed !== undefined && !forksByIdOrder(repeated.attempts, repeated.targets);
+      const cause = otherLog
+        ? 'other_replica'
+        : lostByIdOrder(target.cursor, target.responseId)
+          ? 'example_store_id_order'
+          : mixed !== undefined
+            ? 'other_replica'
+            : 'replay_missing';
       return failed('request.replay', cause, `a real cursor forked: ${attempt.detail}`, evidence);
     }
     case 'rejected': {
@@ -138,10 +145,7 @@ export function repeatedCondition(attempts: ResumeAttempt[], targets: readonly R
   const evidence = { outcomes: summary.outcomes, forkedRatio: summary.forkedRatio, statusCodes: summary.statusCodes };
   if (resumed === n) return result('pass', detail, evidence);
   if (forked === 0 && rejected === 0) return result('not_tested', detail, evidence);
-  // The SDK example store loses exactly the responses that sort before their cursors: every fork one of those.
-  const forks = attempts.flatMap((a, k) => (a.outcome === 'forked' ? [targets[k]] : []));
-  const byIdOrder = forks.length > 0 && forks.every(t => t !== undefined && lostByIdOrder(t.cursor, t.responseId));
-  const cause = byIdOrder
+  const cause = forksByIdOrder(attempts, targets)
     ? 'example_store_id_order'
     : forked > 0
       ? resumed > 0
@@ -151,6 +155,12 @@ export function repeatedCondition(attempts: ResumeAttempt[], targets: readonly R
         ? 'other_replica_refuses'
         : 'cursor_refused';
   return failed('request.repeated_resumes', cause, detail, evidence);
+}
+
+/** The SDK example store loses exactly the responses that sort before their cursors: every fork one of those. */
+function forksByIdOrder(attempts: readonly ResumeAttempt[], targets: readonly ResumeTarget[]): boolean {
+  const forks = attempts.flatMap((a, k) => (a.outcome === 'forked' ? [targets[k]] : []));
+  return forks.length > 0 && forks.every(t => t !== undefined && lostByIdOrder(t.cursor, t.responseId));
 }
 
 export function summarize(

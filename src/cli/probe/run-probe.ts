@@ -238,7 +238,7 @@ async function requestStreams(
     progress(`resumes: ${done}/${total} answered`),
   );
   const resumes = attempts as ResumeAttempt[];
-  book.set('replay', replayCondition(first as ResumeAttempt, target, summarizeResumes(resumes)));
+  book.set('replay', replayCondition(first as ResumeAttempt, target, { attempts: resumes, targets: repeatTargets }));
   book.set('bogus_cursor_refused', bogusResult as ConditionResult);
   book.set('repeated_resumes', repeatedCondition(resumes, repeatTargets));
   return { ...found, cursor: realCursor, resumes };

@@ -26,6 +26,16 @@ export interface Diagnosis {
   cursor: string;
   /** Something showed more than one log or process: request resumes that went both ways, trigger calls lost. */
   replicas: boolean;
+  /** The first resume replayed what was sent while away: the store keys this stream's events right. */
+  replayed?: boolean;
+}
+
+/**
+ * The SDK example store's `_GET_stream_` bug explains a failure only where its ids are that store's and no resume
+ * replayed: a store that replayed keys the stream's events right, whatever its ids look like.
+ */
+export function exampleStoreGetStream(diagnosis: Diagnosis): boolean {
+  return sdkStandaloneShaped(diagnosis.cursor) && diagnosis.replayed !== true;
 }
 
 /**
@@ -64,7 +74,7 @@ export function storedWhileAway(
 
 /** Nothing replayed, or not what was sent while away: which cause that is. */
 function lostCause(diagnosis: Diagnosis) {
-  if (sdkStandaloneShaped(diagnosis.cursor)) return 'example_store_get_stream' as const;
+  if (exampleStoreGetStream(diagnosis)) return 'example_store_get_stream' as const;
   return diagnosis.replicas ? ('other_replica' as const) : ('replay_missing' as const);
 }
 
@@ -214,7 +224,7 @@ export async function continues(
         evidence,
       );
     }
-    const cause = sdkStandaloneShaped(diagnosis.cursor)
+    const cause = exampleStoreGetStream(diagnosis)
       ? 'example_store_get_stream'
       : diagnosis.replicas
         ? 'no_affinity_stream'

@@ -12,7 +12,7 @@ import { detectCodec, safeDecode } from '../../core/codecs';
 import { bogusCursor } from './bogus-cursor';
 import { ConditionBook } from './condition-book';
 import { unusableIds } from './conditions';
-import { mixedResumes, sdkStandaloneShaped } from './diagnose';
+import { mixedResumes } from './diagnose';
 import { failed, result } from './fixes';
 import { type Exchange, type McpHttp, errorMessage, redirected, shownType } from './mcp-http';
 import { type PipelineTask, runPipelined } from './pipeline';
@@ -29,7 +29,14 @@ import {
 } from './report';
 import { checkBogusCursor, resumeGet, resumeOnce, shownId } from './resume';
 import { type Got, NOTIFY_TOOL_CALLS, getCursor } from './standalone-cursor';
-import { type Diagnosis, type ReplayProof, ROUNDS, continues, judgeReplay } from './standalone-replay';
+import {
+  type Diagnosis,
+  type ReplayProof,
+  ROUNDS,
+  continues,
+  exampleStoreGetStream,
+  judgeReplay,
+} from './standalone-replay';
 import { openStandalone } from './standalone-stream';
 import { type Trigger, type TriggerOptions, availableTriggers, enableLogging } from './triggers';
 
@@ -307,7 +314,8 @@ async function resumeStandalone(
       // A stream too slow or too large to read shows nothing the probe could judge after it either.
       book.set('continues', result('not_tested', 'the resumed stream could not be read (see replay)'));
     } else {
-      book.set('continues', await continues(http, stream, trigger, diagnosis));
+      const replayed = book.get('replay').status === 'pass';
+      book.set('continues', await continues(http, stream, trigger, { ...diagnosis, replayed }));
     }
   } finally {
     await stream.close();
@@ -355,7 +363,8 @@ async function repeatIfUseful(
       : book.get('replay').status === 'fail'
         ? 'not repeated: the first resume already lost what was sent while away (see replay)'
         : undefined;
-  if (why === undefined) return repeatResumes(input, resume, book, diagnosis);
+  const replayed = book.get('replay').status === 'pass';
+  if (why === undefined) return repeatResumes(input, resume, book, { ...diagnosis, replayed });
   book.set('repeated_resumes', result('not_tested', why));
   return [];
 }
@@ -400,7 +409,7 @@ function repeated(attempts: ResumeAttempt[], diagnosis: Diagnosis): ConditionRes
   const replicas = resumed > 0 || diagnosis.replicas;
   const cause =
     forked > 0
-      ? sdkStandaloneShaped(diagnosis.cursor)
+      ? exampleStoreGetStream(diagnosis)
         ? 'example_store_get_stream'
         : replicas
           ? 'other_replica'
