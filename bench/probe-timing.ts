@@ -9,7 +9,8 @@
  *   npx tsx bench/probe-timing.ts [--runs 3]
  *
  * Prints one line per deployment: verdict, exit code, the wall time of each run and the report's durationMs (ms;
- * the difference is Node.js starting the CLI). `--only <text>` picks deployments by name. Not a test: the numbers
+ * the difference is Node.js starting the CLI). `--only <text>` picks deployments by name; `--cli <main.js>` runs
+ * another build (an older commit's) to compare. Not a test: the numbers
  * depend on the machine; the tests check the structure (the silent resumes overlap) instead.
  */
 import { execFile } from 'node:child_process';
@@ -20,10 +21,14 @@ import { type RoundRobinProxy, startRoundRobinProxy } from '../test/probe/fixtur
 import type { ProbeReport } from '../src/cli/probe/report';
 import { type FixtureServer, startFixture } from '../test/probe/fixtures/servers';
 
-const CLI = join(__dirname, '..', 'build', 'src', 'cli', 'main.js');
 const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '3' }, only: { type: 'string', default: '' } },
+  options: {
+    runs: { type: 'string', default: '3' },
+    only: { type: 'string', default: '' },
+    cli: { type: 'string', default: join(__dirname, '..', 'build', 'src', 'cli', 'main.js') },
+  },
 });
+const CLI = values.cli;
 const runs = Number(values.runs);
 
 const servers: FixtureServer[] = [];
@@ -46,6 +51,14 @@ async function two(...args: string[]): Promise<string> {
   return proxy.url;
 }
 
+/** Two replicas behind a proxy with affinity on Mcp-Session-Id (no --hydrate: each holds its own sessions). */
+async function twoSticky(...args: string[]): Promise<string> {
+  const [a, b] = await Promise.all([one('sdk-server.mjs', ...args), one('sdk-server.mjs', ...args)]);
+  const proxy = await startRoundRobinProxy([a.port, b.port], { sticky: true });
+  proxies.push(proxy);
+  return proxy.url;
+}
+
 async function hanging(): Promise<string> {
   const server = createServer(() => undefined);
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve));
@@ -53,10 +66,13 @@ async function hanging(): Promise<string> {
   return `http://127.0.0.1:${(server.address() as { port: number }).port}/mcp`;
 }
 
-function probe(url: string): Promise<{ ms: number; code: number; verdict: string; report?: ProbeReport }> {
+function probe(
+  url: string,
+  extra: string[],
+): Promise<{ ms: number; code: number; verdict: string; report?: ProbeReport }> {
   const started = performance.now();
   return new Promise(resolve => {
-    execFile(process.execPath, [CLI, 'probe', url, '--json'], { maxBuffer: 16 << 20 }, (error, stdout) => {
+    execFile(process.execPath, [CLI, 'probe', url, '--json', ...extra], { maxBuffer: 16 << 20 }, (error, stdout) => {
       const ms = Math.round(performance.now() - started);
       let report: ProbeReport | undefined;
       try {
@@ -69,25 +85,58 @@ function probe(url: string): Promise<{ ms: number; code: number; verdict: string
   });
 }
 
-const DEPLOYMENTS: Array<[string, () => Promise<string>]> = [
+const NOTIFY = ['--notify-tool', 'notify'];
+
+/** Name, the endpoint, and the probe's arguments beyond the defaults. */
+const DEPLOYMENTS: Array<[string, () => Promise<string>, string[]?]> = [
   ['one process, validating store', async () => (await one('sdk-server.mjs', '--store', 'validating')).url],
+  [
+    'one process, validating store, --notify-tool',
+    async () => (await one('sdk-server.mjs', '--store', 'validating')).url,
+    NOTIFY,
+  ],
+  [
+    'one process, validating store, nothing ever sent on the GET stream',
+    async () => (await one('sdk-server.mjs', '--store', 'validating', '--notify', 'none')).url,
+  ],
+  [
+    'one process, SDK-shaped ids, a notify tool whose notifications carry a counter',
+    async () => (await one('sdk-server.mjs', '--store', 'sdk-ids', '--notify', 'counter')).url,
+    NOTIFY,
+  ],
   [
     'one process, forgiving store (silent 200 to an unknown cursor)',
     async () => (await one('sdk-server.mjs', '--store', 'forgiving')).url,
   ],
   ['one process, the SDK example store', async () => (await one('sdk-server.mjs', '--store', 'sdk-example')).url],
   [
+    'one process, the SDK example store with getStreamIdForEventId',
+    async () => (await one('sdk-server.mjs', '--store', 'sdk-example-lookup')).url,
+  ],
+  [
     'one process, SDK example store, same millisecond (every resume silent)',
     async () => (await one('sdk-server.mjs', '--store', 'sdk-example', '--same-millisecond')).url,
   ],
   ['one process, no event store', async () => (await one('sdk-server.mjs', '--store', 'none')).url],
   ['two replicas, per-process logs, 200 then silence (dead half)', () => two('--store', 'forgiving')],
+  [
+    'two replicas, per-process logs, 200 then silence (dead half), --notify-tool',
+    () => two('--store', 'forgiving'),
+    NOTIFY,
+  ],
   ['two replicas, per-process validating stores (400)', () => two('--store', 'validating')],
   [
     'two replicas, one shared store',
     async () => {
       const store = await one('store-server.mjs');
       return two('--store', 'shared', '--store-url', `http://127.0.0.1:${store.port}`);
+    },
+  ],
+  [
+    'two replicas, one shared store, sticky on Mcp-Session-Id',
+    async () => {
+      const store = await one('store-server.mjs');
+      return twoSticky('--store', 'shared', '--store-url', `http://127.0.0.1:${store.port}`);
     },
   ],
   ['2026-07-28-only server', async () => (await one('modern-server.mjs', '--legacy', 'reject')).url],
@@ -102,11 +151,11 @@ const DEPLOYMENTS: Array<[string, () => Promise<string>]> = [
 
 async function main(): Promise<void> {
   process.stdout.write(`forkwatch probe, default settings, ${runs} runs each (ms)\n`);
-  for (const [name, start] of DEPLOYMENTS) {
+  for (const [name, start, extra = []] of DEPLOYMENTS) {
     if (!name.includes(values.only)) continue;
     const url = await start();
     const results = [];
-    for (let i = 0; i < runs; i++) results.push(await probe(url));
+    for (let i = 0; i < runs; i++) results.push(await probe(url, extra));
     const last = results.at(-1)!;
     const wall = results.map(r => r.ms).join(', ');
     const probeOnly = results.map(r => r.report?.durationMs ?? '?').join(', ');

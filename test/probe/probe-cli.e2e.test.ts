@@ -188,6 +188,11 @@ describe('forkwatch probe (built binary)', () => {
     const help = await runCli(['probe', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('Usage: forkwatch probe <url>');
+    // What a notify tool must do, said where the option is (issue 51), and the deadline.
+    expect(help.stdout).toMatch(
+      /What --notify-tool needs:[\s\S]*without relatedRequestId[\s\S]*after the\s+second call/,
+    );
+    expect(help.stdout).toMatch(/--deadline <ms>\s+bound on the whole probe/);
     const unknown = await runCli(['frobnicate']);
     expect(unknown.code).toBe(64);
     expect(unknown.stderr).toContain("unknown command 'frobnicate'");

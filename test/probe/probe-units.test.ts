@@ -24,7 +24,7 @@ import {
 import { SHAPELESS_BOGUS_CURSOR, bogusCursor, isPlausibleNext } from '../../src/cli/probe/bogus-cursor';
 import { reproducibleMarkers } from '../../src/cli/probe/markers';
 import type { SseFrame } from '../../src/cli/probe/sse-reader';
-import { storedWhileAway } from '../../src/cli/probe/standalone';
+import { storedWhileAway } from '../../src/cli/probe/standalone-replay';
 import { DEFAULTS, parseProbeArgs } from '../../src/cli/probe/options';
 import { probeMetricNames, pushgatewayUrl, renderPrometheus, writePromFile } from '../../src/cli/probe/prometheus';
 import {

@@ -115,7 +115,8 @@ describe('resumeOnce', () => {
         .end('{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}'),
     );
     expect(a).toMatchObject({ outcome: 'rejected', status: 404, reason: 'http_404' });
-    expect(a.detail).toBe('answered 404: Session not found');
+    // The server's message is quoted: it is text the server chose.
+    expect(a.detail).toBe('answered 404: "Session not found"');
   });
 });
 
@@ -123,7 +124,7 @@ describe('checkBogusCursor', () => {
   const check = async (s: Script) => {
     script = s;
     calls = 0;
-    return checkBogusCursor(new McpHttp(url, {}, 300), 'x:99999999');
+    return checkBogusCursor(new McpHttp(url, {}, 300), 'x:99999999', { stream: 'request', realCursor: 'x:00000001' });
   };
 
   test('4xx passes; 200 with a frame, 200 then EOF and 5xx fail', async () => {

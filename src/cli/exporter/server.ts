@@ -224,21 +224,11 @@ function renderSelfMetrics(
 }
 
 /**
- * The probe, cut at `deadlineMs` or when the scrape is abandoned: an unfinished probe is untestable (run-probe.ts),
- * and its session still ends.
+ * The probe within `deadlineMs`, its session's DELETE included, or cut when the scrape is abandoned: what it had not
+ * decided by then is untestable (run-probe.ts), and its session still ends.
  */
 async function runBounded(options: ProbeOptions, deadlineMs: number, abandoned: AbortSignal): Promise<ProbeReport> {
-  const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), deadlineMs);
-  const cut = () => stop.abort();
-  if (abandoned.aborted) cut();
-  else abandoned.addEventListener('abort', cut, { once: true });
-  try {
-    return await runProbe(options, undefined, stop.signal);
-  } finally {
-    clearTimeout(timer);
-    abandoned.removeEventListener('abort', cut);
-  }
+  return runProbe({ ...options, deadlineMs }, undefined, abandoned);
 }
 
 function probeOptions(url: URL, headers: Record<string, string>, module: ModuleConfig): ProbeOptions {

@@ -3,8 +3,9 @@
  * SPDX-License-Identifier: Apache-2.0
  */
 /** Turning what the probe saw into condition results. */
-import { displayEventId } from '../../core/event-id';
-import type { McpHttp } from './mcp-http';
+import { isOversizedKey } from '../../core/event-id';
+import { lostByIdOrder, mixedResumes } from './diagnose';
+import { failed, result } from './fixes';
 import {
   type ConditionName,
   type ConditionResult,
@@ -14,6 +15,8 @@ import {
   allConditions,
   summarizeResumes,
 } from './report';
+import type { ResumeTarget } from './resume';
+import { isSendableId, quoted } from './server-text';
 import type { SseFrame } from './sse-reader';
 
 export interface PingStream {
@@ -44,50 +47,93 @@ export function inspectPingStream(frames: SseFrame[], negotiated: string): PingS
     responseId: responseId ?? null,
     frames: frames.map(f => ({ id: f.id === undefined ? null : f.id, data: f.data === '' ? 'empty' : 'message' })),
   };
-  const result = (status: ConditionResult['status'], detail: string) => ({ status, detail, evidence });
-
+  const ids = { ...(responseId ? { responseId } : {}), idsUpToCursor };
+  const unusable = unusableIds([cursor, responseId], evidence);
+  if (unusable !== undefined) return { condition: unusable, ...ids };
   let condition: ConditionResult;
   if (responseId === undefined && cursor === undefined) {
-    condition = result(
-      'fail',
+    condition = failed(
+      'request.event_ids',
+      'no_event_store',
       'no event ids: no priming event and an id-less response, so nothing on the stream can be resumed',
+      evidence,
     );
   } else if (responseId === undefined) {
-    condition = result('fail', 'the response frame carries no event id');
+    condition = failed('request.event_ids', 'response_without_id', 'the response frame carries no event id', evidence);
   } else if (negotiated >= '2025-11-25' && primingId === null) {
-    condition = result(
-      'fail',
-      `no priming event on a ${negotiated} stream: a stream lost before its response has no cursor`,
-    );
+    const detail = `no priming event on a ${negotiated} stream: a stream lost before its response has no cursor`;
+    condition = failed('request.event_ids', 'no_priming_event', detail, evidence);
   } else {
-    const priming = primingId ? `priming id ${displayEventId(primingId)}, ` : '';
-    condition = result('pass', `${priming}response id ${displayEventId(responseId)}`);
+    const priming = primingId ? `priming id ${quoted(primingId, 120)}, ` : '';
+    condition = result('pass', `${priming}response id ${quoted(responseId, 120)}`, evidence);
   }
-  return { condition, ...(cursor ? { cursor } : {}), ...(responseId ? { responseId } : {}), idsUpToCursor };
+  return { condition, ...(cursor ? { cursor } : {}), ...ids };
 }
 
+/**
+ * Ids the probe cannot resume from: over the 4096 bytes it keeps of an id (untested), or ids no client can send back
+ * in `Last-Event-ID` (a failure: every fetch-based client's resume throws before it leaves).
+ */
+export function unusableIds(
+  ids: readonly (string | undefined)[],
+  evidence: Record<string, unknown>,
+  key: 'request.event_ids' | 'standalone.event_ids' = 'request.event_ids',
+): ConditionResult | undefined {
+  const present = ids.filter((id): id is string => id !== undefined && id !== '');
+  if (present.some(isOversizedKey))
+    return result(
+      'not_tested',
+      'event ids over 4096 bytes: the probe keeps no more of an id, so it cannot resume from them',
+      evidence,
+    );
+  const bad = present.find(id => !isSendableId(id));
+  if (bad === undefined) return undefined;
+  const detail = `event id ${quoted(bad, 120)} cannot be sent back in Last-Event-ID (a control character or one beyond Latin-1): no fetch-based client can resume`;
+  return failed(key, 'unsendable_ids', detail, { ...evidence, unsendableId: bad });
+}
 /** POSTs answered with JSON: no request stream to resume; SSE can only come from the standalone GET stream. */
 export function withoutPostStreams(): Record<ConditionName, ConditionResult> {
   return allConditions('not_applicable', 'POSTs are answered with JSON (no SSE on request streams): nothing to resume');
 }
 
-/** Condition 2 from the first resume. */
-export function replayCondition(attempt: ResumeAttempt): ConditionResult {
+/**
+ * Condition 2 from the first resume, its cause read beside the repeated resumes (another replica's log) and their
+ * targets (the SDK example store's id order).
+ */
+export function replayCondition(
+  attempt: ResumeAttempt,
+  target: ResumeTarget,
+  repeated: { attempts: ResumeAttempt[]; targets: readonly ResumeTarget[] },
+): ConditionResult {
   const evidence = { attempt };
+  const mixed = mixedResumes(summarizeResumes(repeated.attempts));
   switch (attempt.outcome) {
     case 'resumed':
-      return { status: 'pass', detail: `${attempt.status}, ${attempt.detail} (${attempt.ms} ms)`, evidence };
-    case 'forked':
-      return { status: 'fail', detail: `a real cursor forked: ${attempt.detail}`, evidence };
-    case 'rejected':
-      return { status: 'fail', detail: `a real cursor was refused: ${attempt.detail}`, evidence };
+      return result('pass', `${attempt.status}, ${attempt.detail} (${attempt.ms} ms)`, evidence);
+    case 'forked': {
+      // Resumes that went both ways, with a fork the id order does not explain: another log. Only without that does
+      // a response that sorts before its cursor name the SDK example store.
+      const otherLog = mixed !== undefined && !forksByIdOrder(repeated.attempts, repeated.targets);
+      const cause = otherLog
+        ? 'other_replica'
+        : lostByIdOrder(target.cursor, target.responseId)
+          ? 'example_store_id_order'
+          : mixed !== undefined
+            ? 'other_replica'
+            : 'replay_missing';
+      return failed('request.replay', cause, `a real cursor forked: ${attempt.detail}`, evidence);
+    }
+    case 'rejected': {
+      const cause = mixed !== undefined ? 'other_replica_refuses' : 'cursor_refused';
+      return failed('request.replay', cause, `a real cursor was refused: ${attempt.detail}`, evidence);
+    }
     default:
-      return { status: 'not_tested', detail: attempt.detail, evidence };
+      return result('not_tested', attempt.detail, evidence);
   }
 }
 
-/** Condition 4 from the K repeated resumes. */
-export function repeatedCondition(attempts: ResumeAttempt[]): ConditionResult {
+/** Condition 4 from the K repeated resumes, each with the target it resumed. */
+export function repeatedCondition(attempts: ResumeAttempt[], targets: readonly ResumeTarget[]): ConditionResult {
   const summary = summarizeResumes(attempts);
   const { resumed, forked, rejected } = summary.outcomes;
   const n = summary.attempts;
@@ -97,9 +143,24 @@ export function repeatedCondition(attempts: ResumeAttempt[]): ConditionResult {
   const share = n === 0 ? 0 : Math.round((forked / n) * 1000) / 10;
   const detail = `${resumed}/${n} resumed, ${forked} forked (${share}%), ${rejected} refused; statuses ${statuses}`;
   const evidence = { outcomes: summary.outcomes, forkedRatio: summary.forkedRatio, statusCodes: summary.statusCodes };
-  if (resumed === n) return { status: 'pass', detail, evidence };
-  if (forked > 0 || rejected > 0) return { status: 'fail', detail, evidence };
-  return { status: 'not_tested', detail, evidence };
+  if (resumed === n) return result('pass', detail, evidence);
+  if (forked === 0 && rejected === 0) return result('not_tested', detail, evidence);
+  const cause = forksByIdOrder(attempts, targets)
+    ? 'example_store_id_order'
+    : forked > 0
+      ? resumed > 0
+        ? 'other_replica'
+        : 'replay_missing'
+      : resumed > 0
+        ? 'other_replica_refuses'
+        : 'cursor_refused';
+  return failed('request.repeated_resumes', cause, detail, evidence);
+}
+
+/** The SDK example store loses exactly the responses that sort before their cursors: every fork one of those. */
+function forksByIdOrder(attempts: readonly ResumeAttempt[], targets: readonly ResumeTarget[]): boolean {
+  const forks = attempts.flatMap((a, k) => (a.outcome === 'forked' ? [targets[k]] : []));
+  return forks.length > 0 && forks.every(t => t !== undefined && lostByIdOrder(t.cursor, t.responseId));
 }
 
 export function summarize(

@@ -43,3 +43,14 @@ export function reproducibleMarkers(
   }
   return markers;
 }
+
+/** A JSON-RPC 2.0 message (a request, a notification or a response): what a client can read from a frame. */
+export function isJsonRpcMessage(data: string): boolean {
+  try {
+    const message = JSON.parse(data) as Record<string, unknown> | null;
+    if (typeof message !== 'object' || message === null || message.jsonrpc !== '2.0') return false;
+    return typeof message.method === 'string' || ('id' in message && ('result' in message || 'error' in message));
+  } catch {
+    return false;
+  }
+}

@@ -9,6 +9,8 @@
  */
 import { PROBE_USER_AGENT } from '../../shared/names';
 import { PACKAGE_VERSION } from '../../shared/version';
+import { Budget } from './budget';
+import { quoted } from './server-text';
 import { type SseFrame, SseReader } from './sse-reader';
 
 /** How the probe names itself on every request, so servers (and forkwatch's own server side) can count it apart. */
@@ -49,26 +51,49 @@ export interface ReadResult {
 
 /** Bodies larger than this are not read: the probe only exchanges small messages. */
 const MAX_BODY_CHARS = 1 << 20;
+/** The session's DELETE, sent even after the stop, waits at most this long: its answer changes nothing. */
+export const FINAL_STEP_MS = 2000;
+
+export interface HttpLimits {
+  /** Stops the run from outside (the exporter's abandoned scrape). */
+  stop?: AbortSignal;
+  /** The run's time (ms; default none): every exchange in flight is cut then, and no step waits beyond it. */
+  runMs?: number;
+  /** How long the session's DELETE, sent after the run, may wait (default FINAL_STEP_MS). */
+  finalMs?: number;
+}
 
 export class McpHttp {
   sessionId: string | undefined;
   protocolVersion: string | undefined;
   readonly steps: StepRecord[] = [];
+  /** The run's deadline and the waits derived from it (budget.ts). */
+  readonly budget: Budget;
+  private readonly finalMs: number;
 
   constructor(
     private readonly url: URL,
     private readonly extraHeaders: Readonly<Record<string, string>>,
     readonly timeoutMs: number,
-    /** Aborts every exchange in flight and every later one but the session's DELETE (the exporter's deadline). */
-    private readonly stop?: AbortSignal,
-  ) {}
-
-  get stopped(): boolean {
-    return this.stop?.aborted === true;
+    limits: HttpLimits = {},
+  ) {
+    this.budget = new Budget(timeoutMs, limits.runMs ?? Number.POSITIVE_INFINITY, limits.stop);
+    this.finalMs = Math.min(timeoutMs, limits.finalMs ?? FINAL_STEP_MS);
   }
 
+  /** True once the run reached its deadline (or was stopped): every exchange since is cut. */
+  get stopped(): boolean {
+    return this.budget.stopped;
+  }
+
+  /** The end of a step's wait started now: --timeout, or the run's deadline if it comes first. */
   deadline(): number {
-    return Date.now() + this.timeoutMs;
+    return this.budget.stepDeadline();
+  }
+
+  /** The end of the wait, started now, for a frame the server owes at once (budget.ts). */
+  frameDeadline(): number {
+    return this.budget.owedFrameDeadline();
   }
 
   /** Sends one request and waits (bounded) for its status line and headers; the body is left to the caller. */
@@ -90,8 +115,9 @@ export class McpHttp {
 
     const controller = new AbortController();
     const started = Date.now();
-    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
-    const stop = options.evenWhenStopped ? undefined : this.stop;
+    const waitMs = options.evenWhenStopped ? this.finalMs : this.timeoutMs;
+    const timer = setTimeout(() => controller.abort(), waitMs);
+    const stop = options.evenWhenStopped ? undefined : this.budget.signal;
     const onStop = () => controller.abort();
     if (stop?.aborted) controller.abort();
     else stop?.addEventListener('abort', onStop, { once: true });
@@ -120,12 +146,13 @@ export class McpHttp {
         close: () => close(response),
       };
       this.steps.push({ step, method, status: response.status, ms: exchange.ms });
+      this.budget.answered(exchange.ms);
       return exchange;
     } catch (error) {
       const message = stop?.aborted
         ? 'the probe reached its deadline'
         : controller.signal.aborted
-          ? `no response within ${this.timeoutMs} ms`
+          ? `no response within ${waitMs} ms`
           : describeError(error);
       await close();
       const ms = Date.now() - started;
@@ -146,9 +173,7 @@ export class McpHttp {
         return { frames: [], error: `a body over ${MAX_BODY_CHARS} characters (the probe reads no more of it)` };
       const text = body.text;
       const message = findResponse(parseJson(text), id);
-      return message
-        ? { message, frames: [] }
-        : { frames: [], error: `no JSON-RPC response in: ${text.slice(0, 200)}` };
+      return message ? { message, frames: [] } : { frames: [], error: `no JSON-RPC response in: ${quoted(text, 200)}` };
     } finally {
       await exchange.close();
     }
@@ -203,6 +228,24 @@ async function readText(
     clearTimeout(timer);
     await reader.cancel().catch(() => undefined);
   }
+}
+
+/** A redirect, never followed (credentials would go elsewhere), with where it pointed. */
+export function redirected(exchange: Exchange): string {
+  const location = exchange.headers?.get('location');
+  return `answered ${exchange.status}${location ? ` to ${quoted(location)}` : ''}: redirects are not followed (credentials would go elsewhere); probe the final URL`;
+}
+
+/** The answer's content type as the server sent it, quoted. */
+export function shownType(exchange: Exchange): string {
+  return exchange.mediaType === '' ? 'no content type' : quoted(exchange.mediaType, 80);
+}
+
+/** `: "<JSON-RPC error message>"` (quoted: the server chose it) from an error body, or '': read within a short bound. */
+export async function errorMessage(http: McpHttp, exchange: Exchange): Promise<string> {
+  const read = await http.readResponse(exchange, undefined, Math.min(http.deadline(), Date.now() + 1000));
+  const error = read.message?.error as { message?: unknown } | undefined;
+  return typeof error?.message === 'string' ? `: ${quoted(error.message)}` : '';
 }
 
 export function parseJson(text: string): unknown {

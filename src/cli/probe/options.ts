@@ -17,6 +17,8 @@ export interface ProbeOptions {
   headers: Record<string, string>;
   /** Bound on every step: one HTTP exchange, or the wait for a stream's first frame. */
   timeoutMs: number;
+  /** Bound on the whole probe, the session's DELETE included (ms); none when absent. */
+  deadlineMs?: number;
   /** Repeated resumes over fresh connections (condition 4). */
   resumes: number;
   protocolVersion: string;
@@ -31,7 +33,13 @@ export interface ProbeOptions {
   pushJob: string;
 }
 
-export const DEFAULTS = { timeoutMs: 5000, resumes: 10, protocolVersion: '2025-11-25', pushJob: 'forkwatch_probe' };
+export const DEFAULTS = {
+  timeoutMs: 5000,
+  deadlineMs: 24_000,
+  resumes: 10,
+  protocolVersion: '2025-11-25',
+  pushJob: 'forkwatch_probe',
+};
 
 /** Environment variable read for the bearer token when --bearer is absent: keeps secrets out of `ps`. */
 export const TOKEN_ENV = 'FORKWATCH_PROBE_TOKEN';
@@ -43,7 +51,9 @@ Tests whether a streamable-HTTP MCP endpoint resumes sessions without losing mes
 Options:
   --bearer <token>          send Authorization: Bearer <token> (default: $${TOKEN_ENV})
   -H, --header 'Name: v'    extra request header; repeatable
-  --timeout <ms>            bound on each step (default ${DEFAULTS.timeoutMs})
+  --timeout <ms>            bound on each exchange (default ${DEFAULTS.timeoutMs}); a frame the server owes at once
+                            (a replay, an event just made) is waited for 2 s, or 4x its median answer, within it
+  --deadline <ms>           bound on the whole probe, the session's DELETE included (default ${DEFAULTS.deadlineMs})
   --resumes <K>             repeated resumes over fresh connections (default ${DEFAULTS.resumes})
   --protocol-version <v>    version to ask for: ${RESUMABLE_PROTOCOL_VERSIONS.join(', ')} (default ${DEFAULTS.protocolVersion})
   --notify-tool <name>      a tool that makes the server send notifications on its standalone GET stream
@@ -55,8 +65,16 @@ Options:
   --push-job <name>         Pushgateway job name (default ${DEFAULTS.pushJob})
   -h, --help                show this help
 
+What --notify-tool needs: the standalone GET stream only carries what the server sends on its own, so the probe
+needs a tool that makes it send there. Each call must send at least one notification (a logging message, say) to
+the session without relatedRequestId, so it goes out on the standalone stream and not on the call's own response,
+and answer at once. The probe calls it over new connections (--notify-args are its arguments), twice before it
+takes its cursor: a notification is the probe's own marker only if its method and params come again after the
+second call. A counter or a time stamp in them is fine, but then the replay is judged on the event ids alone (ids
+that continue the cursor, or carry the time they were stored); with opaque ids (UUIDs) the stream is untestable.
+
 Exit codes: 0 resumable, 1 not resumable, 2 could not test (or not applicable: no SSE, protocol ${FIRST_UNRESUMABLE_VERSION}),
-            64 usage error.
+            64 usage error. Every failed condition says what was seen and one fix.
 `;
 
 export type ParsedProbeArgs =
@@ -82,6 +100,7 @@ function parseProbeArgv(argv: readonly string[]) {
       bearer: { type: 'string' },
       header: { type: 'string', short: 'H', multiple: true },
       timeout: { type: 'string' },
+      deadline: { type: 'string' },
       resumes: { type: 'string' },
       'protocol-version': { type: 'string' },
       'notify-tool': { type: 'string' },
@@ -136,8 +155,10 @@ function fromParsed(parsed: ReturnType<typeof parseProbeArgv>, env: NodeJS.Proce
   }
 
   const timeoutMs = positiveInt(values.timeout, DEFAULTS.timeoutMs);
+  const deadlineMs = positiveInt(values.deadline, DEFAULTS.deadlineMs);
   const resumes = positiveInt(values.resumes, DEFAULTS.resumes);
   if (timeoutMs === undefined) return { kind: 'error', message: '--timeout must be a positive integer (ms)' };
+  if (deadlineMs === undefined) return { kind: 'error', message: '--deadline must be a positive integer (ms)' };
   if (resumes === undefined) return { kind: 'error', message: '--resumes must be a positive integer' };
 
   const protocolVersion = values['protocol-version'] ?? DEFAULTS.protocolVersion;
@@ -173,6 +194,7 @@ function fromParsed(parsed: ReturnType<typeof parseProbeArgv>, env: NodeJS.Proce
       url,
       headers,
       timeoutMs,
+      deadlineMs,
       resumes,
       protocolVersion,
       streams: [...new Set(streams)] as StreamKind[],

@@ -2,11 +2,16 @@
  * Copyright The forkwatch Authors
  * SPDX-License-Identifier: Apache-2.0
  */
-/** The human-readable report: one line per condition, then the verdict and what it means. */
-import { displayEventId } from '../../core/event-id';
+/**
+ * The human-readable report: one line per condition, and under each failed one what the probe saw (`evidence:`) and
+ * what to change (`fix:`); then the verdict and what it means. The report's strings are escaped already
+ * (server-text.ts): every line starts with the probe's own words, so none the server wrote can read as a verdict.
+ */
+import { quoted } from './server-text';
 import {
   CONDITIONS,
   CONDITION_TITLES,
+  type ConditionResult,
   type ConditionStatus,
   type ProbeReport,
   type ProbeVerdict,
@@ -40,10 +45,9 @@ export function renderText(report: ProbeReport): string {
   lines.push(`forkwatch probe ${report.target}`);
   const negotiated = report.protocol.negotiated ?? 'none';
   // A prefix is enough to find the session in server logs.
-  const session =
-    report.session.id === null ? 'no session' : `session ${displayEventId(report.session.id.slice(0, 8))}…`;
+  const session = report.session.id === null ? 'no session' : `session ${quoted(report.session.id, 8)}`;
   lines.push(`  protocol ${negotiated} (asked ${report.protocol.requested}), ${session}`);
-  if (report.cursor.real !== null) lines.push(`  cursor ${displayEventId(report.cursor.real, 80)}`);
+  if (report.cursor.real !== null) lines.push(`  cursor ${quoted(report.cursor.real, 80)}`);
   const width = Math.max(
     ...CONDITIONS.map(c => CONDITION_TITLES[c].length),
     ...STANDALONE_CONDITIONS.map(c => STANDALONE_CONDITION_TITLES[c].length),
@@ -61,17 +65,12 @@ export function renderText(report: ProbeReport): string {
     return `${lines.join('\n')}\n`;
   }
   lines.push('', `  request stream (POST responses): ${VERDICT_LINE[report.streams.request.verdict]}`);
-  for (const name of CONDITIONS) {
-    const c = report.conditions[name];
-    lines.push(`  ${STATUS_WORD[c.status].padEnd(8)} ${CONDITION_TITLES[name].padEnd(width)}  ${c.detail}`);
-  }
+  for (const name of CONDITIONS) lines.push(...conditionLines(report.conditions[name], CONDITION_TITLES[name], width));
   const standalone = report.streams.standalone;
   const trigger = standalone.trigger === null ? '' : ` (events via ${standalone.trigger})`;
   lines.push('', `  standalone GET stream${trigger}: ${VERDICT_LINE[standalone.verdict]}`);
-  for (const name of STANDALONE_CONDITIONS) {
-    const c = standalone.conditions[name];
-    lines.push(`  ${STATUS_WORD[c.status].padEnd(8)} ${STANDALONE_CONDITION_TITLES[name].padEnd(width)}  ${c.detail}`);
-  }
+  for (const name of STANDALONE_CONDITIONS)
+    lines.push(...conditionLines(standalone.conditions[name], STANDALONE_CONDITION_TITLES[name], width));
   const forked = report.resumes.details.filter(d => d.outcome !== 'resumed');
   if (forked.length > 0) {
     lines.push('', '  resumes that did not resume:');
@@ -82,4 +81,19 @@ export function renderText(report: ProbeReport): string {
   for (const note of [...report.notes, ...report.streams.standalone.notes]) lines.push(`  note: ${note}`);
   lines.push('', `verdict: ${VERDICT_LINE[report.verdict]} (exit ${report.exitCode})`, `  ${MEANING[report.verdict]}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** What the evidence line keeps of a failure's evidence (its JSON, clipped). */
+const EVIDENCE_MAX_CHARS = 240;
+
+/** A condition's line; under a failure, its evidence and its one fix. */
+function conditionLines(c: ConditionResult, title: string, width: number): string[] {
+  const lines = [`  ${STATUS_WORD[c.status].padEnd(8)} ${title.padEnd(width)}  ${c.detail}`];
+  if (c.status !== 'fail') return lines;
+  const indent = ' '.repeat(11);
+  // The details of the attempts in it repeat the line above.
+  const evidence = JSON.stringify(c.evidence ?? {}, (key, value) => (key === 'detail' ? undefined : value));
+  const shown = evidence.length > EVIDENCE_MAX_CHARS ? `${evidence.slice(0, EVIDENCE_MAX_CHARS)}…` : evidence;
+  lines.push(`${indent}evidence: ${shown}`, `${indent}fix: ${c.fix ?? ''}`);
+  return lines;
 }

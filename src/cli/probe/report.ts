@@ -80,7 +80,12 @@ export interface ConditionResult {
   status: ConditionStatus;
   /** One line, for people. */
   detail: string;
+  /** What the probe saw that decided it (always on a failure). */
   evidence?: Record<string, unknown>;
+  /** On a failure: why, one of the causes of fixes.ts. */
+  cause?: string;
+  /** On a failure: the remedy, one line (fixes.ts). */
+  fix?: string;
 }
 
 export type ProbeVerdict = 'resumable' | 'not_resumable' | 'untestable' | 'not_applicable';
@@ -100,8 +105,17 @@ export const USAGE_ERROR = 64;
 
 /** Forks the probe sees beyond the core's reasons: a real cursor answered 200 without its replay. */
 export type ProbeForkReason = ForkReason | 'no_frame' | 'eof_without_frames' | 'wrong_first_frame';
-/** Why a resume was refused (`http_<status>`) or failed. */
-export type ResumeFailureReason = `http_${number}` | 'no_response' | 'not_sse' | 'stream_error';
+/**
+ * Why a resume was refused (`http_<status>`) or failed: no answer, not SSE, a stream past the reader's limits, a
+ * redirect (never followed), a frame still arriving when the wait ended (a trickle).
+ */
+export type ResumeFailureReason =
+  | `http_${number}`
+  | 'no_response'
+  | 'not_sse'
+  | 'stream_error'
+  | 'redirected'
+  | 'slow_stream';
 
 export interface ResumeAttempt {
   /** 1-based. */

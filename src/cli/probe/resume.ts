@@ -10,9 +10,12 @@
  * stream); on top, the probe knows which frame must come, so anything else, or nothing at all, is a loss.
  */
 import { decideFirstFrame } from '../../core/verdict';
-import { displayEventId } from '../../core/event-id';
-import { type Exchange, type McpHttp, findResponse, parseJson } from './mcp-http';
-import type { ConditionResult, ResumeAttempt } from './report';
+import { sdkShaped } from './diagnose';
+import { failed, result } from './fixes';
+import { type Exchange, type McpHttp, errorMessage, findResponse, parseJson, redirected, shownType } from './mcp-http';
+import { isJsonRpcMessage } from './markers';
+import type { ConditionResult, ResumeAttempt, StreamKind } from './report';
+import { quoted } from './server-text';
 import { type SseFrame, type SseRead, SseReader } from './sse-reader';
 
 export interface ResumeTarget {
@@ -22,6 +25,8 @@ export interface ResumeTarget {
    * message frame (priming frames skipped), with this id when the probe knows it.
    */
   responseTo?: string | number;
+  /** The id the replayed response had on its first delivery (what diagnose.ts reads the SDK example store by). */
+  responseId?: string;
   standaloneFirstId?: string;
   /** Words for the expected frame, in details ('the response that followed the cursor'). */
   expected?: string;
@@ -37,8 +42,11 @@ const MAX_CONFLICT_BACKOFF_MS = 400;
 
 /** How a pipelined attempt coordinates with the attempts started before it (see pipeline.ts). */
 export interface Turn {
-  /** Call once the answer's headers are in: the next attempt may open its connection. */
-  opened(): void;
+  /**
+   * Call once the answer's headers are in: the next attempt may open its connection. `stalled`: no answer came
+   * at all, so the attempts after this one open at once instead of each waiting out its own --timeout in turn.
+   */
+  opened(stalled?: boolean): void;
   /** Settles when every earlier attempt has finished. */
   earlier: Promise<void>;
 }
@@ -77,13 +85,13 @@ export async function resumeGet(
       waitedForEarlier = true;
       await turn.earlier;
       // A balancer may hold the probe's closed connection open until the server's next keep-alive write.
-      deadline = Date.now() + Math.max(http.timeoutMs, conflictWaitMs);
+      deadline = Math.min(Date.now() + Math.max(http.timeoutMs, conflictWaitMs), http.budget.stopAt);
       continue;
     }
     if (Date.now() + backoff >= deadline) return done(exchange);
     await exchange.close();
     conflicts++;
-    await new Promise(resolve => setTimeout(resolve, backoff));
+    await http.budget.sleep(backoff);
     backoff = Math.min(backoff * 2, MAX_CONFLICT_BACKOFF_MS);
   }
 }
@@ -96,55 +104,76 @@ export async function resumeOnce(
   turn: Turn = SOLO,
 ): Promise<ResumeAttempt> {
   const started = Date.now();
-  const { exchange, conflicts } = await resumeGet(http, step, target.cursor, turn, target.conflictWaitMs).finally(() =>
-    turn.opened(),
+  const { exchange, conflicts } = await resumeGet(http, step, target.cursor, turn, target.conflictWaitMs).catch(
+    (error: unknown) => {
+      turn.opened(true);
+      throw error;
+    },
   );
+  // No answer at all (the server hangs): later attempts need not wait for theirs one by one (pipeline.ts).
+  turn.opened(exchange.status === 0);
   const base = { attempt, status: exchange.status === 0 ? null : exchange.status, conflictRetries: conflicts };
-  const done = (rest: AttemptVerdict): ResumeAttempt => ({
-    ...base,
-    ...rest,
-    ms: Date.now() - started,
-  });
+  const done = (rest: AttemptVerdict): ResumeAttempt => ({ ...base, ...rest, ms: Date.now() - started });
+  const early = await judgeAnswer(http, exchange);
+  if (early !== undefined) return done(early);
 
-  if (exchange.status === 0)
-    return done({ outcome: 'failed', reason: 'no_response', detail: exchange.error ?? 'no response' });
-  if (exchange.status < 200 || exchange.status >= 300) {
-    const message = await errorMessage(http, exchange);
-    return done({
-      outcome: 'rejected',
-      reason: `http_${exchange.status}`,
-      detail: `answered ${exchange.status}${message}`,
-    });
-  }
-  if (exchange.mediaType !== 'text/event-stream' || exchange.response?.body == null) {
-    await exchange.close();
-    return done({
-      outcome: 'failed',
-      reason: 'not_sse',
-      detail: `answered ${exchange.status} with ${exchange.mediaType || 'no content type'}`,
-    });
-  }
-
-  const reader = new SseReader(exchange.response.body);
+  const reader = new SseReader(exchange.response!.body!);
   try {
-    const deadline = http.deadline();
+    const waitStarted = Date.now();
+    const deadline = http.frameDeadline();
     let read = await reader.next(deadline);
     // A standalone resume may open with a fresh priming event; what was missed follows it.
     while (target.responseTo === undefined && read.kind === 'frame' && read.frame.data.trim() === '')
       read = await reader.next(deadline);
-    return done(
-      judgeFirstRead(read, exchange.status, `${http.timeoutMs} ms (${reader.comments} keep-alive comments)`, target),
-    );
+    const waited = `${Date.now() - waitStarted} ms (${reader.comments} keep-alive comments, ${reader.bytes} bytes)`;
+    // A read the deadline cut says nothing about the server.
+    if (read.kind !== 'frame' && http.stopped)
+      return done({
+        outcome: 'inconclusive',
+        detail: `the probe reached its deadline after ${waited}, before a frame`,
+      });
+    return done(judgeFirstRead(read, exchange.status, waited, target));
   } finally {
     await reader.cancel();
     await exchange.close();
   }
 }
 
+/** What the answer's status and type say before any frame: undefined when it is a 2xx SSE stream to read. */
+async function judgeAnswer(http: McpHttp, exchange: Exchange): Promise<AttemptVerdict | undefined> {
+  if (exchange.status === 0)
+    return { outcome: 'failed', reason: 'no_response', detail: exchange.error ?? 'no response' };
+  if (exchange.status >= 300 && exchange.status < 400) {
+    await exchange.close();
+    return { outcome: 'failed', reason: 'redirected', detail: redirected(exchange) };
+  }
+  if (exchange.status < 200 || exchange.status >= 300) {
+    const message = await errorMessage(http, exchange);
+    return { outcome: 'rejected', reason: `http_${exchange.status}`, detail: `answered ${exchange.status}${message}` };
+  }
+  if (exchange.mediaType !== 'text/event-stream' || exchange.response?.body == null) {
+    await exchange.close();
+    return {
+      outcome: 'failed',
+      reason: 'not_sse',
+      detail: `answered ${exchange.status} with ${shownType(exchange)}, not an SSE stream`,
+    };
+  }
+  return undefined;
+}
+
 type AttemptVerdict = Omit<ResumeAttempt, 'attempt' | 'status' | 'conflictRetries' | 'ms'>;
 
 /** What the first read of a resumed stream that answered 2xx with SSE says about the resume. */
 function judgeFirstRead(read: SseRead, status: number, waited: string, target: ResumeTarget): AttemptVerdict {
+  if (read.kind === 'timeout' && read.midFrame) {
+    // Bytes of a frame were still coming: too slow to judge, not silent.
+    return {
+      outcome: 'failed',
+      reason: 'slow_stream',
+      detail: `answered ${status} and its first frame was still arriving after ${waited}: too slow to judge`,
+    };
+  }
   if (read.kind === 'timeout') {
     return {
       outcome: 'forked',
@@ -177,11 +206,12 @@ function judgeFirstRead(read: SseRead, status: number, waited: string, target: R
 
 function judgeFirstFrame({ id, data }: SseFrame, target: ResumeTarget): AttemptVerdict {
   const firstEventId = id === undefined || id === '' ? null : id;
-  const shown = firstEventId === null ? 'no id' : `id ${displayEventId(firstEventId)}`;
+  const shown = shownId(id);
+  // Only a JSON-RPC message is a replay: a frame the client cannot read replays nothing.
   const replayedResponse =
     target.responseTo !== undefined
       ? findResponse(parseJson(data), target.responseTo) !== undefined
-      : target.standaloneFirstId === undefined || target.standaloneFirstId === id;
+      : isJsonRpcMessage(data) && (target.standaloneFirstId === undefined || target.standaloneFirstId === id);
   const verdict = decideFirstFrame({
     cursor: target.cursor,
     firstId: id,
@@ -216,61 +246,65 @@ function judgeFirstFrame({ id, data }: SseFrame, target: ResumeTarget): AttemptV
   };
 }
 
+/** Where a never-issued cursor is tried, and the real cursor it imitates (the SDK example store's shape or not). */
+export interface BogusCheck {
+  stream: StreamKind;
+  realCursor: string | undefined;
+  step?: string;
+  turn?: Turn;
+}
+
+/** Frames of an accepted unknown cursor are read this long at most: the condition failed already, this is evidence. */
+const EVIDENCE_READ_MS = 500;
+
 /** Condition 3: a cursor that never existed must be refused with a 4xx, not served a (silent) fresh stream. */
-export async function checkBogusCursor(
-  http: McpHttp,
-  bogus: string,
-  turn: Turn = SOLO,
-  step = 'bogus_cursor',
-): Promise<ConditionResult> {
-  const exchange = await http.send(step, 'GET', { lastEventId: bogus }).finally(() => turn.opened());
+export async function checkBogusCursor(http: McpHttp, bogus: string, check: BogusCheck): Promise<ConditionResult> {
+  const { stream, turn = SOLO, step = 'bogus_cursor' } = check;
+  const key = `${stream}.bogus_cursor_refused` as const;
+  // send() never throws: an exchange without an answer has status 0.
+  const exchange = await http.send(step, 'GET', { lastEventId: bogus });
+  turn.opened(exchange.status === 0);
   const evidence = { cursor: bogus, status: exchange.status === 0 ? null : exchange.status };
-  if (exchange.status === 0) return { status: 'not_tested', detail: `no answer: ${exchange.error}`, evidence };
+  if (exchange.status === 0) return result('not_tested', `no answer: ${exchange.error}`, evidence);
   if (exchange.status >= 400 && exchange.status < 500) {
     const message = await errorMessage(http, exchange);
-    return { status: 'pass', detail: `refused with ${exchange.status}${message}`, evidence };
+    return result('pass', `refused with ${exchange.status}${message}`, evidence);
+  }
+  if (exchange.status >= 300 && exchange.status < 400) {
+    await exchange.close();
+    return result('not_tested', redirected(exchange), evidence);
   }
   if (exchange.status < 200 || exchange.status >= 300) {
     const message = await errorMessage(http, exchange);
-    return { status: 'fail', detail: `answered ${exchange.status}${message}, not a 4xx refusal`, evidence };
+    const detail = `answered ${exchange.status}${message}, not a 4xx refusal`;
+    return failed(key, 'unknown_cursor_server_error', detail, evidence);
   }
+  // A 2xx fails whatever follows; what follows only says how.
+  const cause = sdkShaped(check.realCursor) ? 'unknown_cursor_served_example_store' : 'unknown_cursor_served';
+  const accepted = `answered ${exchange.status} to a cursor that never existed`;
   if (exchange.mediaType !== 'text/event-stream' || exchange.response?.body == null) {
     await exchange.close();
-    return {
-      status: 'fail',
-      detail: `answered ${exchange.status} (${exchange.mediaType || 'no content type'}) instead of refusing`,
-      evidence,
-    };
+    return failed(key, cause, `${accepted} (${shownType(exchange)}) instead of refusing it`, evidence);
   }
   const reader = new SseReader(exchange.response.body);
   try {
-    const read = await reader.next(http.deadline());
-    const accepted = `answered ${exchange.status} to a cursor that never existed`;
+    const readMs = Math.min(EVIDENCE_READ_MS, http.budget.owedFrameMs());
+    const read = await reader.next(Math.min(Date.now() + readMs, http.budget.stopAt));
     if (read.kind === 'frame') {
-      const id = read.frame.id ? `id ${displayEventId(read.frame.id)}` : 'no id';
-      return {
-        status: 'fail',
-        detail: `${accepted} and served a frame (${id}): a fresh stream`,
-        evidence: { ...evidence, firstEventId: read.frame.id ?? null },
-      };
+      const detail = `${accepted} and served a frame (${shownId(read.frame.id)}): a fresh stream`;
+      return failed(key, cause, detail, { ...evidence, firstEventId: read.frame.id ?? null });
     }
-    if (read.kind === 'eof') return { status: 'fail', detail: `${accepted}, then ended the stream`, evidence };
-    if (read.kind === 'error' && read.oversized)
-      return { status: 'fail', detail: `${accepted} with ${read.error}`, evidence };
-    return {
-      status: 'fail',
-      detail: `${accepted} and kept a silent stream open (${reader.comments} keep-alive comments in ${http.timeoutMs} ms): a lost log would go unnoticed`,
-      evidence,
-    };
+    if (read.kind === 'eof') return failed(key, cause, `${accepted}, then ended the stream`, evidence);
+    if (read.kind === 'error') return failed(key, cause, `${accepted} with ${read.error}`, evidence);
+    const detail = `${accepted} and kept a silent stream open (nothing on it in ${readMs} ms, ${reader.comments} keep-alive comments): a lost log would go unnoticed`;
+    return failed(key, cause, detail, evidence);
   } finally {
     await reader.cancel();
     await exchange.close();
   }
 }
 
-/** `: <JSON-RPC error message>` from an error body, or '' — read within a short bound. */
-async function errorMessage(http: McpHttp, exchange: Exchange): Promise<string> {
-  const read = await http.readResponse(exchange, undefined, Math.min(http.deadline(), Date.now() + 1000));
-  const error = read.message?.error as { message?: unknown } | undefined;
-  return typeof error?.message === 'string' ? `: ${error.message.slice(0, 200)}` : '';
+/** A frame's id as a detail shows it: quoted (the server chose it), or `no id`. */
+export function shownId(id: string | undefined): string {
+  return id ? `id ${quoted(id, 120)}` : 'no id';
 }

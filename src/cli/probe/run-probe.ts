@@ -7,9 +7,11 @@
  * priming id of a `ping` stream, followed on that stream by the ping's response) and checks the four conditions;
  * then probes the standalone GET stream (standalone.ts); and ends the session.
  */
+import { isOversizedKey } from '../../core/event-id';
 import { bogusCursor } from './bogus-cursor';
+import { ConditionBook } from './condition-book';
 import { inspectPingStream, repeatedCondition, replayCondition, summarize, withoutPostStreams } from './conditions';
-import { McpHttp } from './mcp-http';
+import { FINAL_STEP_MS, McpHttp, shownType } from './mcp-http';
 import type { ProgressSink } from './progress';
 import { type ProbeOptions, displayTarget } from './options';
 import {
@@ -28,7 +30,8 @@ import {
 import { probeStandalone, standaloneReport } from './standalone';
 import { type PipelineTask, runPipelined } from './pipeline';
 import { type ResumeTarget, checkBogusCursor, resumeOnce } from './resume';
-import { openSession } from './session';
+import { isSendableId, safeReport } from './server-text';
+import { type SessionOutcome, openSession } from './session';
 
 const PING_ID = 'forkwatch-probe-ping';
 
@@ -48,9 +51,17 @@ interface Findings {
 /** Standalone streams are waited on for at most this long per trigger (bounded by --timeout too). */
 const STANDALONE_WAIT_MS = 2000;
 
+/** The run's time and the session's DELETE after it, both within `deadlineMs` (none: no bound but --timeout's). */
+export function timeLimits(deadlineMs: number | undefined): { runMs: number; finalMs?: number } {
+  if (deadlineMs === undefined) return { runMs: Number.POSITIVE_INFINITY };
+  const finalMs = Math.min(FINAL_STEP_MS, deadlineMs / 2);
+  return { runMs: deadlineMs - finalMs, finalMs };
+}
+
 /**
- * `stop` ends the probe early (the exporter's per-probe deadline): exchanges in flight are cut, the session is
- * still ended, and nothing the cut caused counts as a failure: the verdict is untestable.
+ * `stop` ends the probe early from outside (the exporter's abandoned scrape), as the deadline (`deadlineMs`) does:
+ * exchanges in flight are cut, the session is still ended, and nothing decided after the cut counts as a pass or a
+ * failure (condition-book.ts). Every string the server chose is escaped and clipped in the report (server-text.ts).
  */
 export async function runProbe(
   options: ProbeOptions,
@@ -58,7 +69,10 @@ export async function runProbe(
   stop?: AbortSignal,
 ): Promise<ProbeReport> {
   const startedAt = new Date();
-  const http = new McpHttp(options.url, options.headers, options.timeoutMs, stop);
+  const http = new McpHttp(options.url, options.headers, options.timeoutMs, {
+    ...(stop !== undefined ? { stop } : {}),
+    ...timeLimits(options.deadlineMs),
+  });
   let findings: Findings;
   let standalone: StandaloneReport;
   try {
@@ -67,18 +81,18 @@ export async function runProbe(
   } finally {
     // Leave nothing behind on the server; the answer does not matter.
     if (http.sessionId !== undefined) await (await http.send('terminate', 'DELETE', { evenWhenStopped: true })).close();
+    http.budget.dispose();
   }
-  if (http.stopped) {
-    const cut = 'the probe reached its deadline before deciding this';
-    findings.conditions = withoutFailures(findings.conditions, cut);
-    standalone = standaloneReport(withoutFailures(standalone.conditions, cut), standalone);
-    findings.notes = [...(findings.notes ?? []), 'stopped at its deadline: the verdict is untestable'];
-  }
+  if (http.stopped)
+    findings.notes = [
+      ...(findings.notes ?? []),
+      'stopped at its deadline: what it had not decided by then is untested',
+    ];
   if (!options.streams.includes('request'))
     findings.conditions = allConditions('not_applicable', 'not probed (--streams leaves request streams out)');
   const requestVerdict = decideVerdict(findings.conditions);
   const verdict = combineVerdicts([requestVerdict, standalone.verdict]);
-  return {
+  return safeReport({
     schema: 'forkwatch.probe/v1',
     target: displayTarget(options.url),
     startedAt: startedAt.toISOString(),
@@ -102,15 +116,7 @@ export async function runProbe(
     streams: { request: { verdict: requestVerdict }, standalone },
     steps: http.steps,
     notes: findings.notes ?? [],
-  };
-}
-
-/** A cut exchange proves nothing: what failed becomes not tested. */
-function withoutFailures<T extends Record<string, ConditionResult>>(conditions: T, detail: string): T {
-  const out: Record<string, ConditionResult> = {};
-  for (const [name, c] of Object.entries(conditions))
-    out[name] = c.status === 'fail' || c.status === 'pass' ? { status: 'not_tested', detail } : c;
-  return out as T;
+  });
 }
 
 /** The standalone stream, once the session is open; otherwise what stopped the probe, for this stream too. */
@@ -132,6 +138,7 @@ async function standaloneOf(
     resumes: options.resumes,
     waitMs: Math.min(options.timeoutMs, STANDALONE_WAIT_MS),
     progress,
+    request: { resumes: summarizeResumes(findings.resumes ?? []) },
     ...(options.notifyTool !== undefined ? { notifyTool: options.notifyTool } : {}),
     ...(options.notifyArgs !== undefined ? { notifyArgs: options.notifyArgs } : {}),
   });
@@ -141,91 +148,113 @@ async function probe(http: McpHttp, options: ProbeOptions, progress: ProgressSin
   progress('opening a session');
   const session = await openSession(http, options.protocolVersion);
   if (session.kind === 'stop') return session;
-  const { negotiated, notes, serverCapabilities } = session;
-  const stop = (conditions: Record<ConditionName, ConditionResult>): Findings => ({
-    conditions,
-    negotiated,
-    notes,
-    serverCapabilities,
-  });
-  if (!options.streams.includes('request')) return stop(allConditions('not_applicable', 'not probed'));
+  const found = {
+    negotiated: session.negotiated,
+    notes: session.notes,
+    serverCapabilities: session.serverCapabilities,
+  };
+  if (!options.streams.includes('request'))
+    return { ...found, conditions: allConditions('not_applicable', 'not probed') };
+  const book = new ConditionBook(allConditions('not_tested', 'not reached'), () => http.stopped);
+  const more = await requestStreams(http, options, session, book, progress);
+  return { ...found, ...more, conditions: book.final() };
+}
 
+type OpenSession = Extract<SessionOutcome, { kind: 'open' }>;
+type RequestFindings = Pick<Findings, 'cursor' | 'expectedEventId' | 'bogus' | 'resumes'>;
+
+/** The request stream's four conditions, into `book`: a ping's stream for the cursor, then the pipelined resumes. */
+async function requestStreams(
+  http: McpHttp,
+  options: ProbeOptions,
+  session: OpenSession,
+  book: ConditionBook<ConditionName>,
+  progress: ProgressSink,
+): Promise<RequestFindings> {
+  const stopHere = (c: ConditionResult): RequestFindings => {
+    for (const name of Object.keys(allConditions('not_tested', ''))) book.set(name as ConditionName, c);
+    return {};
+  };
   progress('getting a cursor (ping)');
   // The ping's SSE stream: the cursor (priming id) and the frame that must follow it (the response).
   const ping = await http.send('ping', 'POST', { message: { jsonrpc: '2.0', id: PING_ID, method: 'ping' } });
-  if (ping.status === 0) return stop(allConditions('not_tested', `ping: ${ping.error}`));
-  if (ping.status < 200 || ping.status >= 300 || ping.mediaType !== 'text/event-stream') {
+  if (ping.status === 0) return stopHere({ status: 'not_tested', detail: `ping: ${ping.error}` });
+  const ok = ping.status >= 200 && ping.status < 300;
+  if (ok && ping.mediaType === 'application/json') {
+    // Not applicable only on a real JSON-RPC answer: a malformed one proves nothing.
+    const read = await http.readResponse(ping, PING_ID, http.deadline());
+    if (read.message !== undefined) return stopHere(withoutPostStreams().event_ids);
+    const detail = `ping answered ${ping.status} JSON without its response (${read.error}): a malformed answer`;
+    return stopHere({ status: 'not_tested', detail });
+  }
+  if (!ok || ping.mediaType !== 'text/event-stream') {
     await ping.close();
-    if (ping.status >= 200 && ping.status < 300 && ping.mediaType === 'application/json') {
-      return stop(withoutPostStreams());
-    }
-    return stop(
-      allConditions('not_tested', `ping answered ${ping.status} ${ping.mediaType || 'without content type'}`),
-    );
+    return stopHere({ status: 'not_tested', detail: `ping answered ${ping.status} ${shownType(ping)}` });
   }
   const pingRead = await http.readResponse(ping, PING_ID, http.deadline());
   if (pingRead.message === undefined)
-    return stop(allConditions('not_tested', `ping response did not arrive: ${pingRead.error}`));
-  const stream = inspectPingStream(pingRead.frames, negotiated);
+    return stopHere({ status: 'not_tested', detail: `ping response did not arrive: ${pingRead.error}` });
+  const stream = inspectPingStream(pingRead.frames, session.negotiated);
+  book.set('event_ids', stream.condition);
 
   const allIds = [...session.initFrames, ...pingRead.frames].flatMap(f => (f.id ? [f.id] : []));
-  const bogus = bogusCursor(stream.cursor ?? stream.responseId, new Set(allIds));
-  const found = { negotiated, notes, serverCapabilities, expectedEventId: stream.responseId, bogus };
-  if (stream.cursor === undefined) {
-    const noCursor: ConditionResult = {
-      status: 'not_tested',
-      detail: 'no cursor to resume from: the ping stream had no event id before its response',
-    };
-    const bogusResult = await checkBogusCursor(http, bogus);
-    return {
-      ...found,
-      conditions: {
-        event_ids: stream.condition,
-        replay: noCursor,
-        bogus_cursor_refused: bogusResult,
-        repeated_resumes: noCursor,
-      },
-    };
+  const bogus = bogusCursor(imitable(stream.cursor ?? stream.responseId), new Set(allIds));
+  const found = { expectedEventId: stream.responseId, bogus } as RequestFindings;
+  const realCursor = stream.cursor;
+  if (realCursor === undefined) {
+    const why =
+      stream.condition.status === 'pass'
+        ? 'no cursor to resume from: the ping stream had no event id before its response'
+        : 'no cursor to resume from (see event ids)';
+    book.set('replay', { status: 'not_tested', detail: why });
+    book.set('repeated_resumes', { status: 'not_tested', detail: why });
+    const shape = stream.responseId;
+    book.set('bogus_cursor_refused', await checkBogusCursor(http, bogus, { stream: 'request', realCursor: shape }));
+    return found;
   }
 
   // A replay must not start with anything consumed up to the cursor.
   const consumed = new Set([...session.initFrames.flatMap(f => (f.id ? [f.id] : [])), ...stream.idsUpToCursor]);
-  const target: ResumeTarget = { cursor: stream.cursor, responseTo: PING_ID, consumedUpToCursor: consumed };
+  const target: ResumeTarget = {
+    cursor: realCursor,
+    responseTo: PING_ID,
+    ...(stream.responseId !== undefined ? { responseId: stream.responseId } : {}),
+    consumedUpToCursor: consumed,
+  };
   // One more ping per repeated resume: each resume continues a stream of its own, so none waits for the server
   // (or a balancer that holds closed connections open) to release the probe's previous connection (a 409).
   progress('getting cursors for the repeated resumes');
-  const repeatTargets = await repeatedTargets(http, options.resumes, negotiated, consumed, target);
+  const repeatTargets = await repeatedTargets(http, options.resumes, session.negotiated, consumed, target);
   // The replay, the bogus cursor and the K repeated resumes, pipelined (pipeline.ts).
   const total = options.resumes + 2;
   progress(`resumes: 0/${total} answered`);
   const tasks: PipelineTask<ResumeAttempt | ConditionResult>[] = [
     turn => resumeOnce(http, 'resume', 1, target, turn),
-    turn => checkBogusCursor(http, bogus, turn),
+    turn => checkBogusCursor(http, bogus, { stream: 'request', realCursor, turn }),
   ];
   for (let k = 1; k <= options.resumes; k++)
     tasks.push(turn => resumeOnce(http, `resume_repeat_${k}`, k, repeatTargets[k - 1]!, turn));
   const [first, bogusResult, ...attempts] = await runPipelined(tasks, done =>
     progress(`resumes: ${done}/${total} answered`),
   );
-  const replay = replayCondition(first as ResumeAttempt);
-  return {
-    ...found,
-    cursor: stream.cursor,
-    resumes: attempts as ResumeAttempt[],
-    conditions: {
-      event_ids: stream.condition,
-      replay,
-      bogus_cursor_refused: bogusResult as ConditionResult,
-      repeated_resumes: repeatedCondition(attempts as ResumeAttempt[]),
-    },
-  };
+  const resumes = attempts as ResumeAttempt[];
+  book.set('replay', replayCondition(first as ResumeAttempt, target, { attempts: resumes, targets: repeatTargets }));
+  book.set('bogus_cursor_refused', bogusResult as ConditionResult);
+  book.set('repeated_resumes', repeatedCondition(resumes, repeatTargets));
+  return { ...found, cursor: realCursor, resumes };
+}
+
+/** A cursor the never-issued one may imitate: none when a client could not send it (bogus-cursor.ts's shapeless one). */
+function imitable(id: string | undefined): string | undefined {
+  return id !== undefined && isSendableId(id) && !isOversizedKey(id) ? id : undefined;
 }
 
 /**
  * The targets of the K repeated resumes: one ping each, assigned so that consecutive resumes continue pings sent in
  * the same order and in swapped order by turns (0 1 3 2 4 5 7 6 …). Behind a balancer without affinity, some
  * resumes then reach another process than the one that served their ping whatever the balancer's cycle, as with
- * one shared cursor. A ping without a cursor falls back to the first ping's stream.
+ * one shared cursor. A ping without a cursor falls back to the first ping's stream, and so do all after a ping that
+ * got no answer (a server that stops answering must not hold the probe one --timeout per ping).
  */
 async function repeatedTargets(
   http: McpHttp,
@@ -235,17 +264,20 @@ async function repeatedTargets(
   fallback: ResumeTarget,
 ): Promise<ResumeTarget[]> {
   const pinged: ResumeTarget[] = [];
+  let answering = true;
   for (let k = 0; k < count; k++) {
     const id = `${PING_ID}-${k + 1}`;
-    const exchange = await http.send(`ping_${k + 1}`, 'POST', { message: { jsonrpc: '2.0', id, method: 'ping' } });
-    const read =
-      exchange.status >= 200 && exchange.status < 300 && exchange.mediaType === 'text/event-stream'
-        ? await http.readResponse(exchange, id, http.deadline())
-        : (await exchange.close(), undefined);
-    const stream = read?.message !== undefined ? inspectPingStream(read.frames, negotiated) : undefined;
+    const read = answering ? await pingOnce(http, `ping_${k + 1}`, id) : undefined;
+    if (read === undefined) answering = false;
+    const stream = read !== undefined ? inspectPingStream(read, negotiated) : undefined;
     pinged.push(
       stream?.cursor !== undefined
-        ? { cursor: stream.cursor, responseTo: id, consumedUpToCursor: new Set([...consumed, ...stream.idsUpToCursor]) }
+        ? {
+            cursor: stream.cursor,
+            responseTo: id,
+            ...(stream.responseId !== undefined ? { responseId: stream.responseId } : {}),
+            consumedUpToCursor: new Set([...consumed, ...stream.idsUpToCursor]),
+          }
         : fallback,
     );
   }
@@ -253,4 +285,15 @@ async function repeatedTargets(
     const swapped = k ^ ((k >> 1) & 1);
     return pinged[swapped < count ? swapped : k]!;
   });
+}
+
+/** One more ping's SSE frames, its response last; undefined when none came. */
+async function pingOnce(http: McpHttp, step: string, id: string) {
+  const exchange = await http.send(step, 'POST', { message: { jsonrpc: '2.0', id, method: 'ping' } });
+  if (exchange.status < 200 || exchange.status >= 300 || exchange.mediaType !== 'text/event-stream') {
+    await exchange.close();
+    return undefined;
+  }
+  const read = await http.readResponse(exchange, id, http.deadline());
+  return read.message !== undefined ? read.frames : undefined;
 }

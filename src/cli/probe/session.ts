@@ -8,9 +8,10 @@
  */
 import { PROBE_USER_AGENT } from '../../shared/names';
 import { PACKAGE_VERSION } from '../../shared/version';
-import type { McpHttp } from './mcp-http';
+import { type McpHttp, redirected, shownType } from './mcp-http';
 import { FIRST_UNRESUMABLE_VERSION, RESUMABLE_PROTOCOL_VERSIONS } from './options';
 import { type ConditionName, type ConditionResult, allConditions } from './report';
+import { quoted } from './server-text';
 import type { SseFrame } from './sse-reader';
 
 export const PROBE_CLIENT_INFO = { name: PROBE_USER_AGENT, version: PACKAGE_VERSION };
@@ -60,29 +61,29 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
   if (init.status === 401 || init.status === 403) {
     await init.close();
     const challenge = init.headers?.get('www-authenticate');
-    const hint = `${challenge ? ` (${challenge})` : ''}; pass --bearer or -H 'Name: value'`;
+    const hint = `${challenge ? ` (${quoted(challenge)})` : ''}; pass --bearer or -H 'Name: value'`;
     return stop('not_tested', `initialize answered ${init.status}: not authorized${hint}`);
   }
   if (init.status >= 300 && init.status < 400) {
     await init.close();
-    const location = init.headers?.get('location');
-    return stop(
-      'not_tested',
-      `initialize answered ${init.status}${location ? ` → ${location}` : ''}: probe the final URL`,
-    );
+    return stop('not_tested', `initialize ${redirected(init)}`);
   }
 
-  const read = await http.readResponse(init, INITIALIZE_ID, http.deadline());
+  // An error answer may carry the request's id or null (JSON-RPC's "could not tell"): any error response is read.
+  const ok = init.status >= 200 && init.status < 300;
+  const read = await http.readResponse(init, ok ? INITIALIZE_ID : undefined, http.deadline());
   if (read.message === undefined) {
     // A wrong path or not an MCP server: one line with what came back, never the page itself.
-    const type = init.mediaType || 'no content type';
     const why = read.error?.startsWith('no JSON-RPC response') ? 'no JSON-RPC response' : (read.error ?? 'no body');
-    return stop('not_tested', `initialize answered ${init.status} (${type}), ${why}: not an MCP endpoint at this URL?`);
+    return stop(
+      'not_tested',
+      `initialize answered ${init.status} (${shownType(init)}), ${why}: not an MCP endpoint at this URL?`,
+    );
   }
   const error = read.message?.error as { message?: string; data?: { supported?: unknown } } | undefined;
-  if (error !== undefined || init.status < 200 || init.status >= 300) {
+  if (error !== undefined || !ok) {
     // 2026-07-28-only servers refuse 2025 versions with the list of what they speak.
-    const supported = Array.isArray(error?.data?.supported) ? error.data.supported.filter(isString) : undefined;
+    const supported = Array.isArray(error?.data?.supported) ? error.data.supported.filter(isVersion) : undefined;
     const extra = supported ? { serverSupported: supported } : {};
     if (supported && supported.length > 0 && supported.every(v => v >= FIRST_UNRESUMABLE_VERSION)) {
       return stop(
@@ -91,16 +92,17 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
         extra,
       );
     }
-    return stop(
-      'not_tested',
-      `initialize answered ${init.status}: ${error?.message ?? read.error ?? ''}`.trim(),
-      extra,
-    );
+    const message = typeof error?.message === 'string' ? quoted(error.message) : (read.error ?? '');
+    return stop('not_tested', `initialize answered ${init.status}: ${message}`.trim(), extra);
   }
 
   const result = read.message?.result as { protocolVersion?: unknown; capabilities?: unknown } | undefined;
-  const negotiated = isString(result?.protocolVersion) ? result.protocolVersion : undefined;
-  if (negotiated === undefined) return stop('not_tested', 'initialize result carries no protocolVersion');
+  const chosen = result?.protocolVersion;
+  const negotiated = isVersion(chosen) ? chosen : undefined;
+  if (negotiated === undefined) {
+    const shown = isString(chosen) ? ` but ${quoted(chosen, 40)}` : '';
+    return stop('not_tested', `initialize result carries no protocolVersion (a YYYY-MM-DD date)${shown}`);
+  }
   if (!(RESUMABLE_PROTOCOL_VERSIONS as readonly string[]).includes(negotiated)) {
     return stop('not_applicable', `server negotiated ${negotiated}, which has no Last-Event-ID resumption`, {
       negotiated,
@@ -128,4 +130,9 @@ export async function openSession(http: McpHttp, protocolVersion: string): Promi
 
 function isString(value: unknown): value is string {
   return typeof value === 'string';
+}
+
+/** A protocol version as MCP writes them: a date. Anything else is text the server chose, never a version. */
+function isVersion(value: unknown): value is string {
+  return typeof value === 'string' && /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/.test(value);
 }

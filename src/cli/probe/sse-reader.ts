@@ -20,7 +20,8 @@ export interface SseFrame {
 export type SseRead =
   | { kind: 'frame'; frame: SseFrame }
   | { kind: 'eof' }
-  | { kind: 'timeout' }
+  /** `midFrame`: part of a frame had come when the wait ended (a trickle), so silence it is not. */
+  | { kind: 'timeout'; midFrame?: true }
   /** `oversized`: the stream passed one of the reader's limits (the reader stopped reading it). */
   | { kind: 'error'; error: string; oversized?: true };
 
@@ -57,6 +58,8 @@ class DataCollector {
   private lines: string[] = [];
   private frameChars = 0;
   private skipLf = false;
+  /** A field line (not a comment) came since the last frame ended. */
+  private fieldSeen = false;
   readonly completed: string[] = [];
   /** Why the stream passed a limit; set once, and nothing is collected after it. */
   overflow: string | undefined;
@@ -88,8 +91,10 @@ class DataCollector {
       if (this.lines.length > 0) this.completed.push(this.lines.join('\n'));
       this.lines = [];
       this.frameChars = 0;
+      this.fieldSeen = false;
       return;
     }
+    if (!line.startsWith(':')) this.fieldSeen = true;
     if (line === 'data' || line.startsWith('data:')) {
       const value = line.length > 5 && line.charCodeAt(5) === 32 ? line.slice(6) : line.slice(5);
       // A frame of endless data lines, each short, must not grow memory either.
@@ -100,6 +105,11 @@ class DataCollector {
       }
       this.lines.push(value);
     }
+  }
+
+  /** Part of a frame has come and its end has not. */
+  get midFrame(): boolean {
+    return this.fieldSeen || (this.pending !== '' && !this.pending.startsWith(':'));
   }
 
   private stop(what: string): void {
@@ -151,7 +161,7 @@ export class SseReader {
           : { kind: 'error', error: this.failure };
       if (this.ended) return { kind: 'eof' };
       const remaining = deadline - Date.now();
-      if (remaining <= 0) return { kind: 'timeout' };
+      if (remaining <= 0) return this.timedOut();
       // One read in flight at a time; a read that outlives a deadline is picked up by the next call.
       this.reading ??= this.readChunk().finally(() => (this.reading = undefined));
       let timer: NodeJS.Timeout | undefined;
@@ -160,8 +170,17 @@ export class SseReader {
         new Promise<boolean>(resolve => (timer = setTimeout(() => resolve(true), remaining))),
       ]);
       clearTimeout(timer);
-      if (timedOut && this.frames.length === 0) return { kind: 'timeout' };
+      if (timedOut && this.frames.length === 0) return this.timedOut();
     }
+  }
+
+  /** Bytes read so far. */
+  get bytes(): number {
+    return this.bytesRead;
+  }
+
+  private timedOut(): SseRead {
+    return this.collector.midFrame ? { kind: 'timeout', midFrame: true } : { kind: 'timeout' };
   }
 
   /** Stops reading and releases the connection. */

@@ -13,6 +13,8 @@ import { type SseFrame, type SseRead, SseReader } from './sse-reader';
 
 /** Quiet time after which a burst of events (a tool's notifications, a replay) counts as over. */
 export const QUIET_MS = 150;
+/** The server's requests answered per stream at most: a server that floods them gets no flood of POSTs back. */
+const MAX_ANSWERS = 20;
 
 export class StandaloneStream {
   readonly frames: SseFrame[] = [];
@@ -42,6 +44,10 @@ export class StandaloneStream {
 
   get comments(): number {
     return this.reader.comments;
+  }
+
+  get bytes(): number {
+    return this.reader.bytes;
   }
 
   async next(deadline: number): Promise<SseRead> {
@@ -84,6 +90,7 @@ export class StandaloneStream {
     if (typeof message !== 'object' || message === null) return;
     if (typeof message.method !== 'string' || (typeof message.id !== 'string' && typeof message.id !== 'number'))
       return;
+    if (this.answers.length >= MAX_ANSWERS) return;
     const reply =
       message.method === 'roots/list'
         ? { result: { roots: [] } }

@@ -13,8 +13,9 @@
  * Calling arbitrary tools, or waiting for list_changed or resource updates the probe cannot cause, is not
  * generic; a server that sends on its own (`unprompted`) is used when nothing else works.
  */
-import type { JsonRpcMessage, McpHttp } from './mcp-http';
+import { type JsonRpcMessage, type McpHttp, errorMessage } from './mcp-http';
 import type { StandaloneTrigger } from './report';
+import { quoted } from './server-text';
 
 export interface Trigger {
   name: StandaloneTrigger;
@@ -69,14 +70,12 @@ async function request(
   const id = `forkwatch-probe-${step}-${nextId++}`;
   const exchange = await http.send(step, 'POST', { message: { jsonrpc: '2.0', id, method, params } });
   if (exchange.status === 0) return exchange.error;
-  if (exchange.status < 200 || exchange.status >= 300) {
-    await exchange.close();
-    return `answered ${exchange.status}`;
-  }
+  if (exchange.status < 200 || exchange.status >= 300)
+    return `answered ${exchange.status}${await errorMessage(http, exchange)}`;
   const read = await http.readResponse(exchange, id, http.deadline());
   const error = (read.message as JsonRpcMessage | undefined)?.error as { message?: unknown } | undefined;
   if (read.message === undefined) return read.error ?? 'no response';
-  if (error !== undefined) return `error: ${String(error.message ?? 'unknown')}`.slice(0, 200);
+  if (error !== undefined) return `error: ${quoted(String(error.message ?? 'unknown'))}`;
   const result = read.message.result as { isError?: unknown } | undefined;
   return result?.isError === true ? 'the tool reported an error' : undefined;
 }
