@@ -2,9 +2,10 @@
  * Copyright The forkwatch Authors
  * SPDX-License-Identifier: Apache-2.0
  */
-// Hostile clients for forkwatch's listeners (issue 53), shared by bench/listeners.mjs and
-// test/hardening/listeners.test.ts: slowloris and silent connections, concurrent scrapers, abandoned scrapes,
-// oversized requests, and the RSS of another process read from /proc.
+// Hostile clients for forkwatch's listeners (issue 53), shared by bench/listeners.mjs,
+// test/hardening/listeners-metrics.test.ts and test/exporter/exporter-hostile.test.ts: slowloris and silent
+// connections, concurrent scrapers, abandoned scrapes, pipelined floods, oversized requests, and the RSS of another
+// process read from /proc.
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
@@ -114,6 +115,43 @@ export async function abandonedScrapes(url, count, afterMs = 200) {
   });
   await sleep(afterMs);
   for (const req of reqs) req.destroy();
+}
+
+/**
+ * `count` GETs of `path` written at once on one connection (HTTP/1.1 pipelining): the server parses them all before
+ * it answers any. Resolves with the count of answers by status (answers in order, each read by its content-length),
+ * and how many came back before `timeoutMs` closed the connection.
+ */
+export function pipelined(port, path, count, { host = '127.0.0.1', timeoutMs = 10_000 } = {}) {
+  return new Promise(resolve => {
+    const socket = connect(port, host);
+    let buffered = Buffer.alloc(0);
+    const statuses = {};
+    let answered = 0;
+    const timer = setTimeout(() => socket.destroy(), timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ statuses, answered });
+    };
+    socket.on('data', chunk => {
+      buffered = Buffer.concat([buffered, chunk]);
+      for (;;) {
+        const end = buffered.indexOf('\r\n\r\n');
+        if (end === -1) return;
+        const head = buffered.subarray(0, end).toString('latin1');
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (buffered.length < end + 4 + length) return;
+        const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
+        statuses[status] = (statuses[status] ?? 0) + 1;
+        buffered = buffered.subarray(end + 4 + length);
+        if (++answered === count) return done();
+      }
+    });
+    socket.on('error', () => undefined);
+    socket.on('close', done);
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\n\r\n`.repeat(count), 'latin1');
+  });
 }
 
 /** Raw requests as written (oversized request lines, thousands of parameters); resolves with their statuses. */

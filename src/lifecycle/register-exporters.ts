@@ -10,6 +10,7 @@
 import type { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import type { IMetricReader } from '@opentelemetry/sdk-metrics';
 import type { Server } from 'node:http';
+import { setTimeout } from 'node:timers';
 import type { RegisterEnvConfig } from './env-config';
 import type { ForkwatchMetricReader } from './prom-client';
 import { StderrMetricExporter } from './register-stderr';
@@ -62,12 +63,38 @@ export function createMetricExporters(env: RegisterEnvConfig, say: (line: string
 }
 
 /**
+ * How often register's `/metrics` collects, however fast scrapes come. A collection of the host's metrics allocates
+ * about 25 times its body (half a megabyte for a 20 KB body); back to back under 200 concurrent scrapers, those
+ * collections made V8 double the host's young generation (twice on Node 24: 16 to 64 MB semi-spaces) and V8 keeps
+ * those pages after the load: the host's RSS grew 50 to 130 MB for good (docs/benchmark.md). A Prometheus scrapes every
+ * few seconds at most, so that its scrape may wait up to a second for its body costs it nothing.
+ */
+export const SCRAPE_LIMITS = {
+  /** A collection starts at most this often; a scrape that comes sooner waits for the next one and shares it. */
+  minIntervalMs: 100,
+  /** ...and takes at most about a tenth of the host's time: after one that took d ms, the next starts 10 d later. */
+  dutyFactor: 10,
+  /**
+   * ...and each scrape it answered puts the next one this much later: at most 200 answers a second however many
+   * scrapers come, so that what Node allocates per request stays bounded too (each waiting scrape's request survives
+   * a young-generation GC, and what survives is what makes V8 grow it).
+   */
+  perScrapeMs: 5,
+  /** However busy, a scrape waits at most this long for its collection to start. */
+  maxIntervalMs: 1_000,
+  /** Scrapes waiting for a body at once (pipelined requests included); more get 503 at once. */
+  maxWaiting: 256,
+} as const;
+
+/** The pace of pacedScrape (SCRAPE_LIMITS's, but for tests). */
+export type ScrapePace = Readonly<Record<'minIntervalMs' | 'dutyFactor' | 'perScrapeMs' | 'maxIntervalMs', number>>;
+
+/**
  * Serves the Prometheus exporter's metrics on OTEL_EXPORTER_PROMETHEUS_HOST/PORT; unref'd, one line on failure.
  *
  * The server is forkwatch's own, in the host's process, so whatever connects must cost the host little and nothing
- * for long: the listener's limits (shared/listener.ts) close slow and silent connections, and scrapes that arrive
- * while a collection runs share it and its one serialized body (the exporter's own handler collects and serializes
- * once per request: 200 concurrent scrapers kept 200 copies alive and grew the host's RSS by 200 MB for good).
+ * for long: the listener's limits (shared/listener.ts) close slow and silent connections, scrapes are paced and
+ * share one collection and its one serialized Buffer (pacedScrape), and at most `SCRAPE_LIMITS.maxWaiting` wait.
  */
 export function servePrometheus(
   exporter: PrometheusExporter,
@@ -79,13 +106,27 @@ export function servePrometheus(
   const { createServer } = require('node:http') as typeof import('node:http');
   const { limitListener, listenerOptions, sendAnswer } =
     require('../shared/listener') as typeof import('../shared/listener');
-  const scrape = coalescedScrape(exporter, resourceSettled);
+  const scrape = pacedScrape(exporter, resourceSettled);
+  let waiting = 0;
   const server = createServer(listenerOptions(), (request, response) => {
     const path = (request.url ?? '').split('?')[0];
     if (request.method !== 'GET' || path !== PROMETHEUS_PATH)
       return sendAnswer(response, 404, { 'content-type': 'text/plain' }, 'Not found');
-    // A client that left before the answer is simply not answered: it held no slot, and its body is shared.
-    void scrape().then(body => sendAnswer(response, 200, { 'content-type': 'text/plain' }, body));
+    if (waiting >= SCRAPE_LIMITS.maxWaiting)
+      return sendAnswer(response, 503, { 'content-type': 'text/plain', 'retry-after': 1 }, 'too many scrapes\n');
+    // A client that leaves before its answer gives its place back at once; its body is shared, so it is not answered.
+    waiting++;
+    let left = false;
+    const leave = () => {
+      if (left) return;
+      left = true;
+      waiting--;
+    };
+    response.once('close', leave);
+    void scrape().then(body => {
+      leave();
+      sendAnswer(response, 200, { 'content-type': 'text/plain' }, body);
+    });
   });
   limitListener(server);
   server.on('connection', socket => socket.unref());
@@ -102,32 +143,52 @@ export function servePrometheus(
 }
 
 /**
- * One collection at a time: a scrape that comes while one runs gets its body (a few milliseconds old), and the next
- * scrape after it ends starts another. What the exporter's handler answers, it answers: the text, or the failure
- * as a comment.
+ * One collection at a time, paced by SCRAPE_LIMITS: a scrape that comes while one runs gets its body (a few
+ * milliseconds old); one that comes sooner than the pace allows waits for the next collection, which every scrape
+ * that comes meanwhile shares. What the exporter's handler answers, it answers: the text, or the failure as a comment,
+ * serialized once into a Buffer every answer writes as it is.
  */
-export function coalescedScrape(
+export function pacedScrape(
   exporter: PrometheusExporter,
   resourceSettled: () => Promise<void>,
+  limits: ScrapePace = SCRAPE_LIMITS,
 ): () => Promise<Buffer> {
   const { PrometheusSerializer } =
     require('@opentelemetry/exporter-prometheus') as typeof import('@opentelemetry/exporter-prometheus');
   const { diag } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+  // The module's own clock: a host that fakes the global performance or Date cannot stall the pace.
+  const { performance } = require('node:perf_hooks') as typeof import('node:perf_hooks');
   const serializer = new PrometheusSerializer();
   let running: Promise<Buffer> | undefined;
+  let nextStart = Number.NEGATIVE_INFINITY;
+  /** Scrapes that joined the collection now running or waiting to run. */
+  let joined = 0;
   const collect = async (): Promise<Buffer> => {
     await resourceSettled();
+    const started = performance.now();
     try {
       const { resourceMetrics, errors } = await exporter.collect();
       if (errors.length > 0) diag.error('PrometheusExporter: metrics collection errors', ...errors);
       return Buffer.from(serializer.serialize(resourceMetrics), 'utf8');
     } catch (error) {
       return Buffer.from(`# failed to export metrics: ${error}`, 'utf8');
+    } finally {
+      const took = performance.now() - started;
+      const busy = Math.max(limits.minIntervalMs, took * limits.dutyFactor, joined * limits.perScrapeMs);
+      nextStart = started + Math.min(limits.maxIntervalMs, busy);
     }
   };
+  const later = (ms: number) =>
+    new Promise<void>(resolve => {
+      setTimeout(resolve, ms).unref();
+    });
   return () => {
-    running ??= collect().finally(() => {
+    joined++;
+    if (running) return running;
+    const wait = Math.min(limits.maxIntervalMs, nextStart - performance.now());
+    running = (wait > 0 ? later(wait).then(collect) : collect()).finally(() => {
       running = undefined;
+      joined = 0;
     });
     return running;
   };

@@ -12,14 +12,16 @@ import { join } from 'node:path';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { coalescedScrape } from '../../src/lifecycle/register-exporters';
+import { SCRAPE_LIMITS, pacedScrape } from '../../src/lifecycle/register-exporters';
 import { COMMAND_LINE_ATTRIBUTES } from '../../src/lifecycle/register-sdk';
 import { type AppDir, type AppProcess, FIXTURES, makeAppDir, startApp } from '../register/support';
 // @ts-expect-error: plain ESM module without types
-import { abandonedScrapes, get, rssOf, scrapers, sleep } from '../../bench/listeners/attacks.mjs';
+import { abandonedScrapes, get, pipelined, rssOf, scrapers, sleep } from '../../bench/listeners/attacks.mjs';
 import { MB, settlesWithin, slowClientsClosed } from './listener-support';
 
 const CANARY = `canary-${process.pid}-issue-53`;
+/** The concurrent burst (bench/listeners.mjs runs the issue's 30 s). */
+const BURST_MS = 15_000;
 
 describe("register's /metrics in an SDK 1.32.2 server", () => {
   let app: AppDir;
@@ -68,47 +70,81 @@ describe("register's /metrics in an SDK 1.32.2 server", () => {
     await slowClientsClosed(port, url);
   });
 
-  test('200 concurrent scrapers: all answered, the host’s RSS retains no gross growth; abandoned scrapes cost nothing', async () => {
+  test('200 concurrent scrapers for 15 s: all answered, and the host’s RSS comes back within 20 MB of where it was', async () => {
     const { proc, url } = await startServer();
-    for (let i = 0; i < 20; i++) expect((await get(url)).status).toBe(200);
-    // A first burst of 200 connections grows the allocator's arenas once, bare or not (21.5 MB on Node 22 on a
-    // loaded 2-core machine); the figure that says whether scrapes hold on to memory is the growth a second burst
-    // adds on top of that. bench/listeners.mjs measures the first 30 s burst against idle (docs/benchmark.md).
-    expect(Object.keys(await scrapers(url, 200, 3_000))).toEqual(['200']);
-    await sleep(1000);
     const pid = proc.child.pid!;
+    // Where the host was: scraped one scrape at a time, as Prometheus does; no burst warms it up.
+    for (let i = 0; i < 40; i++) expect((await get(url)).status).toBe(200);
+    await sleep(1000);
     const before = rssOf(pid);
-    const statuses = await scrapers(url, 200, 5_000);
+    let peak = before;
+    const statuses = await scrapers(url, 200, BURST_MS, { sample: () => (peak = Math.max(peak, rssOf(pid))) });
     expect(Object.keys(statuses)).toEqual(['200']);
-    expect(statuses[200]).toBeGreaterThan(200);
-    // Issue 53 asks for 20 MB; this 5 s burst measured 21 to 61 MB of growth in CI runs (34 to 35 MB on an idle
-    // machine after the warm-up burst), so 20 MB is not met reliably and the issue stays open. The bound here only
-    // guards against gross retention (the issue's host grew 197 MB and kept it); bench/listeners.mjs has the figure.
+    // Paced collections (SCRAPE_LIMITS) still answer every scraper at least every 2 s, however loaded the machine.
+    expect(statuses[200]).toBeGreaterThan((200 * BURST_MS) / SCRAPE_LIMITS.maxIntervalMs / 2);
+    // Issue 53's target, as an operator reads RSS: before the fix, the collections these scrapes ran back to back made
+    // V8 double the young generation and keep it (Node 24: +66 MB after 15 s, +127 MB after 30 s); the full 30 s
+    // burst, per Node line and against a bare host, is bench/listeners.mjs (docs/benchmark.md).
     const after = await settlesWithin(() => rssOf(pid), before, 20 * MB);
-    expect((after - before) / MB).toBeLessThan(100);
+    const figures = `RSS before ${(before / MB).toFixed(1)} MB, peak ${(peak / MB).toFixed(1)}, after ${(after / MB).toFixed(1)} (${((after - before) / MB).toFixed(1)})`;
+    process.stderr.write(
+      `register /metrics, 200 scrapers × ${BURST_MS / 1000} s: ${figures}; ${statuses[200]} answers\n`,
+    );
+    expect((after - before) / MB, figures).toBeLessThan(20);
+  });
+
+  test('20 abandoned scrapes cost nothing: the next healthy scrape gets 200 within 1 s', async () => {
+    const { url } = await startServer();
+    expect((await get(url)).status).toBe(200);
     await abandonedScrapes(url, 20, 0);
     const next = Date.now();
     expect((await get(url, { timeoutMs: 1000 })).status).toBe(200);
     expect(Date.now() - next).toBeLessThan(1000);
   });
 
-  test('scrapes that come while a collection runs share it and its body', async () => {
+  test('a pipelined flood waits in bounded numbers: beyond SCRAPE_LIMITS.maxWaiting, 503 at once', async () => {
+    const { port, url } = await startServer();
+    expect((await get(url)).status).toBe(200);
+    // 300 requests in one write (12 KB, one read): parsed together, before any collection can answer them.
+    const { statuses, answered } = await pipelined(port, '/metrics', 300);
+    expect(answered).toBe(300);
+    expect(statuses).toEqual({ 200: SCRAPE_LIMITS.maxWaiting, 503: 300 - SCRAPE_LIMITS.maxWaiting });
+    expect((await get(url)).status).toBe(200);
+  });
+
+  test('scrapes that come while a collection runs share it and its body; the next waits for the pace', async () => {
     const exporter = new PrometheusExporter({ preventServerStart: true });
     const provider = new MeterProvider({ readers: [exporter] });
-    provider.getMeter('listeners').createCounter('listener_test_total').add(3);
+    const counter = provider.getMeter('listeners').createCounter('listener_test_total');
+    counter.add(3);
     let collections = 0;
     const collect = exporter.collect.bind(exporter);
     exporter.collect = options => {
       collections++;
       return collect(options);
     };
-    const scrape = coalescedScrape(exporter, () => Promise.resolve());
+    const limits = { minIntervalMs: 300, dutyFactor: 10, perScrapeMs: 1, maxIntervalMs: 1000 };
+    const scrape = pacedScrape(exporter, () => Promise.resolve(), limits);
     const bodies = await Promise.all(Array.from({ length: 200 }, () => scrape()));
+    const first = performance.now();
     expect(collections).toBe(1);
     expect(new Set(bodies).size).toBe(1);
+    expect(Buffer.isBuffer(bodies[0])).toBe(true);
     expect(bodies[0]!.toString()).toMatch(/^listener_test_total\{[^}]*\} 3$/m);
-    await scrape();
+    // Sooner than the pace: the scrape waits for the next collection, which every scrape meanwhile shares and which
+    // sees what happened before the scrapes came.
+    counter.add(1);
+    const next = await Promise.all([scrape(), scrape()]);
+    expect(performance.now() - first).toBeGreaterThanOrEqual(limits.minIntervalMs - 50);
     expect(collections).toBe(2);
+    expect(next[0]).toBe(next[1]);
+    expect(next[0]!.toString()).toMatch(/^listener_test_total\{[^}]*\} 4$/m);
+    // After the pace: no wait.
+    await sleep(limits.minIntervalMs + 50);
+    const now = performance.now();
+    await scrape();
+    expect(performance.now() - now).toBeLessThan(limits.minIntervalMs - 50);
+    expect(collections).toBe(3);
     await provider.shutdown();
   });
 });
