@@ -165,6 +165,11 @@ async function exporterListener(label, cliMain) {
       scrapers(`${base}/metrics`, concurrency, seconds * 1000),
     );
     const afterLoad = await settledRss(exporter.proc.pid, 10_000);
+    // A second burst: whether the first one's growth is a bound (V8's young generation at its cap) or a leak.
+    const { peak: secondPeak } = await peakDuring(exporter.proc.pid, () =>
+      scrapers(`${base}/metrics`, concurrency, seconds * 1000),
+    );
+    const afterSecond = await settledRss(exporter.proc.pid, 10_000);
     await abandonedScrapes(hangUrl, 20, 300);
     const left = Date.now();
     let freedMs;
@@ -183,7 +188,7 @@ async function exporterListener(label, cliMain) {
     console.log(
       `${label.padEnd(9)} exporter  RSS idle ${MB(idle)} MB; fuzz ${JSON.stringify(fuzz)} peak ${MB(fuzzPeak)}, after ${MB(afterFuzz)} MB; ` +
         `${concurrency} scrapers × ${seconds} s of /metrics: ${JSON.stringify(statuses)}, peak ${MB(peak)}, +10 s ${MB(afterLoad)} MB ` +
-        `(after − before ${MB(afterLoad - idle)} MB); 20 abandoned scrapes: slots free after ${freedMs === undefined ? '> 20000' : freedMs} ms, next healthy scrape ${next.status}`,
+        `(after − before ${MB(afterLoad - idle)} MB); a second burst: peak ${MB(secondPeak)}, +10 s ${MB(afterSecond)} MB; 20 abandoned scrapes: slots free after ${freedMs === undefined ? '> 20000' : freedMs} ms, next healthy scrape ${next.status}`,
     );
   } finally {
     exporter.stop();
