@@ -134,7 +134,12 @@ describe('promtool test rules', PROMTOOL_TIMEOUT, () => {
   test.concurrent.each(TEST_FILES.flatMap(f => EVAL_ORDER_NAMES.map(o => [f, o] as const)))(
     '%s passes with %s',
     async (file, order) => {
-      const res = await runUnitTests(ALERTS_DIR, [file], order);
+      // On a copy: the `.order-*` folder runUnitTests writes would otherwise sit in alerts/tests while other files,
+      // run at the same time, list it (config-render.test.ts read it as a unit test file and failed with EISDIR).
+      const dir = await mkdtemp(join(tmpdir(), 'forkwatch-rules-'));
+      const res = await cp(ALERTS_DIR, dir, { recursive: true })
+        .then(() => runUnitTests(dir, [file], order))
+        .finally(() => rm(dir, { recursive: true, force: true }));
       expect(res.code, res.out).toBe(0);
       expect(res.out).toContain('SUCCESS');
     },
