@@ -12,7 +12,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Integration tests start servers and child processes: keep the 2-core machine from thrashing.
+    // Integration tests start servers and child processes: keep the 2-core machine from thrashing. `npm test` sets
+    // each Node.js line's own count (scripts/runtimes.mjs `workers`).
     maxWorkers: 2,
   },
 });

@@ -5,8 +5,8 @@
 // The test command of the README: provision what the tests need (scripts/provision.mjs), build, run the vitest
 // suites on every Node.js line forkwatch claims (scripts/runtimes.mjs: the whole suite on Node 24, the
 // runtime-sensitive suites on Node 22 and 26, the register suites on 22.15.0, the oldest allowed; each under the registry's own binary, first on PATH so that every
-// child process a test starts runs it too), type-check src/ and the tests, check and unit-test the Prometheus rules
-// with promtool, then print one closing line `tests: N passed, M failed`. A skipped or todo test counts as failed:
+// child process a test starts runs it too; the Prometheus rules' promtool unit tests among them), type-check src/ and
+// the tests, check the rules with promtool, then print one closing line `tests: N passed, M failed`. A skipped or todo test counts as failed:
 // the suite has none on purpose.
 //
 // `npm test -- <vitest arguments>` (e.g. a file filter) runs only the vitest files they select, on Node 24 (or on the
@@ -82,19 +82,17 @@ if (built.status !== 0) {
 // have long ended, within provisioning).
 if (staticChecks) await Promise.all([staticChecks.typecheck, staticChecks.biome]);
 
-// promtool: rule syntax and the unit tests beside the rules, with the whole suite only.
+// promtool: the rules' syntax once more after vitest, with the whole suite only. Their unit tests run in vitest
+// (test/alerts/promtool.test.ts: every file under both rule-group evaluation orders, and the mutants), not here again.
 const alertsDir = join(root, 'alerts');
 const ruleFiles = existsSync(alertsDir) ? readdirSync(alertsDir).filter(f => /\.rules\.ya?ml$/.test(f)) : [];
-const testsDir = join(alertsDir, 'tests');
-const ruleTests = existsSync(testsDir) ? readdirSync(testsDir).filter(f => /\.ya?ml$/.test(f)) : [];
-const promtoolSteps = ruleFiles.length > 0 ? 1 + ruleTests.length : 0;
 if (args.length > 0) {
   console.error(
     `test: arguments given (${args.join(' ')}): only the vitest files they select run; ` +
-      `the ${promtoolSteps} promtool step(s) (promtool check rules, promtool test rules) run with \`npm test\` alone`,
+      'the type-check, Biome and `promtool check rules` run with `npm test` alone',
   );
 } else {
-  console.error(`test: vitest, then ${promtoolSteps} promtool step(s)`);
+  console.error('test: vitest, then `promtool check rules`');
 }
 
 /** Runs vitest under one runtime; adds its counts. */
@@ -115,6 +113,7 @@ function runVitest(runtime, vitestArgs) {
       '--reporter=default',
       '--reporter=json',
       `--outputFile.json=${report}`,
+      `--maxWorkers=${runtime.workers}`,
       ...vitestArgs,
     ],
     { env },
@@ -184,10 +183,6 @@ if (args.length === 0 && ruleFiles.length > 0) {
   const check = run('promtool', ['check', 'rules', ...ruleFiles.map(f => join('alerts', f))]);
   if (check.error) console.error(`test: promtool: ${check.error.message} (install Debian's package prometheus)`);
   check.status === 0 ? passed++ : failed++;
-  for (const t of ruleTests) {
-    const res = run('promtool', ['test', 'rules', join('alerts/tests', t)]);
-    res.status === 0 ? passed++ : failed++;
-  }
 }
 
 finish();

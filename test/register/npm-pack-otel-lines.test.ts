@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import {
   FIXTURES,
   type Lab,
-  forkwatchPackage,
+  packedForkwatch,
   leasePort,
   labEnv,
   sampleValue,
@@ -77,11 +77,7 @@ async function otelCopies(cwd: string): Promise<Record<string, string[]>> {
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'forkwatch-lines-'));
-  const { stdout } = await run(npm, ['pack', '--json', '--pack-destination', work], {
-    cwd: forkwatchPackage(),
-    maxBuffer: 16 << 20,
-  });
-  tarball = join(work, JSON.parse(stdout)[0].filename);
+  tarball = (await packedForkwatch()).tarball;
   await Promise.all(
     (Object.keys(LINES) as Line[]).map(async line => {
       const dir = join(work, line);

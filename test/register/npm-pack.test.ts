@@ -17,7 +17,8 @@ import {
   FIXTURES,
   type Lab,
   ROOT,
-  forkwatchPackage,
+  type PackedForkwatch,
+  packedForkwatch,
   leasePort,
   labEnv,
   sampleValue,
@@ -31,15 +32,13 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 let work: string;
 let appDir: string;
-let packed: { filename: string; files: { path: string }[] };
+let packed: PackedForkwatch;
 let lab: Lab;
 let installSeconds = 0;
 
 beforeAll(async () => {
-  const pkg = forkwatchPackage();
   work = mkdtempSync(join(tmpdir(), 'forkwatch-pack-'));
-  const { stdout } = await run(npm, ['pack', '--json', '--pack-destination', work], { cwd: pkg, maxBuffer: 16 << 20 });
-  packed = JSON.parse(stdout)[0];
+  packed = await packedForkwatch();
 
   appDir = join(work, 'app');
   mkdirSync(appDir);
@@ -58,7 +57,7 @@ beforeAll(async () => {
         '--no-fund',
         '--prefer-offline',
         '--loglevel=error',
-        join(work, packed.filename),
+        packed.tarball,
         '@modelcontextprotocol/sdk@1.32.2',
       ],
       { cwd: appDir, maxBuffer: 16 << 20, timeout: 150_000 },

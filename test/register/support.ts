@@ -10,7 +10,7 @@
  * The private build (the project's tsc config, written to a temporary folder keyed by a hash of the package's
  * sources) keeps these tests independent of build/, which other jobs delete and rebuild.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   cpSync,
@@ -24,6 +24,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -167,6 +168,47 @@ export function forkwatchPackage(root = ROOT): string {
     rmSync(work, { recursive: true, force: true });
   }
   return remember(final);
+}
+
+/** What `npm pack --json` says of the tarball it wrote, and where it is. */
+export interface PackedForkwatch {
+  tarball: string;
+  filename: string;
+  files: { path: string }[];
+}
+
+/**
+ * `npm pack` of the staged package (its prepack builds again, as in a user's `npm pack`), once per stage: the
+ * tarball and what npm said of it are kept beside the stage, so the test files that install it, on every Node.js
+ * line, pay for one build per run instead of one each (npm-pack-fresh-clone.test.ts still packs a fresh copy of the
+ * tree on every line: that prepack builds is what it proves).
+ */
+export async function packedForkwatch(): Promise<PackedForkwatch> {
+  const stage = forkwatchPackage();
+  const kept = `${stage}.packed`;
+  const record = join(kept, 'pack.json');
+  if (existsSync(record)) {
+    const packed = JSON.parse(readFileSync(record, 'utf8')) as Omit<PackedForkwatch, 'tarball'>;
+    const tarball = join(kept, packed.filename);
+    if (existsSync(tarball)) return { ...packed, tarball };
+  }
+  const work = `${kept}.tmp-${process.pid}-${Date.now()}`;
+  mkdirSync(work, { recursive: true });
+  const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+  const stdout = await new Promise<string>((resolve, reject) =>
+    execFile(npm, ['pack', '--json', '--pack-destination', work], { cwd: stage, maxBuffer: 16 << 20 }, (error, out) =>
+      error ? reject(error) : resolve(out),
+    ),
+  );
+  const { filename, files } = JSON.parse(stdout.slice(stdout.indexOf('[')))[0] as Omit<PackedForkwatch, 'tarball'>;
+  writeFileSync(join(work, 'pack.json'), JSON.stringify({ filename, files }));
+  try {
+    renameSync(work, kept);
+  } catch {
+    // Another test file packed the same stage first: its copy is the same package.
+    rmSync(work, { recursive: true, force: true });
+  }
+  return { filename, files, tarball: join(kept, filename) };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
