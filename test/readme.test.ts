@@ -127,10 +127,10 @@ describe('README', () => {
     expect(readme.split('\n').length).toBeLessThanOrEqual(300);
   });
 
-  test('the Quickstart says what each line costs: the lab its printed time, the tests root, Debian and 30 minutes', () => {
+  test('the Quickstart says what each line costs: the lab its printed time, the tests root, Debian and 25 minutes', () => {
     const quickstart = sectionOf(readme, 'Quickstart', 'README');
     expect(quickstart).toMatch(/npm ci && npm run lab .*about 30 s/);
-    expect(quickstart).toMatch(/npm ci && npm test .*about 30 min on 2 cores, and it installs Debian packages as root/);
+    expect(quickstart).toMatch(/npm ci && npm test .*about 25 min on 2 cores, and it installs Debian packages as root/);
     // The lab's figure is the line the lab prints at its end.
     expect(readFileSync(join(root, 'lab/run.mjs'), 'utf8')).toContain('scenarios in ${');
     expect(quickstart).toContain(`Node.js ${pkg.engines.node.replace('>=', '')} or later`);
