@@ -131,16 +131,32 @@ describe('/probe', () => {
     expect(elapsed).toBeGreaterThanOrEqual(900);
     // The answer, the DELETE included, within the scrape timeout.
     expect(elapsed).toBeLessThan(2500);
-    // A cut proves nothing: the standalone replay the deadline interrupted counts as neither passed nor failed.
-    expect(sample(text, 'forkwatch_probe_stream_verdict', { stream: 'standalone', verdict: 'untestable' })).toBe(1);
-    expect(sample(text, 'forkwatch_probe_condition_tested', { stream: 'standalone', condition: 'replay' })).toBe(0);
-    // What was proven before the cut stands: this store loses a request stream's response now and then (the SDK
-    // example store's id order), so the verdict is untestable, or not resumable on that proof. Never resumable.
+    // What was proven before the cut stands, and a cut proves nothing. This store replays the standalone stream
+    // wrongly: when its wrong frame comes before the cut (on a loaded machine it did, 4 runs in 6), the stream is not
+    // resumable on that proof; otherwise the replay the deadline interrupted counts as neither passed nor failed.
+    const standaloneProven =
+      sample(text, 'forkwatch_probe_stream_verdict', { stream: 'standalone', verdict: 'not_resumable' }) === 1;
+    expect(
+      sample(text, 'forkwatch_probe_stream_verdict', {
+        stream: 'standalone',
+        verdict: standaloneProven ? 'not_resumable' : 'untestable',
+      }),
+    ).toBe(1);
+    if (!standaloneProven)
+      expect(sample(text, 'forkwatch_probe_condition_tested', { stream: 'standalone', condition: 'replay' })).toBe(0);
+    // A proof is a standalone condition tested and failed.
+    const failedStandalone = [
+      ...text.matchAll(/^forkwatch_probe_condition_tested\{([^}]*stream="standalone"[^}]*)\} 1$/gm),
+    ]
+      .map(m => /condition="([^"]+)"/.exec(m[1]!)![1]!)
+      .filter(condition => sample(text, 'forkwatch_probe_condition_ok', { stream: 'standalone', condition }) === 0);
+    expect(failedStandalone.length > 0, failedStandalone.join()).toBe(standaloneProven);
+    // This store loses a request stream's response now and then too (the SDK example store's id order): the verdict
+    // is not resumable on either proof, else untestable. Never resumable.
     expect(sample(text, 'forkwatch_probe_verdict', { verdict: 'resumable' })).toBe(0);
     const request = sample(text, 'forkwatch_probe_stream_verdict', { stream: 'request', verdict: 'not_resumable' });
-    expect(sample(text, 'forkwatch_probe_verdict', { verdict: request === 1 ? 'not_resumable' : 'untestable' })).toBe(
-      1,
-    );
+    const proven = request === 1 || standaloneProven;
+    expect(sample(text, 'forkwatch_probe_verdict', { verdict: proven ? 'not_resumable' : 'untestable' })).toBe(1);
     expect(brokenProxy.requests.slice(before).at(-1)).toMatchObject({ method: 'DELETE' });
   });
 
