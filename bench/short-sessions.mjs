@@ -260,6 +260,7 @@ try {
         profiles[variant][side] = {
           file: join(dir, side, file),
           window: self.windowed ? 'the timed sessions' : 'the whole process',
+          windowUs: self.windowed ? run.timedWindowUs : undefined,
           sessions: self.windowed ? config.sessions : config.sessions + config.warmup,
           busyUs: self.busyUs,
           forkwatchSelfUs: self.ownUs,

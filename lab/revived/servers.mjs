@@ -277,6 +277,7 @@ export async function startStreamServer({ sdk, streams = 'healthy', idleMs = 6_0
       }
       return;
     }
+    if (streams === 'quiet') return;
     // idle: a notification on the first stream, then each stream is closed after idleMs of quiet.
     if (!session.notified) {
       session.notified = true;

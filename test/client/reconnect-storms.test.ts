@@ -10,7 +10,12 @@
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ResumedStream } from '../../src/client/observer/resumed-stream';
-import { endedEmpty, reconnectAfter, streakEnded } from '../../src/client/patches/reconnect-storms';
+import {
+  endedEmpty,
+  reconnectScheduled,
+  reconnectSent,
+  streakEnded,
+} from '../../src/client/patches/reconnect-storms';
 import { EMPTY_STREAM_WINDOW_MS } from '../../src/core/defaults';
 import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
@@ -48,6 +53,17 @@ async function counts() {
   };
 }
 
+/** The SDK schedules a reconnect after `stream` and it goes out (the timer fired, the GET is sent). */
+function reconnectAfter(
+  streak: { emptyStreak: number },
+  stream: ResumedStream,
+  cursor: string | undefined,
+  runtime: Forkwatch['instrumentation'],
+) {
+  const kind = reconnectScheduled(streak, stream, cursor, runtime);
+  if (kind) reconnectSent(streak, kind, runtime);
+}
+
 describe('endedEmpty', () => {
   test('no event and ended within the window: empty; at the window, with an event or still open: not', () => {
     expect(endedEmpty(ended(0))).toBe(true);
@@ -59,7 +75,19 @@ describe('endedEmpty', () => {
   });
 });
 
-describe('reconnectAfter and streakEnded', () => {
+describe('reconnectScheduled, reconnectSent and streakEnded', () => {
+  test('a reconnect scheduled after an empty answer and never sent (the client closed the session) counts nothing', async () => {
+    fw = setupForkwatch({}, []);
+    const runtime = fw.instrumentation;
+    const streak = { emptyStreak: 0 };
+    expect(reconnectScheduled(streak, ended(30), undefined, runtime)).toBe('fresh');
+    expect(reconnectScheduled(streak, ended(30, { cursor: '6' }), undefined, runtime)).toBe('dropped_after_empty');
+    expect(reconnectScheduled(streak, ended(30, { cursor: '6' }), '6', runtime)).toBe('resume');
+    expect(reconnectScheduled(streak, ended(30, { event: true }), '7', runtime)).toBeUndefined();
+    expect(streak.emptyStreak).toBe(0);
+    expect(await counts()).toEqual({ resume: 0, dropped_after_empty: 0, fresh: 0, runs: 0, sum: 0 });
+  });
+
   test('each reconnect after an empty answer is counted by the cursor it carries and the one the stream had', async () => {
     fw = setupForkwatch({}, []);
     const runtime = fw.instrumentation;

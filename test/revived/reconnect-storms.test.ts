@@ -16,7 +16,7 @@ import { startStreamServer } from '../../lab/revived/servers.mjs';
 import { EMPTY_STREAM_WINDOW_MS } from '../../src/core/defaults';
 import { METRICS } from '../../src/shared/names';
 import { sample } from '../support/lab';
-import { CLIENTS, SERVERS, labScenarios, sleep, until } from './support';
+import { CLIENTS, FAST_RECONNECT, SERVERS, connect, labScenarios, sleep, until } from './support';
 
 const emptyReconnects = METRICS.clientEmptyReconnects.prometheusName;
 const streak = METRICS.clientEmptyReconnectStreak.prometheusName;
@@ -119,6 +119,23 @@ describe.each(SERVERS)('$label', server => {
       await sleep(300);
       const c = await counts();
       expect(lab.truth.cut).toBe(1);
+      expect(c).toEqual({ sent: 0, droppedAfterEmpty: 0, none: 0, streaks: 0, serverEmptyGets: 0 });
+    });
+
+    test('short sessions the client ends (DELETE, then close): the standalone stream ends empty, no reconnect goes out, nothing counted', async () => {
+      const { lab, session } = await scenario(server, client, { streams: 'quiet' });
+      const sessions = [session, await connect(client, lab.url), await connect(client, lab.url)];
+      await until(() => lab.truth.gets >= sessions.length, 'every standalone GET answered');
+      for (const s of sessions) {
+        await s.transport.terminateSession();
+        await s.client.close();
+      }
+      // Longer than the client's first reconnection delay: a reconnect the SDK had scheduled would have gone out.
+      await sleep(3 * FAST_RECONNECT.initialReconnectionDelay);
+      const c = await counts();
+      // Ground truth: each session's standalone GET, answered and then closed by the DELETE; none sent again.
+      expect(lab.truth.gets).toBe(sessions.length);
+      expect(lab.truth.notifications).toBe(0);
       expect(c).toEqual({ sent: 0, droppedAfterEmpty: 0, none: 0, streaks: 0, serverEmptyGets: 0 });
     });
 

@@ -8,8 +8,8 @@
  * forever: a graceful close resets its retry count, so `maxRetries` never trips. And since the empty stream gave it
  * no event id, the reconnect after an empty answer to a resume goes out without Last-Event-ID (typescript-sdk #2499).
  *
- * Each reconnect of a stream that ended with no event within EMPTY_STREAM_WINDOW_MS of opening is an empty
- * reconnect, counted by whether it carries a cursor; the run of them is recorded when a stream of the transport delivers
+ * Each reconnect (sent, not only scheduled) of a stream that ended with no event within EMPTY_STREAM_WINDOW_MS of
+ * opening is an empty reconnect, counted by whether it carries a cursor; the run of them is recorded when a stream of the transport delivers
  * an event again. An idle stream a balancer closes after its timeout lived longer than the window: not counted.
  * Two numbers per transport, on its state: gone with the transport.
  */
@@ -39,22 +39,28 @@ export function endedEmpty(stream: ResumedStream): boolean {
 }
 
 /**
- * The SDK reconnects after `ended` stream, with `cursor` as Last-Event-ID: counted when the stream ended empty;
- * a stream that delivered ends the run.
+ * The SDK scheduled a reconnect after `ended` stream, with `cursor` as Last-Event-ID: the kind of empty reconnect it
+ * will be if it goes out (counted then: reconnectSent), or undefined. A stream that delivered ends the run.
+ * Counting waits for the send because a client that ends its session (DELETE, then close) makes the server close the
+ * standalone stream, empty, and the SDK schedules a reconnect that its close() then cancels: every healthy short
+ * session would count one.
  */
-export function reconnectAfter(
+export function reconnectScheduled(
   streak: EmptyStreak,
   ended: ResumedStream,
   cursor: string | undefined,
   runtime: ForkwatchRuntime,
-): void {
+): EmptyReconnectKind | undefined {
   if (!endedEmpty(ended)) {
     streakEnded(streak, runtime);
-    return;
+    return undefined;
   }
+  return cursor !== undefined ? 'resume' : ended.cursor !== undefined ? 'dropped_after_empty' : 'fresh';
+}
+
+/** A reconnect scheduled after an empty answer went out: one more in the run. */
+export function reconnectSent(streak: EmptyStreak, kind: EmptyReconnectKind, runtime: ForkwatchRuntime): void {
   streak.emptyStreak++;
-  const kind: EmptyReconnectKind =
-    cursor !== undefined ? 'resume' : ended.cursor !== undefined ? 'dropped_after_empty' : 'fresh';
   runtime.instruments.clientEmptyReconnects.add(1, ATTRS[kind]);
 }
 

@@ -33,12 +33,13 @@ import type {
 } from '../../shared/internal-types';
 import { type ForkwatchRuntime, nowMs } from '../../shared/runtime';
 import { protocolHasResumability } from '../../shared/session-id';
+import type { EmptyReconnectKind } from '../../shared/names';
 import type { ResumeVerdictInfo } from '../../shared/types';
 import { observeOwnFetch } from '../wire/fetch-wrapper';
 import { httpStatusOf } from './http-status';
 import { noteSentMessage } from './foreign-responses';
 import { claimPatchedGet } from '../observer/patched-transport-scope';
-import { type EmptyStreak, reconnectAfter, streakEnded } from './reconnect-storms';
+import { type EmptyStreak, reconnectScheduled, reconnectSent, streakEnded } from './reconnect-storms';
 import { ResumeAttempt } from '../observer/resume-attempt';
 import { type ForkReport, ResumedStream } from '../observer/resumed-stream';
 import { type RevivalState, watchSentMessage } from './revived-sessions';
@@ -70,6 +71,8 @@ interface ReconnectInfo {
   follows: SpanContext | undefined;
   /** True when that attempt got no frame (inconclusive): a cursor dropped now is not a proven fork. */
   afterInconclusive: boolean;
+  /** The lost stream ended empty: an empty reconnect of this kind, counted when it goes out (then cleared). */
+  empty: EmptyReconnectKind | undefined;
 }
 
 const transportStates = new WeakMap<object, TransportState>();
@@ -195,6 +198,7 @@ function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method
     if (retried) return sendResumeGet(this, retried, () => original.call(this, options, ...rest));
     let attempt: ResumeAttempt | undefined;
     guarded(runtime, 'starting a resume attempt', () => {
+      reconnectWentOut(this, options, runtime);
       attempt = beginAttempt(this, options, runtime);
     });
     if (!attempt) return original.call(this, options, ...rest);
@@ -325,12 +329,12 @@ function noteReconnection(
   if (options && typeof options === 'object' && !reconnects.has(options)) {
     const ended = state.lastEnded;
     state.lastEnded = undefined;
-    if (ended) reconnectAfter(state, ended, cursorOf(options), runtime);
     reconnects.set(options, {
       heldCursor: ended ? (ended.lastId ?? ended.cursor) : undefined,
       lostAt: ended?.endedAt ?? nowMs(),
       follows: ended?.attempt?.span.spanContext(),
       afterInconclusive: ended?.attempt?.endedWithoutFrame() === true,
+      empty: ended ? reconnectScheduled(state, ended, cursorOf(options), runtime) : undefined,
     });
   }
   return false;
@@ -360,6 +364,14 @@ function wrapCommonHeaders(original: Method, runtime: ForkwatchRuntime): Method 
 }
 
 const openedAttempts = new WeakSet<ResumeAttempt>();
+
+/** The SDK sends a GET it scheduled after a stream ended: an empty reconnect is counted now, once (reconnect-storms.ts). */
+function reconnectWentOut(transport: object, options: object, runtime: ForkwatchRuntime): void {
+  const reconnect = reconnects.get(options);
+  if (reconnect?.empty === undefined) return;
+  reconnectSent(stateOf(transport), reconnect.empty, runtime);
+  reconnect.empty = undefined;
+}
 
 function beginAttempt(
   transport: StreamableHttpClientTransportLike,
