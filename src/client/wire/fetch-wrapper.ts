@@ -34,7 +34,7 @@ import {
   isOwnFetchPost,
   isPatchedTransportGet,
 } from '../observer/patched-transport-scope';
-import { sseGetOf } from './session-get-request';
+import { sessionEnded, sseDeleteOf, sseGetOf } from './session-get-request';
 import { observesThroughChannels } from './undici-version';
 
 /** A fetch, and forkwatch's mark on the one it installed. */
@@ -59,7 +59,17 @@ export function installFetchWrapper(runtime: ForkwatchRuntime): () => void {
       }
     }
     const get = sseGetOf(input, init);
-    if (!get || !protocolHasResumability(get.protocolVersion) || isPatchedTransportGet(get.sessionId, get.cursor)) {
+    if (!get) {
+      const ended = sseDeleteOf(input, init);
+      if (ended === undefined) return original.call(this, input, init);
+      return observedPromise(
+        original.call(this, input, init),
+        response => sessionEnded(runtime, ended, statusOf(response)),
+        () => {},
+        error => runtime.diag.error('observing a session DELETE', error),
+      );
+    }
+    if (!protocolHasResumability(get.protocolVersion) || isPatchedTransportGet(get.sessionId, get.cursor)) {
       return original.call(this, input, init);
     }
     return whileClaimed(claimWrappedGet(get.sessionId, get.cursor), () =>
@@ -110,3 +120,9 @@ export function observeOwnFetch(own: Fetch, runtime: ForkwatchRuntime): Fetch {
 // Loaded on the first MCP exchange the process fetches (see the file comment).
 const clientExchange = () => require('./per-request-exchange') as typeof import('./per-request-exchange');
 const sessionGetObserver = () => require('./fetch-session-get') as typeof import('./fetch-session-get');
+
+/** A fetch Response's status, if it has a numeric one. */
+function statusOf(response: unknown): number | undefined {
+  const status = (response as { status?: unknown } | null | undefined)?.status;
+  return typeof status === 'number' ? status : undefined;
+}

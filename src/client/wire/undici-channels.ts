@@ -32,7 +32,7 @@ import * as diagnosticsChannel from 'node:diagnostics_channel';
 import { protocolHasResumability } from '../../shared/session-id';
 import type { ForkwatchRuntime } from '../../shared/runtime';
 import { isObservedGet } from '../observer/patched-transport-scope';
-import { sessionGetOf } from './session-get-request';
+import { sessionDeleteOf, sessionEnded, sessionGetOf } from './session-get-request';
 import {
   type UndiciRequest,
   type UndiciResponse,
@@ -238,6 +238,7 @@ class ChannelObserver {
 /** The watch for a request that is an MCP session GET or a protocol 2026-07-28 POST; undefined for anything else. */
 function watchOf(request: UndiciRequest, runtime: ForkwatchRuntime): Watch | undefined {
   const method = (request.method as string).toUpperCase();
+  if (method === 'DELETE') return deleteWatch(sessionDeleteOf(method, headerReaderOf(request.headers)), runtime);
   if (method !== 'GET' && method !== 'POST') return undefined;
   const header = headerReaderOf(request.headers);
   if (method === 'GET') {
@@ -251,6 +252,18 @@ function watchOf(request: UndiciRequest, runtime: ForkwatchRuntime): Watch | und
   if (version === undefined || protocolHasResumability(version)) return undefined;
   const endpoint = `${String(request.origin ?? '')}${String(request.path ?? '')}`;
   return channelWatches().perRequestPostWatch(endpoint, header, runtime, MAX_POST_BODY_BYTES);
+}
+
+/** A session's DELETE: its answer tells whether the session ended (session-get-request.ts). */
+function deleteWatch(sessionId: string | undefined, runtime: ForkwatchRuntime): Watch | undefined {
+  if (sessionId === undefined) return undefined;
+  return {
+    responded: status => {
+      sessionEnded(runtime, sessionId, status);
+      return false;
+    },
+    ended: () => {},
+  };
 }
 
 // Loaded on the first MCP exchange undici publishes (as the fetch wrapper loads its work: fetch-wrapper.ts).
