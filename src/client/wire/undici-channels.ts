@@ -101,6 +101,8 @@ export function installUndiciChannelObserver(runtime: ForkwatchRuntime): () => v
 /** The subscriber of every channel: one handler per channel, each a few lines, and the watches they feed. */
 class ChannelObserver {
   private readonly watches = new WeakMap<object, Watched>();
+  /** Session DELETEs in flight, by request: their answer may end the session (session-get-request.ts). */
+  private readonly deletes = new WeakMap<object, string>();
   /** The prototypes of undici's requests seen publishing body chunks: their requests need no tap. */
   private readonly publishing = new WeakSet<object>();
   /**
@@ -161,6 +163,12 @@ class ChannelObserver {
   private created({ request }: { request: UndiciRequest }): void {
     const { runtime } = this;
     if (!runtime.enabled || typeof request?.method !== 'string') return;
+    if (request.method.length === 6 && request.method.toUpperCase() === 'DELETE') {
+      // Not a watch: a DELETE's answer has no body to read, and a watch would open the chunk channels for it.
+      const sessionId = sessionDeleteOf(request.method, headerReaderOf(request.headers));
+      if (sessionId !== undefined) this.deletes.set(request, sessionId);
+      return;
+    }
     if (this.silentBodies.has(Object.getPrototypeOf(request)) && request.method.toUpperCase() === 'POST') return;
     const watch = watchOf(request, runtime);
     if (!watch) return;
@@ -192,9 +200,15 @@ class ChannelObserver {
   }
 
   private headers(m: { request: object; response: UndiciResponse }): void {
-    const watch = this.watches.get(m.request)?.watch;
-    if (!watch) return;
     const status = typeof m.response?.statusCode === 'number' ? m.response.statusCode : undefined;
+    const watch = this.watches.get(m.request)?.watch;
+    if (!watch) {
+      const ended = this.deletes.get(m.request);
+      if (ended === undefined) return;
+      this.deletes.delete(m.request);
+      sessionEnded(this.runtime, ended, status);
+      return;
+    }
     // A response that opens no stream to watch (an error, JSON, a redirect: its next hop is a request of its own).
     if (!watch.responded(status, headerReaderOf(m.response?.headers))) this.stop(m.request);
   }
@@ -238,7 +252,6 @@ class ChannelObserver {
 /** The watch for a request that is an MCP session GET or a protocol 2026-07-28 POST; undefined for anything else. */
 function watchOf(request: UndiciRequest, runtime: ForkwatchRuntime): Watch | undefined {
   const method = (request.method as string).toUpperCase();
-  if (method === 'DELETE') return deleteWatch(sessionDeleteOf(method, headerReaderOf(request.headers)), runtime);
   if (method !== 'GET' && method !== 'POST') return undefined;
   const header = headerReaderOf(request.headers);
   if (method === 'GET') {
@@ -252,18 +265,6 @@ function watchOf(request: UndiciRequest, runtime: ForkwatchRuntime): Watch | und
   if (version === undefined || protocolHasResumability(version)) return undefined;
   const endpoint = `${String(request.origin ?? '')}${String(request.path ?? '')}`;
   return channelWatches().perRequestPostWatch(endpoint, header, runtime, MAX_POST_BODY_BYTES);
-}
-
-/** A session's DELETE: its answer tells whether the session ended (session-get-request.ts). */
-function deleteWatch(sessionId: string | undefined, runtime: ForkwatchRuntime): Watch | undefined {
-  if (sessionId === undefined) return undefined;
-  return {
-    responded: status => {
-      sessionEnded(runtime, sessionId, status);
-      return false;
-    },
-    ended: () => {},
-  };
 }
 
 // Loaded on the first MCP exchange undici publishes (as the fetch wrapper loads its work: fetch-wrapper.ts).
