@@ -9,8 +9,8 @@
  * no event id, the reconnect after an empty answer to a resume goes out without Last-Event-ID (typescript-sdk #2499).
  *
  * Each reconnect (sent, not only scheduled) of a stream that ended with no event within EMPTY_STREAM_WINDOW_MS of
- * opening is an empty reconnect, counted by whether it carries a cursor; the run of them is recorded when a stream of the transport delivers
- * an event again. An idle stream a balancer closes after its timeout lived longer than the window: not counted.
+ * opening is an empty reconnect, counted by whether it carries a cursor; the run of them is recorded when a stream of
+ * the transport delivers an event again. An idle stream a balancer closes after its timeout lived longer than the window: not counted.
  * Two numbers per transport, on its state: gone with the transport.
  */
 import { EMPTY_STREAM_WINDOW_MS } from '../../core/defaults';

@@ -5,9 +5,8 @@
 /**
  * What makes a request a session's SSE stream, read from its method and headers only: a GET with
  * `Accept: text/event-stream` and `Mcp-Session-Id`; with `Last-Event-ID` it is a resume. A DELETE with
- * `Mcp-Session-Id` ends the session. Both wire paths read it on
- * every request they see (fetch-wrapper.ts from fetch's arguments, undici-channels.ts from undici's request), so it
- * loads nothing else.
+ * `Mcp-Session-Id` ends the session. Both wire paths read it on every request they see (fetch-wrapper.ts from fetch's
+ * arguments, undici-channels.ts from undici's request), so it loads nothing else.
  */
 import { headerReader } from '../../shared/fetch-request';
 import type { RequestInitLike } from '../../shared/internal-types';
