@@ -10,12 +10,7 @@
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import type { ResumedStream } from '../../src/client/observer/resumed-stream';
-import {
-  endedEmpty,
-  reconnectScheduled,
-  reconnectSent,
-  streakEnded,
-} from '../../src/client/patches/reconnect-storms';
+import { endedEmpty, reconnectScheduled, reconnectSent, streakEnded } from '../../src/client/patches/reconnect-storms';
 import { EMPTY_STREAM_WINDOW_MS } from '../../src/core/defaults';
 import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
