@@ -97,6 +97,16 @@ function mcpServer(McpServer) {
   server.registerTool('ping', { description: 'answers pong' }, async () => ({
     content: [{ type: 'text', text: 'pong' }],
   }));
+  // A request stream cut before its answer (the server's own closeSSEStream, SEP-1699): one notification, the cut,
+  // then the answer, which the client gets by resuming the stream. 1.x passes `extra`, 2.x a context: both are last.
+  server.registerTool('cut', { description: 'a notification, the stream cut, then the answer' }, async (...args) => {
+    const extra = args[args.length - 1];
+    const note = { method: 'notifications/message', params: { level: 'info', data: 'before the cut' } };
+    await (extra.sendNotification ? extra.sendNotification(note) : extra.mcpReq.notify(note));
+    (extra.closeSSEStream ?? extra.http?.closeSSE)?.();
+    await new Promise(resolve => setTimeout(resolve, 150));
+    return { content: [{ type: 'text', text: 'after the cut' }] };
+  });
   return server;
 }
 

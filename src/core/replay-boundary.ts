@@ -134,6 +134,9 @@ export function isJsonRpcResponse(message: unknown): boolean {
 export class OutstandingRequests {
   private readonly ids = new Set<string | number>();
   private forgot = false;
+  /** The last RECENTLY_ANSWERED requests answered (a ring): what a reconnect of a request's stream is checked against. */
+  private readonly recent: (string | number | undefined)[] = new Array(RECENTLY_ANSWERED).fill(undefined);
+  private recentNext = 0;
 
   constructor(private readonly capacity = 1024) {}
 
@@ -149,7 +152,19 @@ export class OutstandingRequests {
   /** A response arrived: true when it is foreign (no request of this client waits for its id). */
   answered(id: unknown): boolean {
     if (typeof id !== 'string' && typeof id !== 'number') return false;
-    if (this.ids.delete(id)) return false;
+    if (this.ids.delete(id)) {
+      this.recent[this.recentNext] = id;
+      this.recentNext = (this.recentNext + 1) % RECENTLY_ANSWERED;
+      return false;
+    }
     return !this.forgot;
   }
+
+  /** True when the request `id` was answered recently (an error response answers it too). */
+  wasAnswered(id: unknown): boolean {
+    return (typeof id === 'string' || typeof id === 'number') && this.recent.includes(id);
+  }
 }
+
+/** How many answered requests a client transport remembers: the SDK reconnects a stream within seconds of its end. */
+const RECENTLY_ANSWERED = 16;

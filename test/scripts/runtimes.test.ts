@@ -51,10 +51,11 @@ const PER_LINE = [
 const lines = (RUNTIMES as Runtime[]).filter(r => r.pkg === 'node22' || r.pkg === 'node24' || r.pkg === 'node26');
 
 describe('the suites each Node.js line runs', () => {
-  test('the lines are 22, 24 and 26, and test/revived/ holds the revived-session, storm and session-end suites', () => {
+  test('the lines are 22, 24 and 26, and test/revived/ holds the revived-session, storm, session-end and answered-request suites', () => {
     expect(lines.map(r => r.line)).toEqual([22, 24, 26]);
     expect(PER_LINE).toEqual([
       'test/instrumentation-info.test.ts',
+      'test/revived/answered-requests.test.ts',
       'test/revived/reconnect-storms.test.ts',
       'test/revived/revived-sessions.test.ts',
       'test/revived/session-end.test.ts',

@@ -44,6 +44,11 @@ export function noteSentMessage(transport: MessageReceiver, message: unknown, ru
   }
 }
 
+/** True when the request `id` was answered on this transport (a result or an error came back for it). */
+export function wasAnswered(transport: object, id: unknown): boolean {
+  return id !== undefined && books.get(transport)?.wasAnswered(id) === true;
+}
+
 function observeMessages(transport: MessageReceiver, book: OutstandingRequests, runtime: ForkwatchRuntime): void {
   const handler = transport.onmessage;
   if (typeof handler !== 'function' || observers.has(handler)) return;

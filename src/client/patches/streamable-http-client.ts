@@ -37,7 +37,7 @@ import type { EmptyReconnectKind } from '../../shared/names';
 import type { ResumeVerdictInfo } from '../../shared/types';
 import { observeOwnFetch } from '../wire/fetch-wrapper';
 import { httpStatusOf } from './http-status';
-import { noteSentMessage } from './foreign-responses';
+import { noteSentMessage, wasAnswered } from './foreign-responses';
 import { claimPatchedGet } from '../observer/patched-transport-scope';
 import { type EmptyStreak, reconnectScheduled, reconnectSent, streakEnded } from './reconnect-storms';
 import { ResumeAttempt } from '../observer/resume-attempt';
@@ -80,8 +80,13 @@ const transportStates = new WeakMap<object, TransportState>();
 const reconnects = new WeakMap<object, ReconnectInfo>();
 /** Resume attempts whose GET is under way, by the options object that reaches `_handleSseStream`. */
 const attempts = new WeakMap<object, ResumeAttempt>();
-/** forkwatch's `onresumptiontoken` wrappers: the stream each reports for, and the app's callback it wraps. */
-const eventReporters = new WeakMap<object, { stream: ResumedStream; inner: unknown }>();
+/**
+ * forkwatch's `onresumptiontoken` wrappers: the stream each reports for, the app's callback it wraps, and the request
+ * whose POST opened the stream (kept through the stream's reconnects).
+ */
+const eventReporters = new WeakMap<object, { stream: ResumedStream; inner: unknown; requestId: unknown }>();
+/** The callbacks `send` hands the SDK for a request: the request's id, and the app's callback each stands for. */
+const requestMarkers = new WeakMap<object, { requestId: unknown; inner: unknown }>();
 let transportCounter = 0;
 
 function stateOf(transport: object): TransportState {
@@ -149,11 +154,36 @@ function wrapSend(original: Method, runtime: ForkwatchRuntime): Method {
     noteSentMessage(this, message, runtime);
     if (runtime.settings.observeFetch) adoptOwnFetch(this, runtime);
     const sessionBefore = sessionIdOf(this);
-    const result = original.call(this, message, ...rest);
+    const result = original.call(this, message, ...markedOptions(message, rest, runtime));
     return guardedOr(result, runtime, 'watching a sent message', () =>
       watchSentMessage(stateOf(this), message, sessionBefore, () => sessionIdOf(this), result, runtime),
     );
   };
+}
+
+/**
+ * `send`'s own arguments, with the request's id on the `onresumptiontoken` the SDK hands the POST's stream: a callback
+ * that calls the app's, if any, as it would have been called. The stream then knows the request it answers, and a
+ * reconnect of it after the answer is not a resume (see answeredStream).
+ */
+function markedOptions(message: unknown, rest: unknown[], runtime: ForkwatchRuntime): unknown[] {
+  try {
+    const id = (message as { id?: unknown } | null)?.id;
+    if (typeof message !== 'object' || message === null || !('method' in message) || id === undefined) return rest;
+    const options = rest[0];
+    if (options !== undefined && (typeof options !== 'object' || options === null)) return rest;
+    const inner = (options as StartSseOptionsLike | undefined)?.onresumptiontoken;
+    if (inner !== undefined && typeof inner !== 'function') return rest;
+    const marker = function onresumptiontoken(this: unknown) {
+      // biome-ignore lint/complexity/noArguments: forwards whatever the SDK passes
+      return typeof inner === 'function' ? inner.apply(this, arguments) : undefined;
+    };
+    requestMarkers.set(marker, { requestId: id, inner });
+    return [{ ...(options as object | undefined), onresumptiontoken: marker }, ...rest.slice(1)];
+  } catch (error) {
+    runtime.diag.error('marking a request stream failed', error);
+    return rest;
+  }
 }
 
 /**
@@ -193,6 +223,7 @@ function guardedOr(result: unknown, runtime: ForkwatchRuntime, what: string, fn:
 function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method {
   function startOrAuthSseObserved(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
     if (!options || typeof options !== 'object') return original.call(this, options, ...rest);
+    if (answeredStream(this, options)) return original.call(this, options, ...rest);
     // The SDK's own retry of a resume GET (after authenticating) carries the same options: the same attempt.
     const retried = attempts.get(options);
     if (retried) return sendResumeGet(this, retried, () => original.call(this, options, ...rest));
@@ -365,6 +396,18 @@ function wrapCommonHeaders(original: Method, runtime: ForkwatchRuntime): Method 
 
 const openedAttempts = new WeakSet<ResumeAttempt>();
 
+/**
+ * True when these `_startOrAuthSse` options reconnect the stream of a request that was answered. The SDK 1.x client
+ * (1.32.2 at least) takes only a *result* as the end of a request's stream: after a JSON-RPC error on a stream with an
+ * event id (the 2.x server's priming event) it resumes the stream, retries, and reconnects without a cursor, every
+ * time. Nothing of an answered request is left to lose: no resume attempt, no empty reconnect.
+ */
+function answeredStream(transport: object, options: object): boolean {
+  const reporter = (options as StartSseOptionsLike).onresumptiontoken;
+  const requestId = typeof reporter === 'function' ? eventReporters.get(reporter)?.requestId : undefined;
+  return requestId !== undefined && wasAnswered(transport, requestId);
+}
+
 /** The SDK sends a GET it scheduled after a stream ended: an empty reconnect is counted now, once (reconnect-storms.ts). */
 function reconnectWentOut(transport: object, options: object, runtime: ForkwatchRuntime): void {
   const reconnect = reconnects.get(options);
@@ -475,7 +518,7 @@ function observeClientStream(
  * reconnection's options, so the callback it wraps is always the app's, never an earlier stream's wrapper.
  */
 function eventReporter(stream: ResumedStream, given: unknown, runtime: ForkwatchRuntime) {
-  const earlier = typeof given === 'function' ? eventReporters.get(given) : undefined;
+  const earlier = typeof given === 'function' ? (eventReporters.get(given) ?? requestMarkers.get(given)) : undefined;
   const inner = earlier ? earlier.inner : given;
   const reporter = function onresumptiontoken(this: unknown, id: unknown, ...rest: unknown[]) {
     try {
@@ -486,6 +529,6 @@ function eventReporter(stream: ResumedStream, given: unknown, runtime: Forkwatch
     if (typeof inner === 'function') return inner.call(this, id, ...rest);
     return undefined;
   };
-  eventReporters.set(reporter, { stream, inner });
+  eventReporters.set(reporter, { stream, inner, requestId: earlier?.requestId });
   return reporter;
 }
