@@ -255,6 +255,17 @@ export function scoreFleet(run) {
     eventsUnconfirmed: sessions.reduce((n, s) => n + (s.unconfirmed ?? 0), 0),
     lostEvents,
     lossySessions: lossy.length,
+    // What each lossy session went through, to read when a control that should lose nothing did (issue 47).
+    lossyDetail: lossy.map(s => ({
+      session: String(s.session).slice(0, 8),
+      lost: s.lost,
+      emitted: s.emitted,
+      unconfirmed: s.unconfirmed ?? 0,
+      route: routerCounts[s.session] ?? {},
+      client: clientSignals.get(s.session) ?? {},
+      server: serverSignals.get(s.session) ?? {},
+      fleetClaims: fleetClaims.get(s.session) ?? 0,
+    })),
     falseAlarms: {
       client: clientFalse,
       server: serverFalse,
