@@ -28,6 +28,8 @@ interface FleetScore {
   resumes: number;
   lostEvents: number;
   lossySessions: number;
+  /** Each lossy session's route, signals and fleet marks (lab/fleet/score.mjs). */
+  lossyDetail: object[];
   eventsEmitted: number;
   /** Events of emits that timed out: stored, maybe lost, never confirmed (ground truth leaves them out). */
   eventsUnconfirmed: number;
