@@ -35,16 +35,7 @@ export function sessionDeleteOf(method: string, header: (name: string) => string
 
 /** A fetch call's session DELETE (see sessionDeleteOf); undefined for everything else. Never throws. */
 export function sseDeleteOf(input: unknown, init: RequestInitLike | undefined): string | undefined {
-  try {
-    const request =
-      typeof input === 'object' && input !== null && !(input instanceof URL) ? (input as RequestInitLike) : undefined;
-    const method = String(init?.method ?? request?.method ?? 'GET');
-    return method.toUpperCase() === 'DELETE'
-      ? sessionDeleteOf(method, headerReader(init?.headers ?? request?.headers))
-      : undefined;
-  } catch {
-    return undefined;
-  }
+  return readFetchCall(input, init, sessionDeleteOf);
 }
 
 /**
@@ -61,11 +52,20 @@ export function sessionEnded(runtime: ForkwatchRuntime, sessionId: string, statu
  * reads a body and never throws.
  */
 export function sseGetOf(input: unknown, init: RequestInitLike | undefined): SseGet | undefined {
+  return readFetchCall(input, init, sessionGetOf);
+}
+
+/** Hands a fetch call's method and headers (init first, then a Request given as input) to `read`; never throws. */
+function readFetchCall<T>(
+  input: unknown,
+  init: RequestInitLike | undefined,
+  read: (method: string, header: (name: string) => string | undefined) => T | undefined,
+): T | undefined {
   try {
     const request =
       typeof input === 'object' && input !== null && !(input instanceof URL) ? (input as RequestInitLike) : undefined;
     const method = String(init?.method ?? request?.method ?? 'GET');
-    return sessionGetOf(method, headerReader(init?.headers ?? request?.headers));
+    return read(method, headerReader(init?.headers ?? request?.headers));
   } catch {
     return undefined;
   }
