@@ -77,6 +77,36 @@ describe('the time budget', () => {
     budget.dispose();
   });
 
+  test('stopped from the stop on, before its timer runs: a verdict reached on a wait the stop cut is seen as cut', () => {
+    // The flake in CI (eb648be, probe-hostile "trickles every resume"): a resume's read timed out at the stop, its
+    // timer ran before the stop's, and the silent 200 was judged `forked` instead of cut by the deadline.
+    const budget = new Budget(5000, 20);
+    const until = Date.now() + 40;
+    while (Date.now() < until); // the event loop is busy: no timer can run
+    expect(budget.signal.aborted).toBe(false);
+    expect(budget.stopped).toBe(true);
+    budget.dispose();
+  });
+
+  test('a read whose deadline is the stop ends no earlier, and finds the run stopped (100 reads)', async () => {
+    // Before: 5 of 200 such reads timed out before their deadline on the wall clock and 19 of 200 found the run not
+    // yet stopped, so resumeOnce judged a silent 200 `forked` instead of cut by the deadline.
+    let early = 0;
+    let notStopped = 0;
+    for (let k = 0; k < 100; k++) {
+      const budget = new Budget(5000, 10 + (k % 7));
+      const reader = new SseReader(new ReadableStream<Uint8Array>({ start() {} }));
+      const deadline = budget.owedFrameDeadline();
+      expect(deadline).toBe(budget.stopAt);
+      expect((await reader.next(deadline)).kind).toBe('timeout');
+      if (Date.now() < deadline) early++;
+      if (!budget.stopped) notStopped++;
+      await reader.cancel();
+      budget.dispose();
+    }
+    expect({ early, notStopped }).toEqual({ early: 0, notStopped: 0 });
+  });
+
   test('an outside stop (the exporter) stops it too', () => {
     const outside = new AbortController();
     const budget = new Budget(5000, Number.POSITIVE_INFINITY, outside.signal);

@@ -20,6 +20,9 @@ const ANSWER_FACTOR = 4;
 /** Answers whose times are kept for the median (the latest). */
 const ANSWERS_KEPT = 64;
 
+/** How long after the stop a wait that reaches it still ends by itself, should the stop's timer never run. */
+const STOP_SLACK_MS = 1000;
+
 export class Budget {
   /** When the probe stops (epoch ms): the session's DELETE still goes out after it. */
   readonly stopAt: number;
@@ -48,8 +51,13 @@ export class Budget {
     return this.controller.signal;
   }
 
+  /**
+   * True from the stop on, whether or not its timer has fired yet: a wait the stop cut short ends when the clock
+   * reaches the stop, and the stop's timer may run after that wait's own (a busy event loop runs timers late and
+   * out of their wall-clock order), so the one who judges what the wait found must already see the stop.
+   */
   get stopped(): boolean {
-    return this.controller.signal.aborted;
+    return this.controller.signal.aborted || Date.now() >= this.stopAt;
   }
 
   /** Time left before the stop (ms, never negative). */
@@ -74,15 +82,17 @@ export class Budget {
 
   /** A wait of `ms` that ends early at the stop. */
   async sleep(ms: number): Promise<void> {
-    const wait = Math.min(ms, this.left());
-    if (wait <= 0) return;
+    const left = this.left();
+    if (Math.min(ms, left) <= 0) return;
     await new Promise<void>(resolve => {
       const done = () => {
         clearTimeout(timer);
         this.signal.removeEventListener('abort', done);
         resolve();
       };
-      const timer = setTimeout(done, wait);
+      // A wait that reaches the stop ends with the stop's abort: a timer of its own for the same moment may run
+      // first, and whoever wakes would find the run not yet stopped. The later timer only covers a disposed budget.
+      const timer = setTimeout(done, ms < left ? ms : left + STOP_SLACK_MS);
       this.signal.addEventListener('abort', done, { once: true });
     });
   }

@@ -170,7 +170,8 @@ export class SseReader {
         new Promise<boolean>(resolve => (timer = setTimeout(() => resolve(true), remaining))),
       ]);
       clearTimeout(timer);
-      if (timedOut && this.frames.length === 0) return this.timedOut();
+      // A timer armed while the event loop's clock lagged fires early: the deadline is the wall clock's.
+      if (timedOut && this.frames.length === 0 && Date.now() >= deadline) return this.timedOut();
     }
   }
 
