@@ -170,7 +170,8 @@ export class SseReader {
         new Promise<boolean>(resolve => (timer = setTimeout(() => resolve(true), remaining))),
       ]);
       clearTimeout(timer);
-      // A timer armed while the event loop's clock lagged fires early: the deadline is the wall clock's.
+      // Timers run on the event loop's millisecond clock, which can be a little ahead of the wall clock the deadline
+      // is on (2 of 100 reads timed out before it): the deadline is the wall clock's.
       if (timedOut && this.frames.length === 0 && Date.now() >= deadline) return this.timedOut();
     }
   }

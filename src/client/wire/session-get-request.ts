@@ -55,7 +55,10 @@ export function sseGetOf(input: unknown, init: RequestInitLike | undefined): Sse
   return readFetchCall(input, init, sessionGetOf);
 }
 
-/** Hands a fetch call's method and headers (init first, then a Request given as input) to `read`; never throws. */
+/**
+ * Hands a fetch call's method and headers (init first, then a Request given as input) to `read`; never throws. The
+ * headers are read only if `read` asks, which it does for its own method only: most calls are neither.
+ */
 function readFetchCall<T>(
   input: unknown,
   init: RequestInitLike | undefined,
@@ -65,7 +68,11 @@ function readFetchCall<T>(
     const request =
       typeof input === 'object' && input !== null && !(input instanceof URL) ? (input as RequestInitLike) : undefined;
     const method = String(init?.method ?? request?.method ?? 'GET');
-    return read(method, headerReader(init?.headers ?? request?.headers));
+    let header: ((name: string) => string | undefined) | undefined;
+    return read(method, name => {
+      header ??= headerReader(init?.headers ?? request?.headers);
+      return header(name);
+    });
   } catch {
     return undefined;
   }
