@@ -10,6 +10,7 @@
  * module hooks patch when the app requires the SDK.
  */
 import { spawnSync } from 'node:child_process';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -157,6 +158,28 @@ describe('forkwatch_instrumentation_info', () => {
       await server.close();
       await stop();
     }
+  });
+
+  test("the unjudged-traffic watch leaves node:http's response channel while a server transport is patched", async () => {
+    // A subscriber makes node:http publish a message for every response the host's servers finish (issue 50).
+    const finish = diagnosticsChannel.channel('http.server.response.finish');
+    const before = finish.hasSubscribers;
+    const subject = new ForkwatchInstrumentation({ observeFetch: false });
+    const { stop } = metricsOf(subject);
+    try {
+      expect(finish.hasSubscribers).toBe(true);
+      subject.manuallyInstrument(webStandardServer);
+      expect(finish.hasSubscribers).toBe(before);
+    } finally {
+      await stop();
+    }
+    expect(finish.hasSubscribers).toBe(before);
+    // Enabled again with nothing patched: it listens again, and an unpatch (disable) leaves the channel.
+    const again = new ForkwatchInstrumentation({ observeFetch: false });
+    const second = metricsOf(again);
+    expect(finish.hasSubscribers).toBe(true);
+    await second.stop();
+    expect(finish.hasSubscribers).toBe(before);
   });
 
   test('in a fresh CommonJS process: the classes the app requires, patched by a module hook', () => {

@@ -109,7 +109,7 @@ function detached(id: string): string {
 
 export class SessionLedger {
   readonly limits: LedgerLimits;
-  /** Map order is recency order: a session is moved to the end when it is touched. */
+  /** Map order is placement order: a session active since its placement moves to the end when a sweep reaches it. */
   private readonly sessions = new Map<string, SessionRecord>();
 
   constructor(limits: Partial<LedgerLimits> = {}) {
@@ -130,20 +130,19 @@ export class SessionLedger {
   }
 
   /**
-   * The record of a session, created if needed, and marked most recent. Called once per stream or resume,
-   * not per frame, so the recency bookkeeping stays off the hot path.
+   * The record of a session, created if needed, and marked active now. Called once per stream or resume, not per
+   * frame. A known session's place in the recency order is refreshed lazily, as a frame's activity is (see evict):
+   * a map delete and set per stream cost every short session more than the order is worth (issue 50).
    */
   touch(key: string, now: number): SessionRecord {
-    let record = this.sessions.get(key);
-    if (record !== undefined) {
-      this.sessions.delete(key);
-    } else {
-      record = new SessionRecord(key, this.limits.recentIds, now);
+    const known = this.sessions.get(key);
+    if (known !== undefined) {
+      if (now > known.lastActiveAt) known.lastActiveAt = now;
+      return known;
     }
-    record.lastActiveAt = now;
-    record.placedAt = now;
+    this.evict(now, 1);
+    const record = new SessionRecord(key, this.limits.recentIds, now);
     this.sessions.set(key, record);
-    this.evict(now);
     return record;
   }
 
@@ -156,23 +155,25 @@ export class SessionLedger {
   }
 
   /**
-   * Drops idle sessions and sessions over the count limit, oldest first. Frames update a session's activity
-   * without reordering the map (that would cost a delete and a set per frame), so a session that was active
-   * since it was placed gets a second chance: it moves to the young end instead of being evicted.
+   * Drops idle sessions and sessions over the count limit (leaving `room` for sessions about to be added), oldest
+   * first. Activity (a frame, a touch) updates a session without reordering the map, so a session active since it
+   * was placed gets a second chance: it moves to the young end instead of being evicted, and the sweep goes on past
+   * it (each session moves at most once per sweep: its place then matches its activity).
    */
-  evict(now: number): void {
+  evict(now: number, room = 0): void {
     for (const [key, record] of this.sessions) {
-      const idle = now - record.lastActiveAt > this.limits.maxIdleMs;
-      if (idle) {
+      if (now - record.lastActiveAt > this.limits.maxIdleMs) {
         this.sessions.delete(key);
         continue;
       }
-      if (this.sessions.size <= this.limits.maxSessions) break;
-      this.sessions.delete(key);
       if (record.lastActiveAt > record.placedAt) {
+        this.sessions.delete(key);
         record.placedAt = record.lastActiveAt;
         this.sessions.set(key, record);
+        continue;
       }
+      if (this.sessions.size + room <= this.limits.maxSessions) break;
+      this.sessions.delete(key);
     }
   }
 }

@@ -42,10 +42,13 @@ export class InstrumentationInfo {
   private wireHasJudged = false;
   /** The HTTP server answered an MCP-looking request. */
   private serverAnsweredMcp = false;
+  /** Told when a class is patched or unpatched (the unjudged-traffic watch listens only while it must). */
+  private readonly changeListeners = new Set<() => void>();
 
   /** `key`: the patched prototype (globalThis for the fetch observer). */
   patched(key: object, what: PatchedClass): void {
     this.classes.set(key, { ...what, now: true });
+    this.changed();
   }
 
   /** The wire observer is installed (`key`: globalThis): reported, at 0 until it judges an MCP exchange. */
@@ -77,6 +80,23 @@ export class InstrumentationInfo {
     if (key === this.wireKey) this.wireKey = undefined;
     const known = this.classes.get(key);
     if (known) known.now = false;
+    this.changed();
+  }
+
+  /** Calls `listener` after every patch and unpatch; returns what removes it. */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  private changed(): void {
+    for (const listener of this.changeListeners) {
+      try {
+        listener();
+      } catch {
+        // A listener's failure is its own: the patch goes on.
+      }
+    }
   }
 
   /** Reports on this meter from now on (once per meter: the base class may hand the same one again). */

@@ -10,7 +10,8 @@
  * hand-written one): forkwatch_instrumentation_info says so (`sdk_class="unjudged"`).
  *
  * A guest in the host's server: reads headers the host already set, never adds a listener to its objects, never
- * throws, and stops looking once it has seen one (the fact does not change).
+ * throws, and stops looking once it has seen one (the fact does not change). It listens only while no server
+ * transport class is patched: a subscriber makes node:http publish a message for every response (issue 50).
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { InstrumentationInfo } from './instrumentation-info';
@@ -49,23 +50,33 @@ export function looksLikeMcpExchange(request: ServerRequestLike, response: Serve
 
 /** Watches the process's HTTP servers; returns the function that stops it. */
 export function watchUnjudgedServerTraffic(info: InstrumentationInfo): () => void {
-  let watching = true;
+  let done = false;
+  let subscribed = false;
   const onFinish = (message: unknown) => {
     try {
       if (info.hasServerTransport()) return;
       const { request, response } = message as { request: ServerRequestLike; response: ServerResponseLike };
       if (!looksLikeMcpExchange(request, response)) return;
       info.serverMcpAnswered();
-      stop();
+      done = true;
+      follow();
     } catch {
       // A message of another shape: nothing to learn from it.
     }
   };
-  const stop = () => {
-    if (!watching) return;
-    watching = false;
-    unsubscribe(RESPONSE_FINISH, onFinish);
+  /** Subscribed exactly while there is something to learn: not seen yet, and no server transport patched. */
+  const follow = () => {
+    const wanted = !done && !info.hasServerTransport();
+    if (wanted === subscribed) return;
+    subscribed = wanted;
+    if (wanted) subscribe(RESPONSE_FINISH, onFinish);
+    else unsubscribe(RESPONSE_FINISH, onFinish);
   };
-  subscribe(RESPONSE_FINISH, onFinish);
-  return stop;
+  const stopFollowing = info.onChange(follow);
+  follow();
+  return () => {
+    done = true;
+    stopFollowing();
+    follow();
+  };
 }

@@ -22,6 +22,14 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   );
 }
 
+/** What observes a settlement (observeSettlement): an object's methods, so a hot path makes one object per call. */
+export interface SettlementObserver {
+  fulfilled(value: unknown): unknown;
+  rejected(error: unknown): unknown;
+  /** What `fulfilled` or `rejected` threw, or the rejection of the promise either returned. */
+  observerFailed(error: unknown): void;
+}
+
 /**
  * Calls `onFulfilled` / `onRejected` when `result` settles and returns what the host must get in its place: a promise
  * that settles as `result` does (a non-promise `result` is returned as it is, observed a microtask later). The observers run
@@ -33,35 +41,46 @@ export function observedPromise<T>(
   onRejected: (error: unknown) => unknown,
   onObserverError: (error: unknown) => void,
 ): T {
-  const failed = (error: unknown) => {
-    try {
-      onObserverError(error);
-    } catch {
-      // The last guard before the host.
-    }
-  };
-  // An observer may be async (a resume concluded once its replay settled): its own rejection is its own.
-  const guarded = (step: () => unknown) => {
-    try {
-      const outcome = step();
-      if (isThenable(outcome)) outcome.then(undefined, failed);
-    } catch (error) {
-      failed(error);
-    }
-  };
+  return observeSettlement(result, {
+    fulfilled: onFulfilled,
+    rejected: onRejected,
+    observerFailed: onObserverError,
+  });
+}
+
+/** observedPromise with the observers as one object's methods. */
+export function observeSettlement<T>(result: T, observer: SettlementObserver): T {
   if (!isThenable(result)) {
     // Observed a microtask later, as a promise's value would be: nothing of the host's is involved.
-    void Promise.resolve().then(() => guarded(() => onFulfilled(result)));
+    void Promise.resolve().then(() => settled(observer, true, result));
     return result;
   }
   return result.then(
     value => {
-      guarded(() => onFulfilled(value));
+      settled(observer, true, value);
       return value;
     },
     error => {
-      guarded(() => onRejected(error));
+      settled(observer, false, error);
       throw error;
     },
   ) as T;
+}
+
+/** Runs the observer of one outcome; an observer may be async (a resume concluded once its replay settled). */
+function settled(observer: SettlementObserver, ok: boolean, value: unknown): void {
+  try {
+    const outcome = ok ? observer.fulfilled(value) : observer.rejected(value);
+    if (isThenable(outcome)) outcome.then(undefined, error => observerFailed(observer, error));
+  } catch (error) {
+    observerFailed(observer, error);
+  }
+}
+
+function observerFailed(observer: SettlementObserver, error: unknown): void {
+  try {
+    observer.observerFailed(error);
+  } catch {
+    // The last guard before the host.
+  }
 }

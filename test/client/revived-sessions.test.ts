@@ -68,7 +68,7 @@ describe('watchSentMessage', () => {
     const state = { revivedCounted: undefined };
     let now = 'session-a';
     const send = (before: string) =>
-      watchSentMessage(state, listTools, before, () => now, Promise.resolve(undefined), fw!.instrumentation);
+      watchSentMessage(state, listTools, before, undefined, () => now, Promise.resolve(undefined), fw!.instrumentation);
     // The same id after the answer: nothing.
     await send('session-a');
     await fw.settle();
@@ -95,6 +95,7 @@ describe('watchSentMessage', () => {
         state,
         listTools,
         'session-a',
+        undefined,
         () => 'session-a',
         Promise.reject(error),
         fw.instrumentation,
@@ -111,22 +112,33 @@ describe('watchSentMessage', () => {
     const state = { revivedCounted: undefined };
     const result = Promise.resolve('answer');
     // No session yet: the SDK's own promise is handed back untouched.
-    expect(watchSentMessage(state, listTools, undefined, () => 'session-new', result, fw.instrumentation)).toBe(result);
+    expect(
+      watchSentMessage(state, listTools, undefined, undefined, () => 'session-new', result, fw.instrumentation),
+    ).toBe(result);
     // A client that starts over knows it did, whatever the server answers.
-    const handed = watchSentMessage(state, initialize, 'session-a', () => 'session-b', result, fw.instrumentation);
+    const handed = watchSentMessage(
+      state,
+      initialize,
+      'session-a',
+      undefined,
+      () => 'session-b',
+      result,
+      fw.instrumentation,
+    );
     expect(handed).toBe(result);
     await expect(
       watchSentMessage(
         state,
         initialize,
         'session-a',
+        undefined,
         () => 'session-a',
         Promise.reject(v1NotInitialized()),
         fw.instrumentation,
       ),
     ).rejects.toThrow(/Server not initialized/);
     // Control: the same answer to a tools/list is counted, so the checks above saw the code run.
-    await watchSentMessage(state, listTools, 'session-a', () => 'session-b', result, fw.instrumentation);
+    await watchSentMessage(state, listTools, 'session-a', undefined, () => 'session-b', result, fw.instrumentation);
     await fw.settle();
     expect(await revived()).toEqual({ new_session_id: 1, not_initialized: 0 });
   });

@@ -15,7 +15,7 @@
  */
 import type { StreamableHttpClientTransportLike } from '../../shared/internal-types';
 import type { ClientRevivedReason } from '../../shared/names';
-import { observedPromise } from '../../shared/observed-promise';
+import { type SettlementObserver, observeSettlement } from '../../shared/observed-promise';
 import type { ForkwatchRuntime } from '../../shared/runtime';
 import { httpStatusOf } from './http-status';
 
@@ -42,38 +42,54 @@ function isInitialize(message: unknown): boolean {
 }
 
 /**
- * Watches the answer to one message sent while the transport held `sessionBefore`; `sessionNow` reads the id the
- * transport holds after it. Returns what the SDK's caller gets in place of `result`: a promise that settles as it does
- * (shared/observed-promise.ts), so a rejection nobody awaits is still the host's unhandled rejection.
+ * Watches the answer to one message sent while the transport held `sessionBefore`; `sessionNow(transport)` reads the
+ * id the transport holds after it. Returns what the SDK's caller gets in place of `result`: a promise that settles as
+ * it does (shared/observed-promise.ts), so a rejection nobody awaits is still the host's unhandled rejection.
  */
-export function watchSentMessage(
+export function watchSentMessage<T>(
   state: RevivalState,
   message: unknown,
   sessionBefore: string | undefined,
-  sessionNow: () => string | undefined,
+  transport: T,
+  sessionNow: (transport: T) => string | undefined,
   result: unknown,
   runtime: ForkwatchRuntime,
 ): unknown {
   if (sessionBefore === undefined || isInitialize(message)) return result;
-  const count = (reason: ClientRevivedReason) => {
-    if (state.revivedCounted === sessionBefore) return;
-    state.revivedCounted = sessionBefore;
-    runtime.instruments.clientRevivedSessions.add(1, ATTRS[reason]);
-  };
-  return observedPromise(
-    result,
-    () => {
-      const now = sessionNow();
-      if (now !== undefined && now !== sessionBefore) count('new_session_id');
-    },
-    (error: unknown) => {
-      if (isSdkNotInitialized(error)) count('not_initialized');
-    },
-    error => runtime.diag.error('watching a sent message failed', error),
-  );
+  return observeSettlement(result, new SentMessageWatch(state, sessionBefore, transport, sessionNow, runtime));
 }
 
-/** Whether a failed send is the SDK's own "Server not initialized" answer, exactly. */
+/** One sent message's answer: a new session id or the SDK's "Server not initialized" counts the session revived. */
+class SentMessageWatch<T> implements SettlementObserver {
+  constructor(
+    private readonly state: RevivalState,
+    private readonly sessionBefore: string,
+    private readonly transport: T,
+    private readonly sessionNow: (transport: T) => string | undefined,
+    private readonly runtime: ForkwatchRuntime,
+  ) {}
+
+  fulfilled(): void {
+    const now = this.sessionNow(this.transport);
+    if (now !== undefined && now !== this.sessionBefore) this.count('new_session_id');
+  }
+
+  rejected(error: unknown): void {
+    if (isSdkNotInitialized(error)) this.count('not_initialized');
+  }
+
+  observerFailed(error: unknown): void {
+    this.runtime.diag.error('watching a sent message failed', error);
+  }
+
+  /** A session is counted once. */
+  private count(reason: ClientRevivedReason): void {
+    if (this.state.revivedCounted === this.sessionBefore) return;
+    this.state.revivedCounted = this.sessionBefore;
+    this.runtime.instruments.clientRevivedSessions.add(1, ATTRS[reason]);
+  }
+}
+
 export function isSdkNotInitialized(error: unknown): boolean {
   return httpStatusOf(error) === SDK_NOT_INITIALIZED_STATUS && SDK_NOT_INITIALIZED.test(messageOf(error));
 }

@@ -56,6 +56,8 @@ export const STREAMABLE_HTTP_CLIENT_METHODS = [
 
 interface TransportState extends EmptyStreak, RevivalState {
   fallbackKey: string;
+  /** What each stream of this transport calls on its first event, made once per transport and runtime. */
+  firstEvent: { runtime: ForkwatchRuntime; onFirstEvent: () => void } | undefined;
   /** The stream that ended last; `_scheduleReconnection` runs right after, for that stream. */
   lastEnded: ResumedStream | undefined;
   /** Fail-loud mode cut a forked stream: the SDK must not quietly reconnect it. */
@@ -80,13 +82,21 @@ const transportStates = new WeakMap<object, TransportState>();
 const reconnects = new WeakMap<object, ReconnectInfo>();
 /** Resume attempts whose GET is under way, by the options object that reaches `_handleSseStream`. */
 const attempts = new WeakMap<object, ResumeAttempt>();
+/** What one of forkwatch's `onresumptiontoken` callbacks stands for. */
+interface ReporterRecord {
+  /** The app's own callback, called as it would have been. */
+  readonly inner: unknown;
+  /** The request whose POST opened the stream (kept through the stream's reconnects); undefined for a GET's. */
+  readonly requestId: unknown;
+  /** The stream it reports each event to: none yet for a request's until its stream opens, then the latest one. */
+  stream: ResumedStream | undefined;
+}
 /**
- * forkwatch's `onresumptiontoken` wrappers: the stream each reports for, the app's callback it wraps, and the request
- * whose POST opened the stream (kept through the stream's reconnects).
+ * forkwatch's `onresumptiontoken` callbacks: one per request (`send` hands it to the SDK with the request's id) or per
+ * GET stream, kept by the SDK in the stream's reconnection options. Each new stream of it is reported to by the same
+ * callback: no second wrapper and no copy of the options per stream (issue 50).
  */
-const eventReporters = new WeakMap<object, { stream: ResumedStream; inner: unknown; requestId: unknown }>();
-/** The callbacks `send` hands the SDK for a request: the request's id, and the app's callback each stands for. */
-const requestMarkers = new WeakMap<object, { requestId: unknown; inner: unknown }>();
+const reporters = new WeakMap<object, ReporterRecord>();
 let transportCounter = 0;
 
 function stateOf(transport: object): TransportState {
@@ -97,6 +107,7 @@ function stateOf(transport: object): TransportState {
       lastEnded: undefined,
       suppressNextReconnect: false,
       sendingResume: undefined,
+      firstEvent: undefined,
       emptyStreak: 0,
       revivedCounted: undefined,
     };
@@ -105,14 +116,8 @@ function stateOf(transport: object): TransportState {
   return state;
 }
 
-function readString(read: () => unknown): string | undefined {
-  try {
-    const value = read();
-    return typeof value === 'string' && value !== '' ? value : undefined;
-  } catch {
-    return undefined;
-  }
-}
+const nonEmpty = (value: unknown): string | undefined =>
+  typeof value === 'string' && value !== '' ? value : undefined;
 
 /** The Last-Event-ID the SDK will send for these `_startOrAuthSse` options (it sends none for an empty token). */
 function cursorOf(options: unknown): string | undefined {
@@ -120,9 +125,22 @@ function cursorOf(options: unknown): string | undefined {
   return typeof token === 'string' && token !== '' ? token : undefined;
 }
 
-const sessionIdOf = (t: StreamableHttpClientTransportLike) => readString(() => t.sessionId ?? t._sessionId);
-const protocolVersionOf = (t: StreamableHttpClientTransportLike) =>
-  readString(() => t.protocolVersion ?? t._protocolVersion);
+/** The transport's session id; its getter is the host's, so a throw is caught (no closure: it runs per call). */
+function sessionIdOf(t: StreamableHttpClientTransportLike): string | undefined {
+  try {
+    return nonEmpty(t.sessionId ?? t._sessionId);
+  } catch {
+    return undefined;
+  }
+}
+
+function protocolVersionOf(t: StreamableHttpClientTransportLike): string | undefined {
+  try {
+    return nonEmpty(t.protocolVersion ?? t._protocolVersion);
+  } catch {
+    return undefined;
+  }
+}
 
 type Method = SdkMethod<StreamableHttpClientTransportLike>;
 
@@ -155,9 +173,12 @@ function wrapSend(original: Method, runtime: ForkwatchRuntime): Method {
     if (runtime.settings.observeFetch) adoptOwnFetch(this, runtime);
     const sessionBefore = sessionIdOf(this);
     const result = original.call(this, message, ...markedOptions(message, rest, runtime));
-    return guardedOr(result, runtime, 'watching a sent message', () =>
-      watchSentMessage(stateOf(this), message, sessionBefore, () => sessionIdOf(this), result, runtime),
-    );
+    try {
+      return watchSentMessage(stateOf(this), message, sessionBefore, this, sessionIdOf, result, runtime);
+    } catch (error) {
+      runtime.diag.error('watching a sent message failed; this stream is not checked', error);
+      return result;
+    }
   };
 }
 
@@ -174,12 +195,8 @@ function markedOptions(message: unknown, rest: unknown[], runtime: ForkwatchRunt
     if (options !== undefined && (typeof options !== 'object' || options === null)) return rest;
     const inner = (options as StartSseOptionsLike | undefined)?.onresumptiontoken;
     if (inner !== undefined && typeof inner !== 'function') return rest;
-    const marker = function onresumptiontoken(this: unknown) {
-      // biome-ignore lint/complexity/noArguments: forwards whatever the SDK passes
-      return typeof inner === 'function' ? inner.apply(this, arguments) : undefined;
-    };
-    requestMarkers.set(marker, { requestId: id, inner });
-    return [{ ...(options as object | undefined), onresumptiontoken: marker }, ...rest.slice(1)];
+    const reporter = newReporter({ inner, requestId: id, stream: undefined }, runtime);
+    return [{ ...(options as object | undefined), onresumptiontoken: reporter }, ...rest.slice(1)];
   } catch (error) {
     runtime.diag.error('marking a request stream failed', error);
     return rest;
@@ -228,15 +245,18 @@ function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method
     const retried = attempts.get(options);
     if (retried) return sendResumeGet(this, retried, () => original.call(this, options, ...rest));
     let attempt: ResumeAttempt | undefined;
-    guarded(runtime, 'starting a resume attempt', () => {
+    try {
       reconnectWentOut(this, options, runtime);
       attempt = beginAttempt(this, options, runtime);
-    });
+    } catch (error) {
+      runtime.diag.error('starting a resume attempt failed; this stream is not checked', error);
+    }
     if (!attempt) return original.call(this, options, ...rest);
     const started = attempt;
     const result = sendResumeGet(this, started, () => original.call(this, options, ...rest));
     return guardedOr(result, runtime, 'watching a resume GET', () => watchGet(this, options, started, result, runtime));
   }
+  const releaseFailed = (error: unknown) => runtime.diag.error('releasing a resume GET', error);
   return function startOrAuthSse(this: StreamableHttpClientTransportLike, options: unknown, ...rest: unknown[]) {
     if (!runtime.enabled) return original.call(this, options, ...rest);
     // The GET goes through fetch: the wire-level fetch observer must leave it to this patch.
@@ -248,7 +268,7 @@ function wrapStartOrAuthSse(original: Method, runtime: ForkwatchRuntime): Method
       release();
       throw error;
     }
-    return observedPromise(result, release, release, error => runtime.diag.error('releasing a resume GET', error));
+    return observedPromise(result, release, release, releaseFailed);
   };
 }
 
@@ -342,7 +362,7 @@ function wrapScheduleReconnection(original: Method, runtime: ForkwatchRuntime): 
 function streamEnded(options: unknown): void {
   const reporter =
     options && typeof options === 'object' ? (options as StartSseOptionsLike).onresumptiontoken : undefined;
-  const stream = reporter && typeof reporter === 'function' ? eventReporters.get(reporter)?.stream : undefined;
+  const stream = reporter && typeof reporter === 'function' ? reporters.get(reporter)?.stream : undefined;
   if (stream && stream.endedAt === undefined) stream.onEnd();
 }
 
@@ -404,7 +424,7 @@ const openedAttempts = new WeakSet<ResumeAttempt>();
  */
 function answeredStream(transport: object, options: object): boolean {
   const reporter = (options as StartSseOptionsLike).onresumptiontoken;
-  const requestId = typeof reporter === 'function' ? eventReporters.get(reporter)?.requestId : undefined;
+  const requestId = typeof reporter === 'function' ? reporters.get(reporter)?.requestId : undefined;
   return requestId !== undefined && wasAnswered(transport, requestId);
 }
 
@@ -499,36 +519,68 @@ function observeClientStream(
       session,
       transport: 'streamable_http',
       cursor: cursorOf(options),
-      reportFork: failLoudReport(transport, runtime),
+      // Only fail-loud mode reports a fork to the client (the stream reads the mode once, as it opens).
+      reportFork: runtime.settings.onFork === 'abort' ? failLoudReport(transport, runtime) : undefined,
       endedInto: state,
       idsFromClient,
-      onFirstEvent: () => streakEnded(state, runtime),
+      onFirstEvent: firstEventOf(state, runtime),
     },
     runtime,
   );
   return {
     body: resumed.needsBody ? resumed.observe(stream) : stream,
-    options: idsFromClient ? { ...options, onresumptiontoken: eventReporter(resumed, given, runtime) } : options,
+    options: idsFromClient ? reportedOptions(options, given, resumed, runtime) : options,
   };
 }
 
+/** Ends a run of empty reconnects (reconnect-storms.ts): one function per transport, not one per stream. */
+function firstEventOf(state: TransportState, runtime: ForkwatchRuntime): () => void {
+  if (state.firstEvent?.runtime !== runtime) {
+    state.firstEvent = { runtime, onFirstEvent: () => streakEnded(state, runtime) };
+  }
+  return state.firstEvent.onFirstEvent;
+}
+
 /**
- * The `onresumptiontoken` the SDK calls for every event of this stream: the stream records the id, then the app's
- * own callback runs as it would have (its result and its errors are the app's). The SDK passes it on into its
- * reconnection's options, so the callback it wraps is always the app's, never an earlier stream's wrapper.
+ * The options the SDK reads this stream with: its `onresumptiontoken` reports every event the SDK takes in to
+ * `stream`. forkwatch's own callback (a request's, or an earlier stream's that the SDK carried into its reconnection)
+ * now reports to this stream, with the options as they are; otherwise a callback of forkwatch's wraps the app's.
  */
-function eventReporter(stream: ResumedStream, given: unknown, runtime: ForkwatchRuntime) {
-  const earlier = typeof given === 'function' ? (eventReporters.get(given) ?? requestMarkers.get(given)) : undefined;
-  const inner = earlier ? earlier.inner : given;
-  const reporter = function onresumptiontoken(this: unknown, id: unknown, ...rest: unknown[]) {
-    try {
-      stream.onClientEvent(id);
-    } catch (error) {
-      runtime.diag.error('recording an SSE event failed', error);
+function reportedOptions(
+  options: StartSseOptionsLike,
+  given: unknown,
+  stream: ResumedStream,
+  runtime: ForkwatchRuntime,
+): StartSseOptionsLike {
+  const own = typeof given === 'function' ? reporters.get(given) : undefined;
+  // A callback whose stream is still live keeps it: this stream gets a callback of its own.
+  if (own !== undefined && (own.stream === undefined || own.stream.endedAt !== undefined)) {
+    own.stream = stream;
+    return options;
+  }
+  const inner = own !== undefined ? own.inner : given;
+  return { ...options, onresumptiontoken: newReporter({ inner, requestId: own?.requestId, stream }, runtime) };
+}
+
+/**
+ * A callback the SDK calls for every event it takes in (after its parser, before the app sees the event): the
+ * record's stream records the id, then the app's own callback runs as it would have (its result and its errors are
+ * the app's).
+ */
+function newReporter(record: ReporterRecord, runtime: ForkwatchRuntime): (id: unknown) => unknown {
+  const reporter = function onresumptiontoken(this: unknown, id: unknown) {
+    const stream = record.stream;
+    if (stream !== undefined) {
+      try {
+        stream.onClientEvent(id);
+      } catch (error) {
+        runtime.diag.error('recording an SSE event failed', error);
+      }
     }
-    if (typeof inner === 'function') return inner.call(this, id, ...rest);
-    return undefined;
+    const inner = record.inner;
+    // biome-ignore lint/complexity/noArguments: forwards whatever the SDK passes, without copying it
+    return typeof inner === 'function' ? inner.apply(this, arguments) : undefined;
   };
-  eventReporters.set(reporter, { stream, inner, requestId: earlier?.requestId });
+  reporters.set(reporter, record);
   return reporter;
 }
