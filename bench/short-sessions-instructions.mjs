@@ -49,7 +49,7 @@ const config = {
 const out = value('--out', join(here, 'results', 'short-sessions-instructions.json'));
 /** V8's heap (its garbage collector, the allocator's slow paths), by the names of its functions in callgrind's listing. */
 const GC_FUNCTION =
-  /Mark|Scaveng|Sweep|Evacuat|Compact|WriteBarrier|RememberedSet|SlotCallback|GlobalHandles|RecordWrite|SizeFromMap|LiveObject|MigrateObject|heap::base|Heap::/;
+  /Mark|Scaveng|Sweep|Evacuat|Compact|WriteBarrier|RememberedSet|Slot|GlobalHandles|RecordWrite|SizeFromMap|LiveObject|Migrat|heap::base|Heap|BodyDescriptor|NeedsReset|UsedInstanceSize|FreeList|Worklist|Allocat|PagedSpace|Page|Reloc|Ephemeron|Weak|Flush|memcpy|memmove/;
 
 try {
   execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
