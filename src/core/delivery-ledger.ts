@@ -206,17 +206,6 @@ export class DeliveryLedger<K extends object> {
    * not end it). Its writes of the last `inflightMs`, and the `unwritten` events stored for it whose write had not
    * come yet, become pending as in flight.
    */
-  /**
-   * Whether a drop of the session's `streamId` connection now would change anything: its recent writes (in flight
-   * at a drop) or a stream whose replay missed events (waiting again from the drop). Nothing else is, until an event
-   * of the stream is stored for the connection.
-   */
-  dropMatters(key: K, streamId: string): boolean {
-    const account = this.accounts.get(key);
-    if (account === undefined) return false;
-    return account.recent !== undefined || account.pending?.get(streamId)?.behindReplay === true;
-  }
-
   connectionDropped(key: K, streamId: string, now: number, unwritten = 0): void {
     const account = this.accounts.get(key);
     // Events a replay missed wait again from the session's next activity: it may resume here (and get them) or not.

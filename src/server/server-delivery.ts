@@ -112,16 +112,6 @@ export class ServerDelivery {
     this.stopWhenSettled();
   }
 
-  /** Whether a drop of the standalone stream's connection now would change anything (the ledger's dropMatters). */
-  standaloneDropMatters(session: object, streamId: string): boolean {
-    try {
-      return this.ledger.dropMatters(session, streamId);
-    } catch (error) {
-      this.host.onError('reading the delivery ledger', error);
-      return true;
-    }
-  }
-
   /** The client dropped the connection of the session's standalone stream (see the ledger's in-flight rule). */
   /** `unwritten`: events stored for that connection whose write had not come yet (in flight too). */
   standaloneDropped(session: object, streamId: string, unwritten = 0): void {

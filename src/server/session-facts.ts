@@ -42,11 +42,6 @@ export class LedgerSessionFacts implements SessionFacts {
     this.owner.runtime.serverDelivery.eventStored(this.session, streamId, event);
   }
 
-  /** Whether a drop of the standalone stream's connection now would change what the ledger holds. */
-  standaloneDropMatters(streamId: string): boolean {
-    return this.owner.runtime.serverDelivery.standaloneDropMatters(this.session, streamId);
-  }
-
   standaloneDropped(streamId: string, unwritten: number): void {
     this.owner.runtime.serverDelivery.standaloneDropped(this.session, streamId, unwritten);
   }

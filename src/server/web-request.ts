@@ -27,24 +27,10 @@ export const webHeadersGetter: TextMapGetter<unknown> = {
  * Bun and workers abort it on a client disconnect as well.
  */
 export function onWebClientDrop(req: WebRequestLike | undefined, dropped: () => void): void {
-  listenForAbort(req?.signal, dropped);
-}
-
-function listenForAbort(signal: WebRequestLike['signal'], dropped: () => void): void {
+  const signal = req?.signal;
   if (signal && !signal.aborted && typeof signal.addEventListener === 'function') {
     signal.addEventListener('abort', dropped, { once: true });
   }
-}
-
-/**
- * `onWebClientDrop` for a watch that starts late, once the connection matters (see stacks/sdk/session-observer.ts):
- * a client gone already is reported at once. Reading `signal` costs the adapter an AbortController (@hono/node-server
- * makes one on first read), so a request whose drop says nothing is not asked (issue 50).
- */
-export function watchWebClientDrop(req: WebRequestLike | undefined, dropped: () => void): void {
-  const signal = req?.signal;
-  if (signal?.aborted === true) dropped();
-  else listenForAbort(signal, dropped);
 }
 
 /**

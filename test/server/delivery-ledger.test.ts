@@ -251,56 +251,6 @@ describe.each([
     expect(await counts()).toEqual({ ...none, stream_moved: 3 });
   });
 
-  test("a GET's abort signal is read only once an event comes for its connection; its drop then counts as before", async () => {
-    // @hono/node-server makes an AbortController on the first read of `signal`: a short session's GET carries no event,
-    // and its drop says nothing (issue 50).
-    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
-    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
-    let reads = 0;
-    class CountingRequest extends Request {
-      override get signal(): AbortSignal {
-        reads++;
-        return super.signal;
-      }
-    }
-    const get = droppableGet();
-    const stream = await transport.handleRequest(new CountingRequest(get.request));
-    await fw.settle();
-    await transport.handleRequest(ping());
-    expect(reads).toBe(0);
-    await transport.send(notification(1));
-    expect(reads).toBe(1);
-    await transport.send(notification(2));
-    expect((await readFrames(stream.body, { count: 2 })).length).toBe(2);
-    get.drop();
-    expect(reads).toBe(1);
-    // The same as a connection watched from its start: the writes just before the drop are in flight.
-    expect(delivery().pendingEvents(transport)).toBe(2);
-    await transport.handleRequest(ping());
-    await talkAfterWindow(transport);
-    expect(await counts()).toEqual({ ...none, stream_moved: 2 });
-  });
-
-  test('a GET connection that carried no event and dropped changes nothing, and its signal is never read', async () => {
-    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
-    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
-    let reads = 0;
-    class CountingRequest extends Request {
-      override get signal(): AbortSignal {
-        reads++;
-        return super.signal;
-      }
-    }
-    const get = droppableGet();
-    await transport.handleRequest(new CountingRequest(get.request));
-    await fw.settle();
-    get.drop();
-    await transport.handleRequest(ping());
-    expect(reads).toBe(0);
-    expect(delivery().sessionsWithPending).toBe(0);
-    expect(await counts()).toEqual(none);
-  });
-
   /** A store whose storeEvent answers only when released, as one across the network does (Redis in the fleet). */
   function heldStore() {
     const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'validate' });

@@ -15,7 +15,7 @@ import type {
   NodeServerResponseLike,
   WebRequestLike,
 } from '../../../shared/internal-types';
-import { watchWebClientDrop, webHeader, webHeadersGetter } from '../../web-request';
+import { onWebClientDrop, webHeader, webHeadersGetter } from '../../web-request';
 
 /** How each flavour reads its request and its answer. */
 export interface Flavor {
@@ -31,13 +31,8 @@ export interface Flavor {
   writtenEventId(c: unknown, d: unknown): unknown;
   /** `send` looks up a request stream's connection before storing the event (up to 1.24), not after. */
   lookupBeforeStore: boolean;
-  /**
-   * Calls `dropped` once if the client closes the GET's connection before the server ends the response; at once if
-   * it did already, when the flavor `watchesDropsLate`.
-   */
+  /** Calls `dropped` once if the client closes the GET's connection before the server ends the response. */
   onClientDrop(req: HttpRequestLike | undefined, args: unknown[], dropped: () => void): void;
-  /** Whether a connection's drop can be watched from the moment it matters, not from the request's start. */
-  watchesDropsLate: boolean;
 }
 
 export const webFlavor: Flavor = {
@@ -53,8 +48,7 @@ export const webFlavor: Flavor = {
   writtenMessage: (_encoder, message) => message,
   writtenEventId: (_message, eventId) => eventId,
   lookupBeforeStore: false,
-  onClientDrop: (req: WebRequestLike | undefined, _args, dropped) => watchWebClientDrop(req, dropped),
-  watchesDropsLate: true,
+  onClientDrop: (req: WebRequestLike | undefined, _args, dropped) => onWebClientDrop(req, dropped),
 };
 
 export const nodeFlavor: Flavor = {
@@ -78,8 +72,6 @@ export const nodeFlavor: Flavor = {
   writtenMessage: message => message,
   writtenEventId: eventId => eventId,
   lookupBeforeStore: true,
-  // A response that closed already would never say so: the Node transport's connections are watched from the start.
-  watchesDropsLate: false,
   onClientDrop(_req, args, dropped) {
     const res = args[1] as NodeServerResponseLike | undefined;
     if (typeof res?.once !== 'function') return;

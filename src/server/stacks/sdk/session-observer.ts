@@ -77,8 +77,6 @@ export class ServerSessionObserver implements StoreRecorder {
   private readonly countOnly = () => this.eventCounted();
   /** Its delivery facts, handed to the process's delivery ledger (session-facts.ts). */
   private readonly facts: LedgerSessionFacts;
-  /** The GET connection that carries the standalone stream now (its drop is watched once it matters). */
-  private standaloneConnection: StandaloneDropWatch | undefined = undefined;
 
   private get liveWrites(): LiveWrites {
     this.liveWritesMade ??= new LiveWrites();
@@ -200,7 +198,6 @@ export class ServerSessionObserver implements StoreRecorder {
     }
     if (open) {
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-      if (streamId === standaloneStreamId(this.transport)) this.standaloneEventComing();
       this.liveWrites.expect(streamId);
       return undefined;
     }
@@ -262,10 +259,7 @@ export class ServerSessionObserver implements StoreRecorder {
       this.liveWrites.written(streamId);
       if (this.share?.shared) boundaryWatchOf(this.runtime).stored(transport, this.flavor.writtenEventId(c, d));
       const event = storedEventOf(this.flavor.wrote(result), true, streamId === standaloneId);
-      if (streamId === standaloneId) {
-        this.standaloneEventComing();
-        this.revival.delivered(1);
-      }
+      if (streamId === standaloneId) this.revival.delivered(1);
       this.facts.eventSent(streamId, event);
     } catch (error) {
       this.runtime.diag.error('recording a written event failed', error);
@@ -275,7 +269,6 @@ export class ServerSessionObserver implements StoreRecorder {
   private eventStoringAlone(streamId: unknown, message: unknown, share: StoreShare): (eventId: unknown) => void {
     const priming = isPrimingMessage(message);
     const openAtCall = this.flavor.lookupBeforeStore && streamIsOpen(this.transport, streamId);
-    if (streamId === standaloneStreamId(this.transport)) this.standaloneEventComing();
     return eventId => {
       try {
         // Who stored what, only in a store object other sessions use too (replay-boundary-watch.ts).
@@ -329,7 +322,6 @@ export class ServerSessionObserver implements StoreRecorder {
       if (!target) return;
       const open = streamIsOpen(this.transport, target.streamId);
       if (!open) this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-      if (target.standalone) this.standaloneEventComing();
       this.facts.eventSent(target.streamId, storedEventOf(open, false, target.standalone));
     } catch (error) {
       this.runtime.diag.error('recording a send without an event store failed; this request is not recorded', error);
@@ -369,7 +361,6 @@ export class ServerSessionObserver implements StoreRecorder {
 
   /** A resume here replayed `events` events of `streamId` (`ids`: the first of their ids). */
   replaySent(streamId: string, events: number, ids: readonly string[] = []): void {
-    if (streamId === standaloneStreamId(this.transport)) this.standaloneEventComing();
     this.runtime.serverDelivery.fleet?.delivered(this.sessionId(undefined), ids);
     // Events still expected on the stream are in the store after the client's cursor: this replay or the reconnected
     // stream delivers them.
@@ -419,76 +410,25 @@ export class ServerSessionObserver implements StoreRecorder {
    * answer, or of a GET answered otherwise (409, 404, a request stream's resume), says nothing.
    */
   private watchStandaloneConnection(req: HttpRequestLike | undefined, args: unknown[]): StandaloneConnection {
-    const connection = new StandaloneDropWatch(this, req, args);
-    if (!this.flavor.watchesDropsLate) connection.watch();
-    return connection;
-  }
-
-  /** A GET's connection answered with the session's standalone stream (see StandaloneDropWatch). */
-  standaloneCarried(connection: StandaloneDropWatch): void {
-    this.standaloneConnection = connection;
-    if (this.facts.standaloneDropMatters(standaloneStreamId(this.transport))) connection.watch();
-  }
-
-  /** An event of the standalone stream is stored or written for its connection: from now on its drop matters. */
-  private standaloneEventComing(): void {
-    this.standaloneConnection?.watch();
-  }
-
-  /** The connection carrying the standalone stream dropped: what was stored for it and not written is in flight. */
-  standaloneDropped(): void {
-    const streamId = standaloneStreamId(this.transport);
-    this.facts.standaloneDropped(streamId, this.liveWritesMade?.take(streamId) ?? 0);
-  }
-
-  /** A GET answered (see StandaloneConnection). */
-  getAnswered(status: number | undefined): void {
-    this.revival.getAnswered(status);
-  }
-}
-
-/**
- * A GET's connection, which may come to carry the standalone stream. Its drop is watched from the moment it can
- * matter, where the flavor allows (web Requests): the answer, when the ledger holds recent writes or a stream behind
- * a replay for it, else the first event stored or written for it. A connection that carries no event and drops
- * changes nothing, and reading its abort signal costs the host's adapter an AbortController per GET (issue 50).
- */
-class StandaloneDropWatch implements StandaloneConnection {
-  private carries = false;
-  private watching = false;
-
-  constructor(
-    private readonly observer: ServerSessionObserver,
-    private readonly req: HttpRequestLike | undefined,
-    private readonly args: unknown[],
-  ) {}
-
-  answered(status: number | undefined, resumedStreamId?: unknown): void {
-    const { observer } = this;
-    try {
-      this.carries =
-        status === 200 && (resumedStreamId === undefined || resumedStreamId === observer.standaloneStreamId());
-      if (this.carries) observer.standaloneCarried(this);
-      observer.getAnswered(status);
-    } catch (error) {
-      observer.runtime.diag.error('watching a GET connection failed; this request is not recorded', error);
-    }
-  }
-
-  /** Watches the connection's drop from now on (once). */
-  watch(): void {
-    if (this.watching) return;
-    this.watching = true;
-    this.observer.flavor.onClientDrop(this.req, this.args, () => this.dropped());
-  }
-
-  private dropped(): void {
-    if (!this.carries) return;
-    try {
-      this.observer.standaloneDropped();
-    } catch (error) {
-      this.observer.runtime.diag.error('recording a dropped connection failed', error);
-    }
+    const { transport, runtime } = this;
+    let carries = false;
+    this.flavor.onClientDrop(req, args, () => {
+      if (!carries) return;
+      const streamId = standaloneStreamId(transport);
+      // Stored for this connection and not written yet: in flight, as the writes just before the drop.
+      this.facts.standaloneDropped(streamId, this.liveWritesMade?.take(streamId) ?? 0);
+    });
+    return {
+      answered: (status, resumedStreamId) => {
+        try {
+          carries =
+            status === 200 && (resumedStreamId === undefined || resumedStreamId === standaloneStreamId(transport));
+          this.revival.getAnswered(status);
+        } catch (error) {
+          runtime.diag.error('watching a GET connection failed; this request is not recorded', error);
+        }
+      },
+    };
   }
 }
 
