@@ -33,6 +33,10 @@
 //                                                     load moves from one second to the next, both feel the same
 //   node bench/short-sessions.mjs --before DIR       a fourth variant, `before`: another build of src (an earlier
 //                                                     commit's build/src) in the same rounds, for a before/after
+//   node bench/short-sessions.mjs --idle             a variant `idle`: forkwatch loaded and patched as in `forkwatch`,
+//                                                     its work switched off after the warm-up on both sides
+//                                                     (outside-in/idle.cjs): what its presence costs, apart from
+//                                                     what it does per session
 //   node bench/short-sessions.mjs --cpu-prof DIR     one extra profiled forkwatch pair, the client's and the server's
 //     --cpu-prof-variants forkwatch,bare            profiles into DIR/<variant>/{client,server}; forkwatch's own
 //                                                     self time per session is printed (bench/profile-top.mjs reads
@@ -61,10 +65,16 @@ const config = {
   warmup: Number(value('--warmup', 20)),
   count: Number(value('--count', 5)),
   concurrency: Number(value('--concurrency', 4)),
-  variants: ['bare', 'bare-again', 'forkwatch', ...(flag('--before') ? ['before'] : [])],
+  variants: [
+    'bare',
+    'bare-again',
+    'forkwatch',
+    ...(flag('--before') ? ['before'] : []),
+    ...(flag('--idle') ? ['idle'] : []),
+  ],
   concurrent: flag('--concurrent'),
 };
-const instrumented = variant => variant === 'forkwatch' || variant === 'before';
+const instrumented = variant => variant === 'forkwatch' || variant === 'before' || variant === 'idle';
 /** The bare run a variant's run of this round is divided by: the round's, or (--concurrent) the one beside it. */
 const baselineOf = (round, variant) => round.baselines?.[variant] ?? round.results.bare;
 const out = value('--out', join(here, 'results', 'short-sessions.json'));
@@ -122,6 +132,7 @@ function runClient(variant, url, extraArgs = []) {
       warmup: config.warmup,
       count: config.count,
       concurrency: config.concurrency,
+      idle: variant === 'idle',
     };
     const child = spawn(process.execPath, argv, {
       cwd: cwdOf(variant),

@@ -12,7 +12,7 @@
 // (process.cpuUsage(), all threads) from the first timed session's start to the last one's end, and the server's,
 // read from inside the server (`GET /cpu` over plain node:http, which no fetch observer sees) at the same two points.
 //
-// BENCH (JSON env): { url, sessions, warmup, count, concurrency }. Prints one JSON line.
+// BENCH (JSON env): { url, sessions, warmup, count, concurrency, idle }. Prints one JSON line.
 const http = require('node:http');
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
@@ -26,8 +26,9 @@ const loadedFrom = Object.keys(require.cache).find(k => k.endsWith('/forkwatch/b
 /** The server's own CPU reading (µs), over plain HTTP. */
 function serverCpu(gc) {
   const url = new URL(config.url);
+  const query = gc ? `?gc=1${config.idle ? '&idle=1' : ''}` : '';
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: url.hostname, port: url.port, path: `/cpu${gc ? '?gc=1' : ''}` }, res => {
+    const req = http.get({ host: url.hostname, port: url.port, path: `/cpu${query}` }, res => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', c => (text += c));
@@ -67,6 +68,8 @@ async function sessions(total) {
 
 async function main() {
   await sessions(config.warmup);
+  // The idle variant: forkwatch's patches stay, its work stops here, on both sides (outside-in/idle.cjs).
+  if (config.idle) require('../outside-in/idle.cjs').switchOff();
   globalThis.gc?.();
   const serverBefore = await serverCpu(true);
   const t0 = process.hrtime.bigint();

@@ -8,7 +8,8 @@
 // `--import forkwatch/register`), never from this file.
 //
 // Tool `notify {count}` sends `count` notifications/message on the tool call's own POST SSE stream, then answers.
-// `GET /cpu` (plain HTTP, no MCP; `?gc=1` runs a full GC first) answers this process's CPU time
+// `GET /cpu` (plain HTTP, no MCP; `?gc=1` runs a full GC first, `&idle=1` switches forkwatch's work off first:
+// outside-in/idle.cjs) answers this process's CPU time
 // (process.cpuUsage(), µs) and the number of sessions open, so the bench reads the server's CPU from inside it.
 // Prints `LISTENING <port> <patched|bare> <where forkwatch was loaded from or ->` once it accepts connections.
 const { randomUUID } = require('node:crypto');
@@ -54,6 +55,7 @@ async function readBody(req) {
 const httpServer = createServer(async (req, res) => {
   try {
     if (req.url?.startsWith('/cpu')) {
+      if (req.url.includes('idle=1')) require('../outside-in/idle.cjs').switchOff();
       if (req.url.includes('gc=1')) globalThis.gc?.();
       const { user, system } = process.cpuUsage();
       res.writeHead(200, { 'content-type': 'application/json' });
