@@ -90,6 +90,7 @@ class SentMessageWatch<T> implements SettlementObserver {
   }
 }
 
+/** Whether a failed send is the SDK's own "Server not initialized" answer, exactly. */
 export function isSdkNotInitialized(error: unknown): boolean {
   return httpStatusOf(error) === SDK_NOT_INITIALIZED_STATUS && SDK_NOT_INITIALIZED.test(messageOf(error));
 }
