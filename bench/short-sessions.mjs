@@ -37,6 +37,7 @@
 //                                                     its work switched off after the warm-up on both sides
 //                                                     (outside-in/idle.cjs): what its presence costs, apart from
 //                                                     what it does per session
+//   node bench/short-sessions.mjs --node-args '…'     node options for every process (perf: bench/perf-attribution.mjs)
 //   node bench/short-sessions.mjs --cpu-prof DIR     one extra profiled forkwatch pair, the client's and the server's
 //     --cpu-prof-variants forkwatch,bare            profiles into DIR/<variant>/{client,server}; forkwatch's own
 //                                                     self time per session is printed (bench/profile-top.mjs reads
@@ -93,7 +94,10 @@ const installedBefore = flag('--before') ? installForkwatch(root, beforeDir, val
 const cwdOf = variant => (variant === 'before' ? beforeDir : scratch);
 const installOf = variant => (variant === 'before' ? installedBefore : installed);
 const env = exporterlessEnv();
+/** --node-args: more node options for every process of every variant (bench/perf-attribution.mjs uses it). */
+const extraNodeArgs = value('--node-args', '').split(' ').filter(Boolean);
 const nodeArgs = variant => [
+  ...extraNodeArgs,
   '--expose-gc',
   '--require',
   join(here, 'outside-in', 'nodesdk.cjs'),

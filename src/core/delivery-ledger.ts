@@ -174,6 +174,11 @@ export class DeliveryLedger<K extends object> {
     return this.pendingSessions.size > 0;
   }
 
+  /** This session holds pending events. */
+  hasPendingFor(key: K): boolean {
+    return this.accounts.get(key)?.pending !== undefined;
+  }
+
   /** One event of the session was stored (or had to be written without a store). */
   stored(key: K, streamId: string, event: StoredEvent, now: number): void {
     const account = this.account(key, now);

@@ -107,6 +107,11 @@ export class ServerDelivery {
     this.stopWhenSettled();
   }
 
+  /** The session holds events whose delivery is not judged yet. */
+  hasPendingFor(session: object): boolean {
+    return this.ledger.hasPendingFor(session);
+  }
+
   getReceived(session: object): void {
     this.guard('recording a GET', () => this.ledger.listenerOpened(session, this.host.now()));
     this.stopWhenSettled();

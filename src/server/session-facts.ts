@@ -42,6 +42,11 @@ export class LedgerSessionFacts implements SessionFacts {
     this.owner.runtime.serverDelivery.eventStored(this.session, streamId, event);
   }
 
+  /** The ledger holds events of this session that wait for their delivery to be judged. */
+  hasPending(): boolean {
+    return this.owner.runtime.serverDelivery.hasPendingFor(this.session);
+  }
+
   standaloneDropped(streamId: string, unwritten: number): void {
     this.owner.runtime.serverDelivery.standaloneDropped(this.session, streamId, unwritten);
   }

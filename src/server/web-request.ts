@@ -22,6 +22,28 @@ export const webHeadersGetter: TextMapGetter<unknown> = {
 };
 
 /**
+ * A watch on the client closing the connection before the response ended, listened to only once `armed`: the
+ * request's signal is read now (@hono/node-server 1.19 aborts on close only a signal that exists by then) and a
+ * listener added at `arm()`, or `dropped` called then if the client is gone already. A listener on an AbortSignal is
+ * the costliest thing forkwatch did in a short session (issue 50), and most GET connections never carry an event
+ * whose delivery the drop could put in doubt: their observer arms the watch at the first such event.
+ */
+export function webClientDropWatch(req: WebRequestLike | undefined, dropped: () => void): () => void {
+  const signal = req?.signal;
+  const listen = signal?.addEventListener;
+  if (!signal || signal.aborted || typeof listen !== 'function') return noArm;
+  let armed = false;
+  return () => {
+    if (armed) return;
+    armed = true;
+    if (signal.aborted) dropped();
+    else listen.call(signal, 'abort', dropped, { once: true });
+  };
+}
+
+const noArm = () => {};
+
+/**
  * Calls `dropped` once if the client closes the connection before the response ended. The Node adapter
  * (@hono/node-server) aborts the request's signal when the connection closes before the response finished; Deno,
  * Bun and workers abort it on a client disconnect as well.

@@ -76,13 +76,9 @@ describe.each(runtimes.flatMap(node => fetches.map(fetch => [node, fetch] as con
       if (fetch === 'undici') expect(result.dispatcherPublishes).toBe(true);
       expect(result.installed).toEqual({
         fetchReplaced: !undiciPublishesBodyChunks(result.undici),
-        channels: [
-          'undici:request:create',
-          'undici:request:bodySent',
-          'undici:request:headers',
-          'undici:request:trailers',
-          'undici:request:error',
-        ],
+        // At rest (no exchange watched): a request's start, a session DELETE's answer and failures only; the body
+        // and end channels come and go with the watched exchanges (issue 50).
+        channels: ['undici:request:create', 'undici:request:headers', 'undici:request:error'],
       });
       expect(result.removed).toEqual({ fetchRestored: true, channels: [] });
     }, 120_000);

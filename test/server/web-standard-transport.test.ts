@@ -7,6 +7,7 @@
  * 1.32.2 (the class that holds the logic from 1.25 on) and of @modelcontextprotocol/server 2.x, with real stores:
  * the SDK's own InMemoryEventStore and the lab's correct one.
  */
+import { getEventListeners } from 'node:events';
 import { SpanStatusCode } from '@opentelemetry/api';
 import { afterEach, describe, expect, test } from 'vitest';
 import { openReplayScopes } from '../../src/server/stacks/sdk/recording-event-store';
@@ -240,6 +241,29 @@ describe.each(lines)('$label WebStandardStreamableHTTPServerTransport', ({ modul
     // Counted as each send wrote or stored (synchronously), so the 7 are final: 4 with the store, the dropped one,
     // and the 2 written on the fresh stream.
     expect(sample(await fw.metrics(), events, t)).toBe(7);
+  });
+
+  test("a fresh GET's drop watch listens from its stream's first event, not before; a resume's at once (issue 50)", async () => {
+    fw = setupForkwatch({}, module);
+    const abortListeners = (request: Request) => getEventListeners(request.signal, 'abort').length;
+    const transport = transportWith(new LabEventStore({ idFormat: 'integer' }));
+    const get = getRequest({});
+    const res = await transport.handleRequest(get);
+    expect(res.status).toBe(200);
+    // Whatever the SDK itself listens to, forkwatch adds nothing until an event is stored for this connection.
+    const sdkOwn = abortListeners(get);
+    await transport.send(notification(1));
+    expect(abortListeners(get)).toBe(sdkOwn + 1);
+    await transport.send(notification(2));
+    expect(abortListeners(get)).toBe(sdkOwn + 1);
+    expect((await readFrames(res.body, { count: 2 })).map(f => f.id)).toEqual(['1', '2']);
+
+    // A resume's connection may carry a replay's leftovers: its watch listens as soon as it is answered.
+    const resume = getRequest({ 'last-event-id': '1' });
+    const resumed = await transport.handleRequest(resume);
+    expect(resumed.status).toBe(200);
+    expect(abortListeners(resume)).toBe(sdkOwn + 1);
+    await readFrames(resumed.body, { count: 1 });
   });
 });
 

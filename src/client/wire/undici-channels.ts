@@ -18,8 +18,9 @@
  *
  * Per request: `create` (method and headers: a session GET or a protocol 2026-07-28 POST, else ignored), the POST's
  * body chunks (`bodyChunkSent`, up to MAX_POST_BODY_BYTES) parsed once sent (`bodySent`), `headers` (status and
- * content type), each `bodyChunkReceived`, then `trailers` (the body's end) or `error`. The chunk channels are
- * subscribed only while an MCP exchange is watched: other requests of the process pay nothing per chunk.
+ * content type), each `bodyChunkReceived`, then `trailers` (the body's end) or `error`. Only `create`, `headers` (a
+ * session DELETE's answer) and `error` are subscribed for good; the body and end channels only while an MCP exchange
+ * is watched: other requests of the process, and those a patched transport observes itself, pay for nothing else.
  *
  * Fail-loud mode cuts a forked stream with undici's own abort of the request, from inside the chunk's publish, before
  * undici hands the chunk on: the app's read fails with `TypeError: terminated` whose cause is StreamForkDetected (the
@@ -111,29 +112,37 @@ class ChannelObserver {
    */
   private readonly silentBodies = new WeakSet<object>();
   private watching = 0;
-  private chunksSubscribed = false;
+  private watchChannelsSubscribed = false;
   /** Cleared on uninstall: a tap still on a request in flight then hands nothing on. */
   private subscribed = true;
 
   constructor(private readonly runtime: ForkwatchRuntime) {}
 
-  /** The channels every request goes through; the chunk channels only while an exchange is watched. */
+  /** The channels subscribed for good: every request's start, a session DELETE's answer, and failures. */
   private readonly always: [string, (message: unknown) => void][] = [
     [CHANNELS.create, this.guard('request', m => this.created(m as { request: UndiciRequest }))],
-    [CHANNELS.bodySent, this.guard('request body', m => this.bodySent(m as { request: object }))],
     [
       CHANNELS.headers,
       this.guard('response headers', m => this.headers(m as { request: object; response: UndiciResponse })),
     ],
-    [CHANNELS.trailers, this.guard('response end', m => this.trailers(m as { request: object }))],
     [CHANNELS.error, this.guard('request error', m => this.failed(m as { request: object; error: unknown }))],
   ];
-  private readonly onChunkSent = this.guard('request body', m =>
-    this.chunkSent(m as { request: object; chunk: Uint8Array | string }),
-  );
-  private readonly onChunkReceived = this.guard('response body', m =>
-    this.chunkReceived(m as { request: object; chunk: Uint8Array }),
-  );
+  /**
+   * The channels subscribed only while an exchange is watched (issue 50: each subscribed channel costs every request
+   * of the process a message and a call, four of five in a short MCP session on a patched transport).
+   */
+  private readonly whileWatching: [string, (message: unknown) => void][] = [
+    [CHANNELS.bodySent, this.guard('request body', m => this.bodySent(m as { request: object }))],
+    [CHANNELS.trailers, this.guard('response end', m => this.trailers(m as { request: object }))],
+    [
+      CHANNELS.bodyChunkSent,
+      this.guard('request body', m => this.chunkSent(m as { request: object; chunk: Uint8Array | string })),
+    ],
+    [
+      CHANNELS.bodyChunkReceived,
+      this.guard('response body', m => this.chunkReceived(m as { request: object; chunk: Uint8Array })),
+    ],
+  ];
   private readonly onChunkTapped = this.guard('response body', m => {
     const { watched, chunk } = m as { watched: Watched; chunk: Uint8Array };
     watched.watch.push?.(chunk);
@@ -146,7 +155,7 @@ class ChannelObserver {
   unsubscribe(): void {
     this.subscribed = false;
     for (const [name, fn] of this.always) diagnosticsChannel.unsubscribe(name, fn);
-    this.chunkChannels(false);
+    this.watchChannels(false);
   }
 
   /** A subscriber's throw would reach the process as an uncaught exception: never let one out. */
@@ -182,7 +191,7 @@ class ChannelObserver {
     }
     this.watches.set(request, watched);
     this.watching++;
-    this.chunkChannels(true);
+    this.watchChannels(true);
   }
 
   private chunkSent(m: { request: object; chunk: Uint8Array | string }): void {
@@ -231,12 +240,11 @@ class ChannelObserver {
     this.stop(m.request);
   }
 
-  private chunkChannels(on: boolean): void {
-    if (on === this.chunksSubscribed) return;
-    this.chunksSubscribed = on;
+  private watchChannels(on: boolean): void {
+    if (on === this.watchChannelsSubscribed) return;
+    this.watchChannelsSubscribed = on;
     const change = on ? diagnosticsChannel.subscribe : diagnosticsChannel.unsubscribe;
-    change(CHANNELS.bodyChunkSent, this.onChunkSent);
-    change(CHANNELS.bodyChunkReceived, this.onChunkReceived);
+    for (const [name, fn] of this.whileWatching) change(name, fn);
   }
 
   private stop(request: object): void {
@@ -245,7 +253,7 @@ class ChannelObserver {
     this.watches.delete(request);
     watched.untap?.();
     this.watching--;
-    if (this.watching === 0) this.chunkChannels(false);
+    if (this.watching === 0) this.watchChannels(false);
   }
 }
 

@@ -90,7 +90,8 @@ export function headerReaderOf(headers: unknown): (name: string) => string | und
   return name => {
     for (let i = 0; i + 1 < headers.length; i += 2) {
       const key = headers[i];
-      if (key?.length !== name.length || String(key).toLowerCase() !== name) continue;
+      // fetch's names are lower case already: compared as they are first, with no string made.
+      if (key?.length !== name.length || (key !== name && String(key).toLowerCase() !== name)) continue;
       const value = headers[i + 1];
       const text = Array.isArray(value) ? value.map(String).join(', ') : String(value);
       if (text !== '') return text;

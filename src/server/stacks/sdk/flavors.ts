@@ -15,7 +15,7 @@ import type {
   NodeServerResponseLike,
   WebRequestLike,
 } from '../../../shared/internal-types';
-import { onWebClientDrop, webHeader, webHeadersGetter } from '../../web-request';
+import { webClientDropWatch, webHeader, webHeadersGetter } from '../../web-request';
 
 /** How each flavour reads its request and its answer. */
 export interface Flavor {
@@ -31,8 +31,11 @@ export interface Flavor {
   writtenEventId(c: unknown, d: unknown): unknown;
   /** `send` looks up a request stream's connection before storing the event (up to 1.24), not after. */
   lookupBeforeStore: boolean;
-  /** Calls `dropped` once if the client closes the GET's connection before the server ends the response. */
-  onClientDrop(req: HttpRequestLike | undefined, args: unknown[], dropped: () => void): void;
+  /**
+   * Watches the client closing the GET's connection before the server ends the response: `dropped` runs once, if the
+   * watch was armed (the returned function; see webClientDropWatch). The Node flavour listens at once.
+   */
+  onClientDrop(req: HttpRequestLike | undefined, args: unknown[], dropped: () => void): () => void;
 }
 
 export const webFlavor: Flavor = {
@@ -48,8 +51,11 @@ export const webFlavor: Flavor = {
   writtenMessage: (_encoder, message) => message,
   writtenEventId: (_message, eventId) => eventId,
   lookupBeforeStore: false,
-  onClientDrop: (req: WebRequestLike | undefined, _args, dropped) => onWebClientDrop(req, dropped),
+  onClientDrop: (req: WebRequestLike | undefined, _args, dropped) => webClientDropWatch(req, dropped),
 };
+
+/** A Node response's 'close' listener costs next to nothing: it is added at once, and arming does nothing. */
+const armedAlready = () => {};
 
 export const nodeFlavor: Flavor = {
   header(req: NodeRequestLike | undefined, name) {
@@ -74,9 +80,10 @@ export const nodeFlavor: Flavor = {
   lookupBeforeStore: true,
   onClientDrop(_req, args, dropped) {
     const res = args[1] as NodeServerResponseLike | undefined;
-    if (typeof res?.once !== 'function') return;
+    if (typeof res?.once !== 'function') return armedAlready;
     res.once('close', () => {
       if (res.writableFinished !== true) dropped();
     });
+    return armedAlready;
   },
 };

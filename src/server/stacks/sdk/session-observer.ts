@@ -69,6 +69,11 @@ export class ServerSessionObserver implements StoreRecorder {
   private reaction: ((eventId: unknown) => void) | undefined = undefined;
   /** Live events stored and not yet written (live-writes.ts); made at the first. */
   private liveWritesMade: LiveWrites | undefined = undefined;
+  /**
+   * Arms the drop watch of the connection that carries the standalone stream, until the stream's first event on it
+   * (see watchStandaloneConnection); undefined once armed or when no connection carries it.
+   */
+  private armStandaloneDrop: (() => void) | undefined = undefined;
   /** The store's share, as of its last storeEvent call. */
   private share: StoreShare | undefined = undefined;
   /** Whether this transport serves a revived session, and whether its GETs are answered empty (issue 41). */
@@ -119,8 +124,10 @@ export class ServerSessionObserver implements StoreRecorder {
    */
   requestStarted(req: HttpRequestLike | undefined): boolean {
     try {
+      // Only the first request's session id counts: later ones are not read (issue 50: a header read per request).
       // A stateless transport (sessionIdGenerator: undefined) has no session to revive: a kept id is ignored by it.
-      if (isStateless(this.transport)) return this.revival.requestStarted(undefined);
+      if (!this.revival.awaitsFirstRequest || isStateless(this.transport))
+        return this.revival.requestStarted(undefined);
       return this.revival.requestStarted(this.flavor.header(req, 'mcp-session-id'));
     } catch (error) {
       this.runtime.diag.error('reading a request failed; this request is not recorded', error);
@@ -197,6 +204,8 @@ export class ServerSessionObserver implements StoreRecorder {
       return undefined;
     }
     if (open) {
+      if (this.armStandaloneDrop !== undefined && streamId === standaloneStreamId(this.transport))
+        this.standaloneEvent();
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       this.liveWrites.expect(streamId);
       return undefined;
@@ -256,6 +265,7 @@ export class ServerSessionObserver implements StoreRecorder {
       if (this.flavor.lookupBeforeStore && transport._streamMapping?.get?.(standaloneId) !== target) return;
       const streamId = this.liveWrites.streamOfWrite(transport._streamMapping, target);
       if (streamId === undefined) return;
+      if (streamId === standaloneId && this.armStandaloneDrop !== undefined) this.standaloneEvent();
       this.liveWrites.written(streamId);
       if (this.share?.shared) boundaryWatchOf(this.runtime).stored(transport, this.flavor.writtenEventId(c, d));
       const event = storedEventOf(this.flavor.wrote(result), true, streamId === standaloneId);
@@ -321,6 +331,7 @@ export class ServerSessionObserver implements StoreRecorder {
       const target = sendTarget(this.transport, args[0], args[1] as TransportSendOptionsLike | undefined);
       if (!target) return;
       const open = streamIsOpen(this.transport, target.streamId);
+      if (open && target.standalone && this.armStandaloneDrop !== undefined) this.standaloneEvent();
       if (!open) this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       this.facts.eventSent(target.streamId, storedEventOf(open, false, target.standalone));
     } catch (error) {
@@ -369,8 +380,16 @@ export class ServerSessionObserver implements StoreRecorder {
     this.facts.replaySent(streamId, events);
   }
 
+  /** The standalone stream's first event on its connection: the connection's drop now matters (see above). */
+  private standaloneEvent(): void {
+    const arm = this.armStandaloneDrop;
+    this.armStandaloneDrop = undefined;
+    arm?.();
+  }
+
   /** The SDK's close() tears its streams down synchronously; nothing can come back for pending events now. */
   closed(): void {
+    this.armStandaloneDrop = undefined;
     this.liveWritesMade?.clear();
     this.revival.closed(this.runtime);
     this.facts.closed();
@@ -412,7 +431,7 @@ export class ServerSessionObserver implements StoreRecorder {
   private watchStandaloneConnection(req: HttpRequestLike | undefined, args: unknown[]): StandaloneConnection {
     const { transport, runtime } = this;
     let carries = false;
-    this.flavor.onClientDrop(req, args, () => {
+    const arm = this.flavor.onClientDrop(req, args, () => {
       if (!carries) return;
       const streamId = standaloneStreamId(transport);
       // Stored for this connection and not written yet: in flight, as the writes just before the drop.
@@ -423,6 +442,14 @@ export class ServerSessionObserver implements StoreRecorder {
         try {
           carries =
             status === 200 && (resumedStreamId === undefined || resumedStreamId === standaloneStreamId(transport));
+          // A drop says something only about the events of this connection (none yet on a fresh one: the watch is
+          // armed at its first) and about a replay's leftovers (a resume, or events the session holds pending).
+          if (!carries) {
+            if (this.armStandaloneDrop === arm) this.armStandaloneDrop = undefined;
+          } else if (resumedStreamId !== undefined || this.facts.hasPending()) {
+            this.armStandaloneDrop = undefined;
+            arm();
+          } else this.armStandaloneDrop = arm;
           this.revival.getAnswered(status);
         } catch (error) {
           runtime.diag.error('watching a GET connection failed; this request is not recorded', error);

@@ -50,6 +50,11 @@ export class SessionRevival {
   private lastGetServed = false;
   private deliveredSinceGet = 0;
 
+  /** No request seen yet: the next one's session id decides whether the session may be a revived one. */
+  get awaitsFirstRequest(): boolean {
+    return this.revival === Revival.Unseen;
+  }
+
   /**
    * Every request the transport handles, before the SDK does: from a first one that carries an id, every request is
    * a candidate until one is accepted (a resume the store refused comes before the POST that succeeds).
