@@ -44,15 +44,12 @@ export function webClientDropWatch(req: WebRequestLike | undefined, dropped: () 
 const noArm = () => {};
 
 /**
- * Calls `dropped` once if the client closes the connection before the response ended. The Node adapter
- * (@hono/node-server) aborts the request's signal when the connection closes before the response finished; Deno,
- * Bun and workers abort it on a client disconnect as well.
+ * Calls `dropped` once if the client closes the connection before the response ended: the watch above, armed at once.
+ * The Node adapter (@hono/node-server) aborts the request's signal when the connection closes before the response
+ * finished; Deno, Bun and workers abort it on a client disconnect as well.
  */
 export function onWebClientDrop(req: WebRequestLike | undefined, dropped: () => void): void {
-  const signal = req?.signal;
-  if (signal && !signal.aborted && typeof signal.addEventListener === 'function') {
-    signal.addEventListener('abort', dropped, { once: true });
-  }
+  webClientDropWatch(req, dropped)();
 }
 
 /**

@@ -380,7 +380,7 @@ export class ServerSessionObserver implements StoreRecorder {
     this.facts.replaySent(streamId, events);
   }
 
-  /** The standalone stream's first event on its connection: the connection's drop now matters (see above). */
+  /** The standalone stream's first event on its connection: the connection's drop now matters (watchStandaloneConnection). */
   private standaloneEvent(): void {
     const arm = this.armStandaloneDrop;
     this.armStandaloneDrop = undefined;
