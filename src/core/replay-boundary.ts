@@ -71,17 +71,23 @@ export class EventOwnerTable {
 
 /** Request streams of one session whose response was written live here, the most recent `capacity` of them. */
 export class CompletedStreams {
-  private readonly ids: (string | undefined)[];
+  /** Grows to `capacity`, then is a ring: most sessions complete one or two streams (issue 50: no 16 slots each). */
+  private readonly ids: string[] = [];
   private next = 0;
+  private readonly capacity: number;
 
   constructor(capacity = 16) {
-    this.ids = new Array(Math.max(1, capacity)).fill(undefined);
+    this.capacity = Math.max(1, capacity);
   }
 
   add(streamId: string): void {
     if (this.has(streamId)) return;
+    if (this.ids.length < this.capacity) {
+      this.ids.push(streamId);
+      return;
+    }
     this.ids[this.next] = streamId;
-    this.next = (this.next + 1) % this.ids.length;
+    this.next = (this.next + 1) % this.capacity;
   }
 
   has(streamId: string): boolean {
@@ -134,8 +140,11 @@ export function isJsonRpcResponse(message: unknown): boolean {
 export class OutstandingRequests {
   private readonly ids = new Set<string | number>();
   private forgot = false;
-  /** The last RECENTLY_ANSWERED requests answered (a ring): what a reconnect of a request's stream is checked against. */
-  private readonly recent: (string | number | undefined)[] = new Array(RECENTLY_ANSWERED).fill(undefined);
+  /**
+   * The last RECENTLY_ANSWERED requests answered: what a reconnect of a request's stream is checked against. Grows to
+   * that many, then is a ring (a short session answers a few: no 16 slots each).
+   */
+  private readonly recent: (string | number)[] = [];
   private recentNext = 0;
 
   constructor(private readonly capacity = 1024) {}
@@ -153,8 +162,11 @@ export class OutstandingRequests {
   answered(id: unknown): boolean {
     if (typeof id !== 'string' && typeof id !== 'number') return false;
     if (this.ids.delete(id)) {
-      this.recent[this.recentNext] = id;
-      this.recentNext = (this.recentNext + 1) % RECENTLY_ANSWERED;
+      if (this.recent.length < RECENTLY_ANSWERED) this.recent.push(id);
+      else {
+        this.recent[this.recentNext] = id;
+        this.recentNext = (this.recentNext + 1) % RECENTLY_ANSWERED;
+      }
       return false;
     }
     return !this.forgot;

@@ -13,7 +13,8 @@
  * - per session, the request streams whose response was written live here (a small ring).
  *
  * Nothing here is per event unless the store is shared, except one response check on request-stream events written
- * live. Transports are held weakly; session ids only in a bounded map, for naming the other session on a span.
+ * live. Transports are held weakly, in one record each; session ids only in a bounded map, for naming the other
+ * session on a span.
  */
 import { hashEventId } from '../core/event-id';
 import { CompletedStreams, EventOwnerTable } from '../core/replay-boundary';
@@ -27,7 +28,8 @@ export interface EventOwner {
 
 /** A store object, and whether more than one transport uses it. */
 export interface StoreShare {
-  first: WeakRef<object> | undefined;
+  /** The number of the first transport that used it (see TransportRecord). */
+  readonly first: number;
   shared: boolean;
 }
 
@@ -43,25 +45,33 @@ function ownerNumber(sessionId: string): number {
   return (hashEventId(sessionId) % 0x7ffffffe) + 1;
 }
 
-interface TransportOwner {
-  sessionId: string;
-  n: number;
+/**
+ * What the watch knows of one transport, in one weakly held record (one map entry per session, not one per fact):
+ * a number of its own (a store's first user is told apart without a WeakRef), the request streams completed live on
+ * it, and the owner number of its session.
+ */
+interface TransportRecord {
+  readonly n: number;
+  completed: CompletedStreams | undefined;
+  sessionId: string | undefined;
+  owner: number;
 }
 
 export class ReplayBoundaryWatch {
   private readonly table = new EventOwnerTable();
   private readonly shares = new WeakMap<object, StoreShare>();
-  private readonly owners = new WeakMap<object, TransportOwner>();
+  private readonly transports = new WeakMap<object, TransportRecord>();
+  private transportsSeen = 0;
   private readonly names = new Map<number, string>();
-  private readonly completed = new WeakMap<object, CompletedStreams>();
 
   /** The share of `store` as seen by `transport`, which is about to use it (once per transport). */
   shareOf(store: object, transport: object): StoreShare {
+    const { n } = this.recordOf(transport);
     let share = this.shares.get(store);
     if (share === undefined) {
-      share = { first: new WeakRef(transport), shared: false };
+      share = { first: n, shared: false };
       this.shares.set(store, share);
-    } else if (share.first?.deref() !== transport) {
+    } else if (share.first !== n) {
       share.shared = true;
     }
     return share;
@@ -84,16 +94,13 @@ export class ReplayBoundaryWatch {
 
   /** A response was written live on a request stream of the session: that stream is complete. */
   responseWritten(transport: object, streamId: string): void {
-    let streams = this.completed.get(transport);
-    if (streams === undefined) {
-      streams = new CompletedStreams();
-      this.completed.set(transport, streams);
-    }
-    streams.add(streamId);
+    const record = this.recordOf(transport);
+    record.completed ??= new CompletedStreams();
+    record.completed.add(streamId);
   }
 
   completedHere(transport: object, streamId: unknown): boolean {
-    return typeof streamId === 'string' && this.completed.get(transport)?.has(streamId) === true;
+    return typeof streamId === 'string' && this.transports.get(transport)?.completed?.has(streamId) === true;
   }
 
   clear(): void {
@@ -105,15 +112,24 @@ export class ReplayBoundaryWatch {
   private ownerOf(transport: object): number {
     const sessionId = (transport as { sessionId?: unknown }).sessionId;
     if (typeof sessionId !== 'string' || sessionId === '') return 0;
-    let owner = this.owners.get(transport);
-    if (owner === undefined || owner.sessionId !== sessionId) {
-      owner = { sessionId, n: ownerNumber(sessionId) };
-      this.owners.set(transport, owner);
-      this.names.delete(owner.n);
-      this.names.set(owner.n, sessionId);
+    const record = this.recordOf(transport);
+    if (record.sessionId !== sessionId) {
+      record.sessionId = sessionId;
+      record.owner = ownerNumber(sessionId);
+      this.names.delete(record.owner);
+      this.names.set(record.owner, sessionId);
       if (this.names.size > MAX_NAMES) this.names.delete(this.names.keys().next().value!);
     }
-    return owner.n;
+    return record.owner;
+  }
+
+  private recordOf(transport: object): TransportRecord {
+    let record = this.transports.get(transport);
+    if (record === undefined) {
+      record = { n: ++this.transportsSeen, completed: undefined, sessionId: undefined, owner: 0 };
+      this.transports.set(transport, record);
+    }
+    return record;
   }
 }
 

@@ -101,9 +101,13 @@ export class ServerDelivery {
     }
   }
 
-  /** A request of the session other than a GET. */
+  /** A request of the session other than a GET. Per request, like eventStored: no closure. */
   requestReceived(session: object): void {
-    this.guard('recording session activity', () => this.ledger.activity(session, this.host.now()));
+    try {
+      this.ledger.activity(session, this.host.now());
+    } catch (error) {
+      this.host.onError('recording session activity', error);
+    }
     this.stopWhenSettled();
   }
 
@@ -113,7 +117,11 @@ export class ServerDelivery {
   }
 
   getReceived(session: object): void {
-    this.guard('recording a GET', () => this.ledger.listenerOpened(session, this.host.now()));
+    try {
+      this.ledger.listenerOpened(session, this.host.now());
+    } catch (error) {
+      this.host.onError('recording a GET', error);
+    }
     this.stopWhenSettled();
   }
 
@@ -134,7 +142,11 @@ export class ServerDelivery {
   }
 
   sessionClosed(session: object): void {
-    this.guard('recording a closed session', () => this.ledger.closed(session, this.host.now()));
+    try {
+      this.ledger.closed(session, this.host.now());
+    } catch (error) {
+      this.host.onError('recording a closed session', error);
+    }
     this.stopWhenSettled();
   }
 

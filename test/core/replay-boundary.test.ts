@@ -130,4 +130,20 @@ describe('OutstandingRequests', () => {
     expect(book.answered(99)).toBe(false);
     expect(book.answered(3)).toBe(false);
   });
+
+  test('remembers the last 16 requests answered, oldest forgotten first', () => {
+    const book = new OutstandingRequests();
+    for (let id = 1; id <= 17; id++) {
+      book.sent(id);
+      book.answered(id);
+      expect(book.wasAnswered(id)).toBe(true);
+    }
+    expect(book.wasAnswered(1)).toBe(false); // the 17th pushed the first out
+    expect(book.wasAnswered(2)).toBe(true);
+    book.sent(18);
+    book.answered(18);
+    expect(book.wasAnswered(2)).toBe(false);
+    expect(book.wasAnswered(3) && book.wasAnswered(18)).toBe(true);
+    expect(book.wasAnswered(99)).toBe(false);
+  });
 });

@@ -393,8 +393,10 @@ function noteReconnection(
 
 /** The GET's headers: the trace context is added there for resume GETs. */
 function wrapCommonHeaders(original: Method, runtime: ForkwatchRuntime): Method {
-  return function commonHeaders(this: StreamableHttpClientTransportLike, ...args: unknown[]) {
-    const result = original.apply(this, args);
+  // Called for every request the SDK sends: its arguments forwarded as they came, with no array of ours (issue 50).
+  return function commonHeaders(this: StreamableHttpClientTransportLike) {
+    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
+    const result = original.apply(this, arguments as unknown as unknown[]);
     const resuming = transportStates.get(this)?.sendingResume;
     if (!resuming || !runtime.enabled || !runtime.settings.propagateContext) return result;
     const ctx = resuming.context;

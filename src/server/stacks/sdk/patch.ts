@@ -129,15 +129,20 @@ const SERVER_WRAPPERS: Readonly<Record<ServerMethod, (original: Method, patch: S
 
 /** Every request of the session; a GET is recorded by handleGetRequest. */
 function wrapHandleRequest(original: Method, { runtime, flavor, hooks }: ServerPatch): Method {
-  return function handleRequest(this: StreamableHttpServerTransportLike, req?: unknown, ...rest: unknown[]) {
-    if (!runtime.enabled) return original.call(this, req, ...rest);
+  // The SDK's arguments forwarded as they came, not re-spread: no array per request (issue 50); copied only for the
+  // first request, whose answer is read.
+  return function handleRequest(this: StreamableHttpServerTransportLike, req?: unknown) {
+    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
+    if (!runtime.enabled) return original.apply(this, arguments as unknown as unknown[]);
     const session = sessionObserverOf(this, runtime, flavor);
     session.prepare(req as HttpRequestLike | undefined, hooks);
     session.requestReceived(req as HttpRequestLike | undefined);
     const first = session.requestStarted(req as HttpRequestLike | undefined);
-    const result = original.call(this, req, ...rest);
+    // biome-ignore lint/complexity/noArguments: as above
+    const result = original.apply(this, arguments as unknown as unknown[]);
     if (!first) return result;
-    const args = [req, ...rest];
+    // biome-ignore lint/complexity/noArguments: copied once, for the first request only
+    const args = Array.prototype.slice.call(arguments) as unknown[];
     return whenSettled(
       result,
       value => session.firstRequestAnswered(flavor.status(value, args)),
@@ -209,22 +214,25 @@ function wrapWriteSSEEvent(original: Method, { runtime, flavor }: ServerPatch): 
 
 /** A GET: a listener here, and with Last-Event-ID a resume whose answer and store calls decide its outcome. */
 function wrapHandleGetRequest(original: Method, { runtime, flavor, hooks }: ServerPatch): Method {
-  return function handleGetRequest(this: StreamableHttpServerTransportLike, req?: unknown, ...rest: unknown[]) {
-    if (!runtime.enabled) return original.call(this, req, ...rest);
+  return function handleGetRequest(this: StreamableHttpServerTransportLike, req?: unknown) {
+    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
+    if (!runtime.enabled) return original.apply(this, arguments as unknown as unknown[]);
     const request = req as HttpRequestLike | undefined;
     const session = sessionObserverOf(this, runtime, flavor);
     session.prepare(request, hooks);
-    const args = [req, ...rest];
-    const connection = session.getReceived(request, args);
-    const resume = session.beginResume(request);
+    // biome-ignore lint/complexity/noArguments: one copy, read by the answer's watch and handed to the SDK
+    const args = Array.prototype.slice.call(arguments) as unknown[];
+    const cursor = session.cursorOf(request);
+    const connection = session.getReceived(request, args, cursor);
+    const resume = cursor === undefined ? undefined : session.beginResume(request, cursor);
     if (!resume) {
-      const result = original.call(this, req, ...rest);
+      const result = original.apply(this, args);
       return connection ? watchAnswer(result, connection, flavor, args, runtime) : result;
     }
     let result: unknown;
     try {
       openReplayScope(this, resume.scope);
-      result = withEnteredContext(resume.context, () => original.call(this, req, ...rest));
+      result = withEnteredContext(resume.context, () => original.apply(this, args));
     } catch (error) {
       concludeFailed(resume, error, runtime);
       throw error;

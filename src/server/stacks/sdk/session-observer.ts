@@ -164,12 +164,29 @@ export class ServerSessionObserver implements StoreRecorder {
     return req === undefined ? undefined : this.flavor.header(req, 'mcp-session-id');
   }
 
-  /** A GET: a listener here. Returns the watch on its connection, which may come to carry the standalone stream. */
-  getReceived(req: HttpRequestLike | undefined, args: unknown[]): StandaloneConnection | undefined {
+  /** A GET's Last-Event-ID, read once for getReceived and beginResume; undefined when absent or unreadable. */
+  cursorOf(req: HttpRequestLike | undefined): string | undefined {
+    try {
+      return this.flavor.header(req, 'last-event-id');
+    } catch (error) {
+      this.runtime.diag.error('reading a GET failed; this request is not recorded', error);
+      return undefined;
+    }
+  }
+
+  /**
+   * A GET (`cursor`: its Last-Event-ID): a listener here. Returns the watch on its connection, which may come to carry
+   * the standalone stream.
+   */
+  getReceived(
+    req: HttpRequestLike | undefined,
+    args: unknown[],
+    cursor: string | undefined,
+  ): StandaloneConnection | undefined {
     if (!this.resumable) return undefined;
     this.facts.getReceived();
     this.revival.getReceived(this.runtime);
-    const fresh = this.flavor.header(req, 'last-event-id') === undefined;
+    const fresh = cursor === undefined;
     if (fresh) this.revival.freshGet(this.runtime);
     this.runtime.serverDelivery.fleet?.seen(this.transport, this.sessionId(req), fresh ? 'fresh_get' : 'resume_get');
     try {
@@ -395,11 +412,9 @@ export class ServerSessionObserver implements StoreRecorder {
     this.facts.closed();
   }
 
-  /** A GET carrying Last-Event-ID starts a server resume (span and outcome); undefined for anything else. */
-  beginResume(req: HttpRequestLike | undefined): ServerResume | undefined {
+  /** A GET carrying Last-Event-ID (`cursor`) starts a server resume (span and outcome); undefined for anything else. */
+  beginResume(req: HttpRequestLike | undefined, cursor: string): ServerResume | undefined {
     try {
-      const cursor = this.flavor.header(req, 'last-event-id');
-      if (cursor === undefined) return undefined; // a fresh stream, not a resume
       const protocolVersion = this.flavor.header(req, 'mcp-protocol-version');
       if (!protocolHasResumability(protocolVersion)) return undefined;
       const claimed = this.flavor.header(req, 'mcp-session-id');
