@@ -8,8 +8,9 @@
 // bench/short-sessions.mjs puts forkwatch on both sides of a pair at once and reads each side's CPU: a side's ratio
 // could then hold the other side's doing (two processes share two cores, and their work interleaves). Here each side
 // is chosen apart: a pair is `<server>/<client>`, each `bare` (the NodeSDK preload only) or `forkwatch` (plus
-// `--import forkwatch/register`), and a server may load forkwatch from another build (`--server-build NAME=DIR`, a
-// build/src such as one with part of its work cut out: an ablation). The same session as bench/short-sessions.mjs
+// `--import forkwatch/register`), and either side may load forkwatch from another build (`--build NAME=DIR`, a
+// build/src such as an earlier commit's or one with part of its work cut out: an ablation; `--server-build` is the
+// same option's older name). The same session as bench/short-sessions.mjs
 // (bench/short-sessions/{server,client}.cjs): initialize, the standalone GET, one tools/call of 5 notifications,
 // DELETE, close; `concurrency` at a time, `sessions` timed after `warmup`.
 //
@@ -18,7 +19,7 @@
 // ratio to bare [interquartile range].
 //
 //   node bench/short-sessions-sides.mjs                                   the four pairs and the A/A, 6 rounds
-//   node bench/short-sessions-sides.mjs --server-build cut=/tmp/cut/src  a server pair `cut/bare` too
+//   node bench/short-sessions-sides.mjs --build cut=/tmp/cut/src         a server pair `cut/bare` too
 //   node bench/short-sessions-sides.mjs --rounds 8 --sessions 1000 --warmup 300 --pairs forkwatch/bare,cut/bare
 //
 // Writes bench/results/short-sessions-sides.json (or --out). Run `node scripts/build.mjs` first.
@@ -52,9 +53,9 @@ const installOf = (name, srcBuild) => {
   installs.set(name, dir);
 };
 installOf('forkwatch', undefined);
-for (const spec of values('--server-build')) {
+for (const spec of [...values('--build'), ...values('--server-build')]) {
   const [name, dir] = spec.split('=');
-  if (!name || !dir || installs.has(name)) throw new Error(`--server-build NAME=DIR, a new name: ${spec}`);
+  if (!name || !dir || installs.has(name)) throw new Error(`--build NAME=DIR, a new name: ${spec}`);
   installOf(name, dir);
 }
 const builds = [...installs.keys()].filter(n => n !== 'bare' && n !== 'forkwatch');
@@ -66,7 +67,7 @@ const pairs = value(
   .filter(Boolean);
 for (const pair of pairs) {
   const [server, client] = pair === 'bare-again' ? ['bare', 'bare'] : pair.split('/');
-  if (!installs.has(server) || (client !== 'bare' && client !== 'forkwatch')) throw new Error(`unknown pair ${pair}`);
+  if (!installs.has(server) || !installs.has(client)) throw new Error(`unknown pair ${pair}`);
 }
 const sidesOf = pair => (pair === 'bare-again' || pair === 'bare' ? ['bare', 'bare'] : pair.split('/'));
 
@@ -96,6 +97,9 @@ function run(file, build, extraEnv, onLine) {
   return { child, stdout: () => stdout, stderr: () => stderr };
 }
 
+/** Whether a side's transports are patched: not bare, nor a build named `inert…` (forkwatch loaded, nothing patched). */
+const patchedBuild = build => build !== 'bare' && !build.startsWith('inert');
+
 /** One pair: the server's and the client's CPU per session (µs), each checked to be the build it should be. */
 async function measure(pair) {
   const [serverBuild, clientBuild] = sidesOf(pair);
@@ -110,14 +114,19 @@ async function measure(pair) {
   server.child.on('exit', code => listening.reject(new Error(`server exited ${code}: ${server.stderr()}`)));
   try {
     const { url, patched } = await ready;
-    if (patched !== (serverBuild !== 'bare')) throw new Error(`${pair}: the server is not what it should be`);
+    if (patched !== patchedBuild(serverBuild)) throw new Error(`${pair}: the server is not what it should be`);
     const bench = { url, sessions, warmup, count: 5, concurrency: 4 };
     const client = run('client.cjs', clientBuild, { BENCH: JSON.stringify(bench) });
     const code = await new Promise(resolve => client.child.on('exit', resolve));
     if (code !== 0) throw new Error(`${pair}: client exited ${code}: ${client.stderr()}`);
     const result = JSON.parse(client.stdout().trim().split('\n').pop());
-    if (result.patched !== (clientBuild !== 'bare')) throw new Error(`${pair}: the client is not what it should be`);
-    return { server: result.serverCpuUs / sessions, client: result.clientCpuUs / sessions };
+    if (result.patched !== patchedBuild(clientBuild)) throw new Error(`${pair}: the client is not what it should be`);
+    return {
+      server: result.serverCpuUs / sessions,
+      client: result.clientCpuUs / sessions,
+      serverGc: result.serverGcUs / sessions,
+      clientGc: result.clientGcUs / sessions,
+    };
   } finally {
     server.child.kill('SIGTERM');
   }
@@ -155,15 +164,25 @@ for (const pair of pairs) {
   };
   const server = side('server');
   const client = side('client');
-  report[pair] = { server, client };
+  const gc = which => summarize(perRound.map(r => r[pair][which])).median;
+  report[pair] = { server, client, serverGcUs: gc('serverGc'), clientGcUs: gc('clientGc') };
   const show = s =>
     `${s.us.toFixed(0).padStart(5)} ${s.ratio.median.toFixed(3)} [${s.ratio.p25.toFixed(3)}–${s.ratio.p75.toFixed(3)}]`;
   console.log(`${pair.padEnd(24)}  ${show(server)}      ${show(client)}`);
 }
+// GC pauses on each side's main thread (bench/outside-in/gc-pauses.cjs): the part of a side's cost that is garbage.
+console.log('\nGC pauses, µs/session (median)   server   client');
+for (const pair of ['bare', ...pairs]) {
+  const gc = which =>
+    summarize(perRound.map(r => r[pair][which]))
+      .median.toFixed(1)
+      .padStart(8);
+  console.log(`${pair.padEnd(30)}  ${gc('serverGc')} ${gc('clientGc')}`);
+}
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
   out,
-  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, rounds, sessions, warmup, builds: Object.fromEntries(values('--server-build').map(s => s.split('='))), report, perRound }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, rounds, sessions, warmup, builds: Object.fromEntries([...values('--build'), ...values('--server-build')].map(s => s.split('='))), report, perRound }, null, 2)}\n`,
 );
 console.log(`wrote ${relative(process.cwd(), out)}`);
 rmSync(scratch, { recursive: true, force: true });

@@ -18,6 +18,7 @@ const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 const { LoggingMessageNotificationSchema } = require('@modelcontextprotocol/sdk/types.js');
 const { cpuReading, cpuSpent } = require('../outside-in/threads.cjs');
+const { gcPausedUs } = require('../outside-in/gc-pauses.cjs');
 
 const config = JSON.parse(process.env.BENCH);
 const patched = StreamableHTTPClientTransport.prototype._handleSseStream.__wrapped === true;
@@ -75,8 +76,10 @@ async function main() {
   const t0 = process.hrtime.bigint();
   const usageBefore = process.cpuUsage();
   const before = cpuReading();
+  const gcBefore = gcPausedUs();
   await sessions(config.sessions);
   const spent = cpuSpent(before, cpuReading());
+  const gcAfter = gcPausedUs();
   const usage = process.cpuUsage(usageBefore);
   const t1 = process.hrtime.bigint();
   const serverAfter = await serverCpu(false);
@@ -93,6 +96,9 @@ async function main() {
       clientSystemUs: usage.system,
       clientThreads: spent.threads,
       serverCpuUs: serverAfter.cpuUs - serverBefore.cpuUs,
+      // GC pauses on each side's main thread in the timed window (outside-in/gc-pauses.cjs).
+      clientGcUs: gcAfter - gcBefore,
+      serverGcUs: serverAfter.gcUs - serverBefore.gcUs,
       wallUs: Number(t1 - t0) / 1000,
       timedWindowUs: [Number(t0 / 1000n), Number(t1 / 1000n)],
       serverOpenAfter: serverAfter.open,

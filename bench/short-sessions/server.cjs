@@ -10,7 +10,7 @@
 // Tool `notify {count}` sends `count` notifications/message on the tool call's own POST SSE stream, then answers.
 // `GET /cpu` (plain HTTP, no MCP; `?gc=1` runs a full GC first, `&idle=1` switches forkwatch's work off first:
 // outside-in/idle.cjs) answers this process's CPU time
-// (process.cpuUsage(), µs) and the number of sessions open, so the bench reads the server's CPU from inside it.
+// (process.cpuUsage(), µs), its GC pauses (µs, outside-in/gc-pauses.cjs) and the number of sessions open, so the bench reads the server's CPU from inside it.
 // Prints `LISTENING <port> <patched|bare> <where forkwatch was loaded from or ->` once it accepts connections.
 const { randomUUID } = require('node:crypto');
 const { createServer } = require('node:http');
@@ -18,6 +18,7 @@ const { McpServer } = require('@modelcontextprotocol/sdk/server/mcp.js');
 const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/server/streamableHttp.js');
 const { InMemoryEventStore } = require('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
 const { z } = require('zod');
+const { gcPausedUs } = require('../outside-in/gc-pauses.cjs');
 
 const sessions = new Map();
 const TEXT = 'x'.repeat(64);
@@ -59,7 +60,7 @@ const httpServer = createServer(async (req, res) => {
       if (req.url.includes('gc=1')) globalThis.gc?.();
       const { user, system } = process.cpuUsage();
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ cpuUs: user + system, open: sessions.size }));
+      res.end(JSON.stringify({ cpuUs: user + system, gcUs: gcPausedUs(), open: sessions.size }));
       return;
     }
     const body = req.method === 'POST' ? await readBody(req) : undefined;

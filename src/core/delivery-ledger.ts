@@ -124,12 +124,16 @@ class RecentWrites {
   next = 0;
 }
 
-class SessionAccount {
+/** A session's account, opaque outside the ledger: held by the session's key (LedgerSessionKey). */
+export class SessionAccount {
+  /** The ledger it belongs to: a reconfigured instrumentation has a new ledger, which must not read the old one's. */
+  readonly ledger: object;
   lastActiveAt: number;
   pending: Map<string, PendingStream> | undefined = undefined;
   recent: RecentWrites | undefined = undefined;
   private flags = 0;
-  constructor(now: number) {
+  constructor(ledger: object, now: number) {
+    this.ledger = ledger;
     this.lastActiveAt = now;
   }
   /** A GET of the session arrived here (a resume's replay, if any, started then). */
@@ -148,9 +152,17 @@ class SessionAccount {
   }
 }
 
-export class DeliveryLedger<K extends object> {
+/**
+ * A session as the ledger knows it: the caller's own object, one per session, which holds the session's account in a
+ * field. Not an entry in a weak map per session: every garbage collection must trace each such entry (an ephemeron),
+ * a cost that short sessions pay in full (issue 50).
+ */
+export interface LedgerSessionKey {
+  deliveryAccount?: SessionAccount | undefined;
+}
+
+export class DeliveryLedger<K extends LedgerSessionKey> {
   readonly options: DeliveryLedgerOptions;
-  private readonly accounts = new WeakMap<K, SessionAccount>();
   /** Sessions with pending events, in order of their last activity (oldest first). */
   private readonly pendingSessions = new Map<K, SessionAccount>();
 
@@ -176,7 +188,7 @@ export class DeliveryLedger<K extends object> {
 
   /** This session holds pending events. */
   hasPendingFor(key: K): boolean {
-    return this.accounts.get(key)?.pending !== undefined;
+    return this.accountOf(key)?.pending !== undefined;
   }
 
   /** One event of the session was stored (or had to be written without a store). */
@@ -212,7 +224,7 @@ export class DeliveryLedger<K extends object> {
    * come yet, become pending as in flight.
    */
   connectionDropped(key: K, streamId: string, now: number, unwritten = 0): void {
-    const account = this.accounts.get(key);
+    const account = this.accountOf(key);
     // Events a replay missed wait again from the session's next activity: it may resume here (and get them) or not.
     const behind = account?.pending?.get(streamId);
     if (behind?.behindReplay) {
@@ -292,7 +304,7 @@ export class DeliveryLedger<K extends object> {
    * pending events reached the client, and every in-flight one either had before the drop or did now.
    */
   replayed(key: K, streamId: string, events: number): void {
-    const account = this.accounts.get(key);
+    const account = this.accountOf(key);
     const stream = account?.pending?.get(streamId);
     const settled = stream === undefined ? 0 : Math.min(stream.count, Math.max(0, events));
     if (events > settled) this.safeReportUnpending(key, events - settled);
@@ -310,10 +322,10 @@ export class DeliveryLedger<K extends object> {
 
   /** The session closed (DELETE, close(), expiry by the app): nothing can come back for its events any more. */
   closed(key: K, now: number): void {
-    const account = this.accounts.get(key);
+    const account = this.accountOf(key);
     if (account === undefined) return;
     this.settleSession(key, account, now, 'closed');
-    this.accounts.delete(key);
+    key.deliveryAccount = undefined;
   }
 
   /** Forgets sessions idle for maxIdleMs (their events `abandoned`). Cheap: stops at the first recent session. */
@@ -326,17 +338,23 @@ export class DeliveryLedger<K extends object> {
 
   /** Forgets everything; pending events are not reported. */
   clear(): void {
-    for (const key of this.pendingSessions.keys()) this.accounts.delete(key);
+    for (const key of this.pendingSessions.keys()) key.deliveryAccount = undefined;
     this.pendingSessions.clear();
   }
 
   private account(key: K, now: number): SessionAccount {
-    let account = this.accounts.get(key);
+    let account = this.accountOf(key);
     if (account === undefined) {
-      account = new SessionAccount(now);
-      this.accounts.set(key, account);
+      account = new SessionAccount(this, now);
+      key.deliveryAccount = account;
     }
     return account;
+  }
+
+  /** The session's account in this ledger, if it has one. */
+  private accountOf(key: K): SessionAccount | undefined {
+    const account = key.deliveryAccount;
+    return account !== undefined && account.ledger === this ? account : undefined;
   }
 
   /** Counts a stream's events and forgets it when the rules give a reason (see delivery-rules.ts). */
@@ -402,26 +420,28 @@ function pendingCount(stream: PendingStream): number {
 }
 
 /** Read-only views of a ledger for tests and the lab; forkwatch itself never reads them. */
-export interface DeliveryLedgerProbe<K extends object> {
+export interface DeliveryLedgerProbe<K extends LedgerSessionKey> {
   /** Sessions that hold pending events. */
   readonly sessionsWithPending: number;
   /** Pending events of a session (all its streams). */
   pendingEvents(key: K): number;
+  /** The sessions that hold pending events, oldest activity first. */
+  sessionsPending(): Iterable<K>;
   /** Streams whose window is running at `now`: until it ends a resume may still settle them. */
   streamsInWindow(now: number): number;
 }
 
-export function probeDeliveryLedger<K extends object>(ledger: DeliveryLedger<K>): DeliveryLedgerProbe<K> {
-  // Element access reaches the private fields on purpose: the probe is the ledger's one window for tests.
-  const accounts = ledger['accounts'];
+export function probeDeliveryLedger<K extends LedgerSessionKey>(ledger: DeliveryLedger<K>): DeliveryLedgerProbe<K> {
+  // Element access reaches the private members on purpose: the probe is the ledger's one window for tests.
   const pendingSessions = ledger['pendingSessions'];
   return {
     get sessionsWithPending() {
       return pendingSessions.size;
     },
+    sessionsPending: () => pendingSessions.keys(),
     pendingEvents(key) {
       let total = 0;
-      for (const stream of accounts.get(key)?.pending?.values() ?? []) total += pendingCount(stream);
+      for (const stream of ledger['accountOf'](key)?.pending?.values() ?? []) total += pendingCount(stream);
       return total;
     },
     streamsInWindow(now) {

@@ -13,8 +13,8 @@
  * - per session, the request streams whose response was written live here (a small ring).
  *
  * Nothing here is per event unless the store is shared, except one response check on request-stream events written
- * live. Transports are held weakly, in one record each; session ids only in a bounded map, for naming the other
- * session on a span.
+ * live. What it knows of a transport is in one record its party holds (no map of transports); session ids only in a
+ * bounded map, for naming the other session on a span.
  */
 import { hashEventId } from '../core/event-id';
 import { CompletedStreams, EventOwnerTable } from '../core/replay-boundary';
@@ -46,27 +46,35 @@ function ownerNumber(sessionId: string): number {
 }
 
 /**
- * What the watch knows of one transport, in one weakly held record (one map entry per session, not one per fact):
- * a number of its own (a store's first user is told apart without a WeakRef), the request streams completed live on
- * it, and the owner number of its session.
+ * What the watch knows of one transport: a number of its own (a store's first user is told apart without a WeakRef),
+ * the request streams completed live on it, and the owner number of its session. Held by the transport's party, not
+ * in a weak map of the watch's: an entry per session in a weak map is an ephemeron every garbage collection traces, a
+ * cost short sessions pay in full (issue 50).
  */
-interface TransportRecord {
+export interface TransportRecord {
+  /** The watch it belongs to: a re-patched instrumentation has a new watch, which starts its records afresh. */
+  readonly watch: ReplayBoundaryWatch;
   readonly n: number;
   completed: CompletedStreams | undefined;
   sessionId: string | undefined;
   owner: number;
 }
 
+/** What stands for one transport here (its session observer, or its store's wrapper): it holds the record. */
+export interface BoundaryParty {
+  readonly transport: object;
+  boundaryRecord: TransportRecord | undefined;
+}
+
 export class ReplayBoundaryWatch {
   private readonly table = new EventOwnerTable();
   private readonly shares = new WeakMap<object, StoreShare>();
-  private readonly transports = new WeakMap<object, TransportRecord>();
   private transportsSeen = 0;
   private readonly names = new Map<number, string>();
 
-  /** The share of `store` as seen by `transport`, which is about to use it (once per transport). */
-  shareOf(store: object, transport: object): StoreShare {
-    const { n } = this.recordOf(transport);
+  /** The share of `store` as seen by the party's transport, which is about to use it (once per transport). */
+  shareOf(store: object, party: BoundaryParty): StoreShare {
+    const { n } = this.recordOf(party);
     let share = this.shares.get(store);
     if (share === undefined) {
       share = { first: n, shared: false };
@@ -78,29 +86,30 @@ export class ReplayBoundaryWatch {
   }
 
   /** The transport stored the event with this id in a shared store (its store resolved). */
-  stored(transport: object, eventId: unknown): void {
+  stored(party: BoundaryParty, eventId: unknown): void {
     if (typeof eventId !== 'string') return;
-    const n = this.ownerOf(transport);
+    const n = this.ownerOf(party);
     if (n !== 0) this.table.record(hashEventId(eventId), n);
   }
 
-  /** The owner of a replayed event when this process stored it for another session than `transport`'s. */
-  foreignOwner(transport: object, eventId: unknown): EventOwner | undefined {
+  /** The owner of a replayed event when this process stored it for another session than the party's. */
+  foreignOwner(party: BoundaryParty, eventId: unknown): EventOwner | undefined {
     if (typeof eventId !== 'string') return undefined;
     const n = this.table.ownerOf(hashEventId(eventId));
-    if (n === 0 || n === this.ownerOf(transport)) return undefined;
+    if (n === 0 || n === this.ownerOf(party)) return undefined;
     return { n, sessionId: this.names.get(n) };
   }
 
   /** A response was written live on a request stream of the session: that stream is complete. */
-  responseWritten(transport: object, streamId: string): void {
-    const record = this.recordOf(transport);
+  responseWritten(party: BoundaryParty, streamId: string): void {
+    const record = this.recordOf(party);
     record.completed ??= new CompletedStreams();
     record.completed.add(streamId);
   }
 
-  completedHere(transport: object, streamId: unknown): boolean {
-    return typeof streamId === 'string' && this.transports.get(transport)?.completed?.has(streamId) === true;
+  completedHere(party: BoundaryParty, streamId: unknown): boolean {
+    const record = party.boundaryRecord;
+    return typeof streamId === 'string' && record?.watch === this && record.completed?.has(streamId) === true;
   }
 
   clear(): void {
@@ -108,11 +117,11 @@ export class ReplayBoundaryWatch {
     this.names.clear();
   }
 
-  /** The owner number of the transport's session, 0 while it has none (before initialize, stateless). */
-  private ownerOf(transport: object): number {
-    const sessionId = (transport as { sessionId?: unknown }).sessionId;
+  /** The owner number of the party's session, 0 while it has none (before initialize, stateless). */
+  private ownerOf(party: BoundaryParty): number {
+    const sessionId = (party.transport as { sessionId?: unknown }).sessionId;
     if (typeof sessionId !== 'string' || sessionId === '') return 0;
-    const record = this.recordOf(transport);
+    const record = this.recordOf(party);
     if (record.sessionId !== sessionId) {
       record.sessionId = sessionId;
       record.owner = ownerNumber(sessionId);
@@ -123,11 +132,11 @@ export class ReplayBoundaryWatch {
     return record.owner;
   }
 
-  private recordOf(transport: object): TransportRecord {
-    let record = this.transports.get(transport);
-    if (record === undefined) {
-      record = { n: ++this.transportsSeen, completed: undefined, sessionId: undefined, owner: 0 };
-      this.transports.set(transport, record);
+  private recordOf(party: BoundaryParty): TransportRecord {
+    let record = party.boundaryRecord;
+    if (record === undefined || record.watch !== this) {
+      record = { watch: this, n: ++this.transportsSeen, completed: undefined, sessionId: undefined, owner: 0 };
+      party.boundaryRecord = record;
     }
     return record;
   }

@@ -17,7 +17,7 @@
 import {
   DeliveryLedger,
   type DeliveryLedgerOptions,
-  type DeliveryLedgerProbe,
+  type LedgerSessionKey,
   type StoredEvent,
   type UndeliveredReason,
   probeDeliveryLedger,
@@ -32,6 +32,14 @@ import {
   type ServerTransportLabel,
   type ServerUndeliveredReason,
 } from '../shared/names';
+
+/**
+ * A session as the server's ledger knows it: the SessionFacts its stack's observer holds (session-facts.ts), which
+ * keeps the session's account, and the stack's own object for the session (a transport, ...), by which probes name it.
+ */
+export interface DeliverySession extends LedgerSessionKey {
+  readonly session: object;
+}
 
 export interface ServerDeliveryHost {
   /** Adds to forkwatch_server_undelivered_events_total. */
@@ -52,7 +60,7 @@ const isSharedReason = (reason: ServerUndeliveredReason): reason is ServerShared
   (SERVER_SHARED_UNREPLAYED_REASONS as readonly string[]).includes(reason);
 
 export class ServerDelivery {
-  private readonly ledger: DeliveryLedger<object>;
+  private readonly ledger: DeliveryLedger<DeliverySession>;
   /** Sweeps run so far (read through probeServerDelivery). */
   private sweeps = 0;
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
@@ -91,7 +99,7 @@ export class ServerDelivery {
   }
 
   /** Once per event: no closure, no allocation. */
-  eventStored(session: object, streamId: string, event: StoredEvent): void {
+  eventStored(session: DeliverySession, streamId: string, event: StoredEvent): void {
     try {
       this.ledger.stored(session, streamId, event, this.host.now());
       if (!event.open) this.schedule();
@@ -102,7 +110,7 @@ export class ServerDelivery {
   }
 
   /** A request of the session other than a GET. Per request, like eventStored: no closure. */
-  requestReceived(session: object): void {
+  requestReceived(session: DeliverySession): void {
     try {
       this.ledger.activity(session, this.host.now());
     } catch (error) {
@@ -112,11 +120,11 @@ export class ServerDelivery {
   }
 
   /** The session holds events whose delivery is not judged yet. */
-  hasPendingFor(session: object): boolean {
+  hasPendingFor(session: DeliverySession): boolean {
     return this.ledger.hasPendingFor(session);
   }
 
-  getReceived(session: object): void {
+  getReceived(session: DeliverySession): void {
     try {
       this.ledger.listenerOpened(session, this.host.now());
     } catch (error) {
@@ -127,7 +135,7 @@ export class ServerDelivery {
 
   /** The client dropped the connection of the session's standalone stream (see the ledger's in-flight rule). */
   /** `unwritten`: events stored for that connection whose write had not come yet (in flight too). */
-  standaloneDropped(session: object, streamId: string, unwritten = 0): void {
+  standaloneDropped(session: DeliverySession, streamId: string, unwritten = 0): void {
     try {
       this.ledger.connectionDropped(session, streamId, this.host.now(), unwritten);
       if (this.ledger.hasPending) this.schedule();
@@ -136,12 +144,12 @@ export class ServerDelivery {
     }
   }
 
-  replaySent(session: object, streamId: string, events: number): void {
+  replaySent(session: DeliverySession, streamId: string, events: number): void {
     this.guard('recording a replay', () => this.ledger.replayed(session, streamId, events));
     this.stopWhenSettled();
   }
 
-  sessionClosed(session: object): void {
+  sessionClosed(session: DeliverySession): void {
     try {
       this.ledger.closed(session, this.host.now());
     } catch (error) {
@@ -193,7 +201,11 @@ export class ServerDelivery {
 }
 
 /** Read-only views of the server's delivery ledger for tests and the lab; forkwatch itself never reads them. */
-export interface ServerDeliveryProbe extends DeliveryLedgerProbe<object> {
+export interface ServerDeliveryProbe {
+  /** Sessions that hold pending events. */
+  readonly sessionsWithPending: number;
+  /** Pending events of a session, named by its stack's object (a transport). */
+  pendingEvents(session: object): number;
   /** Sweeps run so far: tests wait for one after a window instead of sleeping. */
   readonly sweeps: number;
   readonly options: DeliveryLedgerOptions;
@@ -213,7 +225,10 @@ export function probeServerDelivery(delivery: ServerDelivery): ServerDeliveryPro
     get sessionsWithPending() {
       return probe.sessionsWithPending;
     },
-    pendingEvents: key => probe.pendingEvents(key),
+    pendingEvents: session => {
+      for (const key of probe.sessionsPending()) if (key.session === session) return probe.pendingEvents(key);
+      return 0;
+    },
     streamsInWindow: () => probe.streamsInWindow(delivery['host'].now()),
   };
 }

@@ -13,7 +13,7 @@ import { judgeReplayBoundary } from '../core/replay-boundary';
 import { ATTR, SPAN, SPAN_EVENT, type ServerResumeOutcome, type ServerTransportLabel } from '../shared/names';
 import { clipSessionId, hashSessionId, protocolVersionAttributes, sessionSpanAttributes } from '../shared/session-id';
 import { errorTypeOf, recordBoundedException } from '../shared/span-errors';
-import { boundaryWatchOf } from './replay-boundary-watch';
+import { type BoundaryParty, boundaryWatchOf } from './replay-boundary-watch';
 import { type ReplayRecord, type ReplayScope, newReplayRecord } from './replay-record';
 
 /** The standalone stream id a stack that does not name its own uses: the SDK's. */
@@ -37,6 +37,8 @@ export interface ServerResumeInit {
   instance: object;
   /** Told what the replay sent, for the delivery ledger. */
   session: ReplaySink;
+  /** The transport in the replay-boundary watch, if its stack tells it which request streams completed live here. */
+  boundary?: BoundaryParty;
   cursor: string;
   sessionId: string | undefined;
   protocolVersion: string | undefined;
@@ -160,7 +162,7 @@ export class ServerResume {
     if (this.concluded) return;
     // Store results observed by the wrapper settle before the SDK continues; a non-native thenable may lag.
     await Promise.all(this.record.pending);
-    const transport = this.init.instance;
+    const party = this.init.boundary;
     const boundary = boundaryWatchOf(this.runtime);
     const outcome = boundaryOutcome(
       classifyServerResume({
@@ -173,7 +175,7 @@ export class ServerResume {
       this.init.session,
       // forkwatch probe resumes its pings' request streams after their responses on purpose (it judges the replay
       // itself): never a colliding-ids fork. A cross-session replay to the probe is still a leak.
-      streamId => this.init.fromProbe !== true && boundary.completedHere(transport, streamId),
+      streamId => this.init.fromProbe !== true && party !== undefined && boundary.completedHere(party, streamId),
     );
     this.finish(outcome, status, this.record.storeFailed ? this.record.storeError : undefined);
   }

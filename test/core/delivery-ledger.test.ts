@@ -31,6 +31,19 @@ function ledger(
 }
 
 describe('DeliveryLedger', () => {
+  test("a session's key holds its account for one ledger only: a second ledger (a reconfigured instrumentation) starts afresh", () => {
+    const first = ledger();
+    const second = ledger();
+    const s = {};
+    first.l.stored(s, '_GET_stream', NO_STORE, 0);
+    expect(probeDeliveryLedger(first.l).pendingEvents(s)).toBe(1);
+    expect(second.l.hasPendingFor(s)).toBe(false);
+    second.l.closed(s, 1); // nothing of the first ledger's is judged by the second
+    expect(second.reports).toEqual({});
+    first.l.closed(s, 2);
+    expect(first.reports).toEqual({ abandoned: 1 });
+  });
+
   test('events written live are never pending', () => {
     const { l, reports } = ledger();
     const s = {};

@@ -22,6 +22,9 @@ import {
   sdkCodec,
 } from '../../src/core/codecs';
 import { SHAPELESS_BOGUS_CURSOR, bogusCursor, isPlausibleNext } from '../../src/cli/probe/bogus-cursor';
+import { repeatedCondition, replayCondition } from '../../src/cli/probe/conditions';
+import type { ResumeAttempt } from '../../src/cli/probe/report';
+import type { ResumeTarget } from '../../src/cli/probe/resume';
 import { reproducibleMarkers } from '../../src/cli/probe/markers';
 import type { SseFrame } from '../../src/cli/probe/sse-reader';
 import { storedWhileAway } from '../../src/cli/probe/standalone-replay';
@@ -356,5 +359,38 @@ describe('markers that come again (reproducibleMarkers)', () => {
     expect(reproducibleMarkers([[log('live 1')], []], []).size).toBe(0);
     // What arrived before the probe made the server send anything is live.
     expect(reproducibleMarkers([[log('hb')], [log('hb')]], [log('hb')]).size).toBe(0);
+  });
+});
+
+describe('the cause of forks behind a round-robin balancer (repeatedCondition, replayCondition)', () => {
+  const stream = '7f1c2b3a-0000-4000-8000-000000000001';
+  // SDK-shaped ids in one millisecond: the random suffix decides their order, as on a fast local server.
+  const id = (rand: string) => `${stream}_1765000000000_${rand}`;
+  const attempt = (k: number, outcome: 'resumed' | 'forked'): ResumeAttempt => ({
+    attempt: k + 1,
+    status: 200,
+    outcome,
+    conflictRetries: 0,
+    ms: 5,
+    detail: outcome,
+  });
+  // Every fork's response sorts before its cursor (the example store would have lost it), and so does one response
+  // that was replayed all the same: the store replays in another order, so the forks are another replica's log.
+  const outcomes = ['resumed', 'forked', 'resumed', 'forked', 'resumed', 'resumed'] as const;
+  const attempts = outcomes.map((o, k) => attempt(k, o));
+  const targets: ResumeTarget[] = outcomes.map((o, k) => ({
+    consumedUpToCursor: new Set<string>(),
+    cursor: id(`m000000${k}`),
+    responseId: o === 'forked' || k === 0 ? id(`a000000${k}`) : id(`z000000${k}`),
+  }));
+
+  test('a resume that got a response sorting before its cursor refutes the example store: other_replica', () => {
+    expect(repeatedCondition(attempts, targets).cause).toBe('other_replica');
+    expect(replayCondition(attempts[1]!, targets[1]!, { attempts, targets }).cause).toBe('other_replica');
+  });
+
+  test('every fork sorting before its cursor and every resume after it: the example store, as before', () => {
+    const consistent = targets.map((t, k) => (k === 0 ? { ...t, responseId: id('z0000000') } : t));
+    expect(repeatedCondition(attempts, consistent).cause).toBe('example_store_id_order');
   });
 });

@@ -4,9 +4,10 @@
  */
 /** The replay-boundary watch: owners are sessions, learned only for shared stores (src/server/replay-boundary-watch.ts). */
 import { describe, expect, test } from 'vitest';
-import { ReplayBoundaryWatch } from '../../src/server/replay-boundary-watch';
+import { type BoundaryParty, ReplayBoundaryWatch } from '../../src/server/replay-boundary-watch';
 
-const transport = (sessionId?: string) => ({ sessionId });
+/** A transport's party, as its session observer stands for it. */
+const transport = (sessionId?: string): BoundaryParty => ({ transport: { sessionId }, boundaryRecord: undefined });
 
 describe('ReplayBoundaryWatch', () => {
   test('a store is shared once a second transport uses it, for both of them', () => {
@@ -58,5 +59,18 @@ describe('ReplayBoundaryWatch', () => {
     expect(watch.completedHere(a, 'req-2')).toBe(false);
     expect(watch.completedHere(transport('b'), 'req-1')).toBe(false);
     expect(watch.completedHere(a, undefined)).toBe(false);
+  });
+
+  test("a new watch (a re-patched instrumentation) starts afresh: it never reads another watch's record", () => {
+    const old = new ReplayBoundaryWatch();
+    const a = transport('a');
+    old.responseWritten(a, 'req-1');
+    const store = {};
+    old.shareOf(store, transport('b'));
+    const watch = new ReplayBoundaryWatch();
+    expect(watch.completedHere(a, 'req-1')).toBe(false);
+    // In the new watch, a is a store's first user as much as b was in the old one: not shared.
+    expect(watch.shareOf(store, a).shared).toBe(false);
+    expect(old.completedHere(a, 'req-1')).toBe(false); // a's record is the new watch's now
   });
 });

@@ -157,10 +157,21 @@ export function repeatedCondition(attempts: ResumeAttempt[], targets: readonly R
   return failed('request.repeated_resumes', cause, detail, evidence);
 }
 
-/** The SDK example store loses exactly the responses that sort before their cursors: every fork one of those. */
+/**
+ * The SDK example store loses exactly the responses that sort before their cursors: every fork one of those, and no
+ * resume that got its response one of those (that store could not have replayed it). A fork that sorts before its
+ * cursor by chance (a coin toss when the two share a millisecond) names nothing while another resume refutes it.
+ */
 function forksByIdOrder(attempts: readonly ResumeAttempt[], targets: readonly ResumeTarget[]): boolean {
-  const forks = attempts.flatMap((a, k) => (a.outcome === 'forked' ? [targets[k]] : []));
-  return forks.length > 0 && forks.every(t => t !== undefined && lostByIdOrder(t.cursor, t.responseId));
+  let forks = 0;
+  for (const [k, attempt] of attempts.entries()) {
+    if (attempt.outcome !== 'forked' && attempt.outcome !== 'resumed') continue;
+    const target = targets[k];
+    const lost = target !== undefined && lostByIdOrder(target.cursor, target.responseId);
+    if (attempt.outcome === 'resumed' ? lost : !lost) return false;
+    if (attempt.outcome === 'forked') forks++;
+  }
+  return forks > 0;
 }
 
 export function summarize(

@@ -20,38 +20,53 @@ interface MessageReceiver {
   onmessage?: unknown;
 }
 
-const books = new WeakMap<object, OutstandingRequests>();
-const observers = new WeakSet<object>();
 const TRANSPORT_ATTRS = { transport: 'streamable_http' } as const;
+
+/**
+ * What this file keeps of one transport, in the transport's own state (streamable-http-client.ts): not in weak maps
+ * of its own, whose entries every garbage collection would trace (an ephemeron per session, issue 50).
+ */
+export interface AnsweredBook {
+  /** The transport's requests sent and answered; made at its first request. */
+  book: OutstandingRequests | undefined;
+  /** The pass-through function forkwatch last put in the transport's `onmessage`. */
+  observedHandler: unknown;
+}
 
 function isRequest(message: unknown): message is { id: unknown } {
   return message !== null && typeof message === 'object' && 'method' in message && 'id' in message;
 }
 
-/** The transport is sending `message` (its `send`); never throws. */
-export function noteSentMessage(transport: MessageReceiver, message: unknown, runtime: ForkwatchRuntime): void {
+/** The transport is sending `message` (its `send`); `kept` is the transport's state. Never throws. */
+export function noteSentMessage(
+  transport: MessageReceiver,
+  kept: AnsweredBook,
+  message: unknown,
+  runtime: ForkwatchRuntime,
+): void {
   try {
     if (!isRequest(message)) return;
-    let book = books.get(transport);
-    if (book === undefined) {
-      book = new OutstandingRequests();
-      books.set(transport, book);
-    }
-    book.sent(message.id);
-    observeMessages(transport, book, runtime);
+    kept.book ??= new OutstandingRequests();
+    kept.book.sent(message.id);
+    observeMessages(transport, kept, kept.book, runtime);
   } catch (error) {
     runtime.diag.error('noting a sent request failed', error);
   }
 }
 
-/** True when the request `id` was answered on this transport (a result or an error came back for it). */
-export function wasAnswered(transport: object, id: unknown): boolean {
-  return id !== undefined && books.get(transport)?.wasAnswered(id) === true;
+/** True when the request `id` was answered on the transport whose state is `kept` (a result or an error came back). */
+export function wasAnswered(kept: AnsweredBook | undefined, id: unknown): boolean {
+  return id !== undefined && kept?.book?.wasAnswered(id) === true;
 }
 
-function observeMessages(transport: MessageReceiver, book: OutstandingRequests, runtime: ForkwatchRuntime): void {
+function observeMessages(
+  transport: MessageReceiver,
+  kept: AnsweredBook,
+  book: OutstandingRequests,
+  runtime: ForkwatchRuntime,
+): void {
   const handler = transport.onmessage;
-  if (typeof handler !== 'function' || observers.has(handler)) return;
+  if (typeof handler !== 'function' || handler === kept.observedHandler) return;
   // `arguments`, not a rest array: this runs for every message the client receives.
   const observed = function onmessage(this: unknown, message: unknown) {
     if (runtime.enabled) {
@@ -66,6 +81,6 @@ function observeMessages(transport: MessageReceiver, book: OutstandingRequests, 
     // biome-ignore lint/complexity/noArguments: forwards whatever the SDK passes, without allocating
     return handler.apply(this, arguments);
   };
-  observers.add(observed);
+  kept.observedHandler = observed;
   transport.onmessage = observed;
 }

@@ -37,7 +37,7 @@ import type { EmptyReconnectKind } from '../../shared/names';
 import type { ResumeVerdictInfo } from '../../shared/types';
 import { observeOwnFetch } from '../wire/fetch-wrapper';
 import { httpStatusOf } from './http-status';
-import { noteSentMessage, wasAnswered } from './foreign-responses';
+import { type AnsweredBook, noteSentMessage, wasAnswered } from './foreign-responses';
 import { claimPatchedGet } from '../observer/patched-transport-scope';
 import { type EmptyStreak, reconnectScheduled, reconnectSent, streakEnded } from './reconnect-storms';
 import { ResumeAttempt } from '../observer/resume-attempt';
@@ -54,7 +54,7 @@ export const STREAMABLE_HTTP_CLIENT_METHODS = [
   'send',
 ] as const;
 
-interface TransportState extends EmptyStreak, RevivalState {
+interface TransportState extends EmptyStreak, RevivalState, AnsweredBook {
   fallbackKey: string;
   /** What each stream of this transport calls on its first event, made once per transport and runtime. */
   firstEvent: { runtime: ForkwatchRuntime; onFirstEvent: () => void } | undefined;
@@ -94,9 +94,19 @@ interface ReporterRecord {
 /**
  * forkwatch's `onresumptiontoken` callbacks: one per request (`send` hands it to the SDK with the request's id) or per
  * GET stream, kept by the SDK in the stream's reconnection options. Each new stream of it is reported to by the same
- * callback: no second wrapper and no copy of the options per stream (issue 50).
+ * callback: no second wrapper and no copy of the options per stream (issue 50). Each callback holds its record under
+ * a symbol of forkwatch's: not a weak map entry per request, which every garbage collection would trace (an
+ * ephemeron). The callbacks are forkwatch's own functions; only the SDK holds them.
  */
-const reporters = new WeakMap<object, ReporterRecord>();
+const REPORTER_RECORD = Symbol('forkwatch.reporterRecord');
+
+/** The record of one of forkwatch's callbacks; undefined for any other value (the app's own callback, ...). */
+function reporterRecordOf(callback: unknown): ReporterRecord | undefined {
+  return typeof callback === 'function'
+    ? (callback as { [REPORTER_RECORD]?: ReporterRecord })[REPORTER_RECORD]
+    : undefined;
+}
+
 let transportCounter = 0;
 
 function stateOf(transport: object): TransportState {
@@ -110,6 +120,8 @@ function stateOf(transport: object): TransportState {
       firstEvent: undefined,
       emptyStreak: 0,
       revivedCounted: undefined,
+      book: undefined,
+      observedHandler: undefined,
     };
     transportStates.set(transport, state);
   }
@@ -167,14 +179,19 @@ const CLIENT_WRAPPERS: Readonly<
 
 /** Every message sent: request ids, so a response to none of them is foreign (foreign-responses.ts). */
 function wrapSend(original: Method, runtime: ForkwatchRuntime): Method {
-  return function send(this: StreamableHttpClientTransportLike, message: unknown, ...rest: unknown[]) {
-    if (!runtime.enabled) return original.call(this, message, ...rest);
-    noteSentMessage(this, message, runtime);
+  // Called for every message the client sends: the SDK's arguments forwarded as they came unless a request's stream
+  // needs forkwatch's callback (markedArguments), with no array of ours otherwise (issue 50).
+  return function send(this: StreamableHttpClientTransportLike, message: unknown) {
+    // biome-ignore lint/complexity/noArguments: the SDK's own arguments, whatever they are, with no copy
+    const args = arguments as unknown as unknown[];
+    if (!runtime.enabled) return original.apply(this, args);
+    const state = stateOf(this);
+    noteSentMessage(this, state, message, runtime);
     if (runtime.settings.observeFetch) adoptOwnFetch(this, runtime);
     const sessionBefore = sessionIdOf(this);
-    const result = original.call(this, message, ...markedOptions(message, rest, runtime));
+    const result = original.apply(this, markedArguments(message, args, runtime));
     try {
-      return watchSentMessage(stateOf(this), message, sessionBefore, this, sessionIdOf, result, runtime);
+      return watchSentMessage(state, message, sessionBefore, this, sessionIdOf, result, runtime);
     } catch (error) {
       runtime.diag.error('watching a sent message failed; this stream is not checked', error);
       return result;
@@ -187,19 +204,21 @@ function wrapSend(original: Method, runtime: ForkwatchRuntime): Method {
  * that calls the app's, if any, as it would have been called. The stream then knows the request it answers, and a
  * reconnect of it after the answer is not a resume (see answeredStream).
  */
-function markedOptions(message: unknown, rest: unknown[], runtime: ForkwatchRuntime): unknown[] {
+function markedArguments(message: unknown, args: unknown[], runtime: ForkwatchRuntime): unknown[] {
   try {
     const id = (message as { id?: unknown } | null)?.id;
-    if (typeof message !== 'object' || message === null || !('method' in message) || id === undefined) return rest;
-    const options = rest[0];
-    if (options !== undefined && (typeof options !== 'object' || options === null)) return rest;
+    if (typeof message !== 'object' || message === null || !('method' in message) || id === undefined) return args;
+    const options = args[1];
+    if (options !== undefined && (typeof options !== 'object' || options === null)) return args;
     const inner = (options as StartSseOptionsLike | undefined)?.onresumptiontoken;
-    if (inner !== undefined && typeof inner !== 'function') return rest;
+    if (inner !== undefined && typeof inner !== 'function') return args;
     const reporter = newReporter({ inner, requestId: id, stream: undefined }, runtime);
-    return [{ ...(options as object | undefined), onresumptiontoken: reporter }, ...rest.slice(1)];
+    const marked = Array.prototype.slice.call(args);
+    marked[1] = { ...(options as object | undefined), onresumptiontoken: reporter };
+    return marked;
   } catch (error) {
     runtime.diag.error('marking a request stream failed', error);
-    return rest;
+    return args;
   }
 }
 
@@ -362,7 +381,7 @@ function wrapScheduleReconnection(original: Method, runtime: ForkwatchRuntime): 
 function streamEnded(options: unknown): void {
   const reporter =
     options && typeof options === 'object' ? (options as StartSseOptionsLike).onresumptiontoken : undefined;
-  const stream = reporter && typeof reporter === 'function' ? reporters.get(reporter)?.stream : undefined;
+  const stream = reporterRecordOf(reporter)?.stream;
   if (stream && stream.endedAt === undefined) stream.onEnd();
 }
 
@@ -426,8 +445,8 @@ const openedAttempts = new WeakSet<ResumeAttempt>();
  */
 function answeredStream(transport: object, options: object): boolean {
   const reporter = (options as StartSseOptionsLike).onresumptiontoken;
-  const requestId = typeof reporter === 'function' ? reporters.get(reporter)?.requestId : undefined;
-  return requestId !== undefined && wasAnswered(transport, requestId);
+  const requestId = reporterRecordOf(reporter)?.requestId;
+  return requestId !== undefined && wasAnswered(transportStates.get(transport), requestId);
 }
 
 /** The SDK sends a GET it scheduled after a stream ended: an empty reconnect is counted now, once (reconnect-storms.ts). */
@@ -554,7 +573,7 @@ function reportedOptions(
   stream: ResumedStream,
   runtime: ForkwatchRuntime,
 ): StartSseOptionsLike {
-  const own = typeof given === 'function' ? reporters.get(given) : undefined;
+  const own = reporterRecordOf(given);
   // A callback whose stream is still live keeps it: this stream gets a callback of its own.
   if (own !== undefined && (own.stream === undefined || own.stream.endedAt !== undefined)) {
     own.stream = stream;
@@ -583,6 +602,6 @@ function newReporter(record: ReporterRecord, runtime: ForkwatchRuntime): (id: un
     // biome-ignore lint/complexity/noArguments: forwards whatever the SDK passes, without copying it
     return typeof inner === 'function' ? inner.apply(this, arguments) : undefined;
   };
-  reporters.set(reporter, record);
+  (reporter as { [REPORTER_RECORD]?: ReporterRecord })[REPORTER_RECORD] = record;
   return reporter;
 }

@@ -22,7 +22,7 @@ import type { ServerRuntime } from '../../server-runtime';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import { classStandIn } from '../../../shared/class-stand-in';
 import type { EventStoreLike } from '../../../shared/internal-types';
-import { type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
+import { type BoundaryParty, type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
 import { honoSessionObserverOf } from './session-observer';
 
 type StoreMethod = (this: unknown, ...args: unknown[]) => unknown;
@@ -97,6 +97,8 @@ function isEventStore(store: unknown): store is EventStoreLike {
 /** The wrapper the transport holds in place of the user's store. */
 class HonoRecordingStore {
   private transport: object | undefined = undefined;
+  /** The transport in the replay-boundary watch. */
+  private party: BoundaryParty | undefined = undefined;
   private share: StoreShare | undefined = undefined;
 
   constructor(
@@ -106,7 +108,8 @@ class HonoRecordingStore {
 
   bind(transport: object): void {
     this.transport = transport;
-    this.share = boundaryWatchOf(this.runtime).shareOf(this.original, transport);
+    this.party = { transport, boundaryRecord: undefined };
+    this.share = boundaryWatchOf(this.runtime).shareOf(this.original, this.party);
   }
 
   /** False once forkwatch is disabled or the class unpatched: the wrapper then only delegates. */
@@ -122,10 +125,11 @@ class HonoRecordingStore {
     const result = (original.storeEvent as StoreMethod).apply(original, arguments as unknown as unknown[]);
     const transport = this.live();
     // Who stored which event, only in a store object other sessions use too (replay-boundary-watch.ts).
-    if (transport !== undefined && this.share?.shared) {
+    const { party } = this;
+    if (transport !== undefined && party !== undefined && this.share?.shared) {
       const boundary = boundaryWatchOf(this.runtime);
       Promise.resolve(result).then(
-        eventId => this.safely(() => boundary.stored(transport, eventId)),
+        eventId => this.safely(() => boundary.stored(party, eventId)),
         () => {}, // the transport sees the failure itself
       );
     }
@@ -139,7 +143,8 @@ class HonoRecordingStore {
       transport === undefined
         ? undefined
         : this.safely(() => honoSessionObserverOf(transport, this.runtime).replayStarting(lastEventId));
-    const forwarded = replay && transport ? replay.countingSender(sender, transport, this.share) : sender;
+    const { party } = this;
+    const forwarded = replay && party ? replay.countingSender(sender, party, this.share) : sender;
     let result: unknown;
     try {
       result = (original.replayEventsAfter as StoreMethod).call(original, lastEventId, forwarded, ...rest);

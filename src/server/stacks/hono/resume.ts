@@ -14,7 +14,7 @@
  */
 import type { ServerRuntime } from '../../server-runtime';
 import type { ServerResume } from '../../server-resume';
-import { type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
+import { type BoundaryParty, type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
 
 /** The stream id @hono/mcp's MemoryEventStore (0.3) resolves an unknown cursor to. */
 export const HONO_UNKNOWN_STREAM = '_unknown_stream';
@@ -69,7 +69,7 @@ export class HonoResume {
   }
 
   /** The store's replayEventsAfter is called for this resume: the `{ send }` it gets counts the events. */
-  countingSender(sender: unknown, transport: object, share: StoreShare | undefined): unknown {
+  countingSender(sender: unknown, party: BoundaryParty, share: StoreShare | undefined): unknown {
     const { record } = this.resume;
     record.replayCalled = true;
     record.storeShared = share?.shared === true;
@@ -83,7 +83,7 @@ export class HonoResume {
           record.replayedEvents++;
           if (share?.shared) {
             try {
-              const owner = boundaryWatchOf(runtime).foreignOwner(transport, args[0]);
+              const owner = boundaryWatchOf(runtime).foreignOwner(party, args[0]);
               if (owner !== undefined) {
                 record.foreignEvents++;
                 record.foreignOwner ??= owner;

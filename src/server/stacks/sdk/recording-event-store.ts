@@ -25,7 +25,7 @@
  * (about a tenth more server CPU per notification in the outside-in bench, once a server had served one resume).
  */
 import type { EventStoreLike, StreamableHttpServerTransportLike } from '../../../shared/internal-types';
-import type { ReplayBoundaryWatch, StoreShare } from '../../replay-boundary-watch';
+import type { BoundaryParty, ReplayBoundaryWatch, StoreShare } from '../../replay-boundary-watch';
 import { MAX_REPLAYED_IDS, type ReplayRecord, type ReplayScope } from '../../replay-record';
 
 /** The open scopes of each transport, oldest first; concluded ones are dropped as the list is next used. */
@@ -53,9 +53,9 @@ export interface RecordingHooks {
 
 /**
  * What records the events of one transport (its session observer). The wrapper holds it, so neither the store call
- * nor the write that follows looks it up per event.
+ * nor the write that follows looks it up per event. It is the transport's party in the replay-boundary watch.
  */
-export interface StoreRecorder {
+export interface StoreRecorder extends BoundaryParty {
   /**
    * A storeEvent call went to the store (it returned; in the same turn). What it returns, if anything, is called
    * once the store resolved, before the SDK continues (one more event in the session's log, and the SDK now decides
@@ -97,7 +97,7 @@ export function ensureRecordingStore(
   const store = transport._eventStore;
   if (!store || (typeof store !== 'object' && typeof store !== 'function') || watchOf(store) !== undefined) return;
   if (typeof store.storeEvent !== 'function' || typeof store.replayEventsAfter !== 'function') return;
-  const watch = new StoreWatch(store, transport, hooks, hooks.boundary.shareOf(store, transport), recorder);
+  const watch = new StoreWatch(store, transport, hooks, hooks.boundary.shareOf(store, recorder), recorder);
   transport._eventStore =
     typeof store.getStreamIdForEventId === 'function'
       ? new RecordingEventStoreWithLookup(watch)
@@ -261,7 +261,7 @@ function countingReplayOptions(record: ReplayRecord, watch: StoreWatch, options:
 /** Counts a replayed event that this process stored for another session (never throws into the store's loop). */
 function foreignEvent(record: ReplayRecord, watch: StoreWatch, eventId: unknown): void {
   try {
-    const owner = watch.hooks.boundary.foreignOwner(watch.transport, eventId);
+    const owner = watch.hooks.boundary.foreignOwner(watch.recorder, eventId);
     if (owner === undefined) return;
     record.foreignEvents++;
     record.foreignOwner ??= owner;

@@ -31,7 +31,7 @@ import { type ServerResumeOutcome, type ServerTransportLabel, isProbeUserAgent }
 import { protocolHasResumability } from '../../../shared/session-id';
 import { isJsonRpcResponse } from '../../../core/replay-boundary';
 import { type RecordingHooks, type StoreRecorder, ensureRecordingStore } from './recording-event-store';
-import { type StoreShare, boundaryWatchOf } from '../../replay-boundary-watch';
+import { type StoreShare, type TransportRecord, boundaryWatchOf } from '../../replay-boundary-watch';
 import type { Flavor } from './flavors';
 import { parentContextOf } from '../../web-request';
 import { LedgerSessionFacts, storedEventOf } from '../../session-facts';
@@ -82,6 +82,8 @@ export class ServerSessionObserver implements StoreRecorder {
   private readonly countOnly = () => this.eventCounted();
   /** Its delivery facts, handed to the process's delivery ledger (session-facts.ts). */
   private readonly facts: LedgerSessionFacts;
+  /** What the replay-boundary watch knows of this transport (replay-boundary-watch.ts). */
+  boundaryRecord: TransportRecord | undefined = undefined;
 
   private get liveWrites(): LiveWrites {
     this.liveWritesMade ??= new LiveWrites();
@@ -245,7 +247,7 @@ export class ServerSessionObserver implements StoreRecorder {
     try {
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       // Who stored what, only in a store object other sessions use too (replay-boundary-watch.ts).
-      if (this.share?.shared) boundaryWatchOf(this.runtime).stored(this.transport, eventId);
+      if (this.share?.shared) boundaryWatchOf(this.runtime).stored(this, eventId);
       const open = !decided && streamIsOpen(this.transport, streamId);
       this.waitWithUnwritten(streamId, open, 1);
       if (!open) this.markPending(streamId, eventId);
@@ -284,7 +286,7 @@ export class ServerSessionObserver implements StoreRecorder {
       if (streamId === undefined) return;
       if (streamId === standaloneId && this.armStandaloneDrop !== undefined) this.standaloneEvent();
       this.liveWrites.written(streamId);
-      if (this.share?.shared) boundaryWatchOf(this.runtime).stored(transport, this.flavor.writtenEventId(c, d));
+      if (this.share?.shared) boundaryWatchOf(this.runtime).stored(this, this.flavor.writtenEventId(c, d));
       const event = storedEventOf(this.flavor.wrote(result), true, streamId === standaloneId);
       if (streamId === standaloneId) this.revival.delivered(1);
       this.facts.eventSent(streamId, event);
@@ -299,7 +301,7 @@ export class ServerSessionObserver implements StoreRecorder {
     return eventId => {
       try {
         // Who stored what, only in a store object other sessions use too (replay-boundary-watch.ts).
-        if (share.shared) boundaryWatchOf(this.runtime).stored(this.transport, eventId);
+        if (share.shared) boundaryWatchOf(this.runtime).stored(this, eventId);
         if (priming || typeof streamId !== 'string') return this.eventCounted();
         const event = this.eventStored(streamId, openAtCall);
         if (event === undefined) return;
@@ -308,7 +310,7 @@ export class ServerSessionObserver implements StoreRecorder {
         this.waitWithUnwritten(streamId, event.open);
         // A response written live completes its request stream: a later resume of it is another log's cursor.
         if (event.open && !event.standalone && isJsonRpcResponse(message)) {
-          boundaryWatchOf(this.runtime).responseWritten(this.transport, streamId);
+          boundaryWatchOf(this.runtime).responseWritten(this, streamId);
         }
       } catch (error) {
         this.runtime.diag.error('recording a stored event failed', error);
@@ -425,6 +427,7 @@ export class ServerSessionObserver implements StoreRecorder {
         transport: TRANSPORT,
         instance: transport,
         session: this,
+        boundary: this,
         cursor,
         sessionId: claimed ?? own,
         protocolVersion,
