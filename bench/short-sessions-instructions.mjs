@@ -25,13 +25,14 @@
 //
 //   node bench/short-sessions-instructions.mjs                 100 sessions per side (about 10 minutes)
 //   node bench/short-sessions-instructions.mjs --sessions 200 --small 20 --side client --before DIR
+//   node bench/short-sessions-instructions.mjs --side server --keep-listings DIR   each process's listing by function
 //
 // Needs valgrind (Debian: apt-get install valgrind). Writes bench/results/short-sessions-instructions.json (or --out).
 // Run `node scripts/build.mjs` first.
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { exporterlessEnv, installForkwatch } from './outside-in/install.mjs';
 
@@ -49,6 +50,8 @@ const config = {
   variants: ['bare', 'bare-again', 'forkwatch', ...(args.includes('--before') ? ['before'] : [])],
 };
 const out = value('--out', join(here, 'results', 'short-sessions-instructions.json'));
+const keepListings = value('--keep-listings', undefined);
+if (keepListings !== undefined) mkdirSync(keepListings, { recursive: true });
 /** V8's heap (its garbage collector, the allocator's slow paths), by the names of its functions in callgrind's listing. */
 const GC_FUNCTION =
   /Mark|Scaveng|Sweep|Evacuat|Compact|WriteBarrier|RememberedSet|Slot|GlobalHandles|RecordWrite|SizeFromMap|LiveObject|Migrat|heap::base|Heap|BodyDescriptor|NeedsReset|UsedInstanceSize|FreeList|Worklist|Allocat|PagedSpace|Page|Reloc|Ephemeron|Weak|Flush|memcpy|memmove/;
@@ -136,6 +139,15 @@ function readListing(file) {
   let gc = 0;
   for (const f of files) {
     const listing = execFileSync('callgrind_annotate', ['--threshold=100', f], { maxBuffer: 1 << 28 }).toString();
+    // --keep-listings DIR: each process's listing by function, for diffing two variants function by function.
+    if (keepListings !== undefined) {
+      writeFileSync(join(keepListings, `${basename(f)}.txt`), listing);
+      // And who calls what: `callgrind_annotate --tree=caller`, for a function whose count moved.
+      const callers = execFileSync('callgrind_annotate', ['--threshold=99', '--tree=caller', f], {
+        maxBuffer: 1 << 28,
+      });
+      writeFileSync(join(keepListings, `${basename(f)}.callers.txt`), callers);
+    }
     for (const line of listing.split('\n')) {
       const m = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$/.exec(line);
       if (!m) continue;

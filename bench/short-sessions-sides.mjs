@@ -126,6 +126,10 @@ async function measure(pair) {
       client: result.clientCpuUs / sessions,
       serverGc: result.serverGcUs / sessions,
       clientGc: result.clientGcUs / sessions,
+      // The client's CPU by kind and by thread group (outside-in/threads.cjs): code, kernel, V8's helpers.
+      clientUser: result.clientUserUs / sessions,
+      clientSystem: result.clientSystemUs / sessions,
+      clientThreads: Object.fromEntries(Object.entries(result.clientThreads ?? {}).map(([k, v]) => [k, v / sessions])),
     };
   } finally {
     server.child.kill('SIGTERM');
@@ -170,14 +174,15 @@ for (const pair of pairs) {
     `${s.us.toFixed(0).padStart(5)} ${s.ratio.median.toFixed(3)} [${s.ratio.p25.toFixed(3)}–${s.ratio.p75.toFixed(3)}]`;
   console.log(`${pair.padEnd(24)}  ${show(server)}      ${show(client)}`);
 }
-// GC pauses on each side's main thread (bench/outside-in/gc-pauses.cjs): the part of a side's cost that is garbage.
-console.log('\nGC pauses, µs/session (median)   server   client');
+// GC pauses on each side's main thread (bench/outside-in/gc-pauses.cjs): the part of a side's cost that is garbage;
+// and the client's CPU by kind (user, system) and thread group (main, V8's helpers, the rest).
+console.log('\nµs/session (median)      server GC   client GC    user  system    main    v8  other');
 for (const pair of ['bare', ...pairs]) {
-  const gc = which =>
-    summarize(perRound.map(r => r[pair][which]))
-      .median.toFixed(1)
-      .padStart(8);
-  console.log(`${pair.padEnd(30)}  ${gc('serverGc')} ${gc('clientGc')}`);
+  const median = pick => summarize(perRound.map(r => pick(r[pair]) ?? 0)).median;
+  const col = (pick, width) => median(pick).toFixed(0).padStart(width);
+  console.log(
+    `${pair.padEnd(24)} ${col(r => r.serverGc, 10)} ${col(r => r.clientGc, 11)} ${col(r => r.clientUser, 7)} ${col(r => r.clientSystem, 7)} ${col(r => r.clientThreads.main, 7)} ${col(r => r.clientThreads.v8, 5)} ${col(r => r.clientThreads.other, 6)}`,
+  );
 }
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
