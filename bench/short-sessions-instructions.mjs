@@ -106,8 +106,10 @@ async function measure(variant, side, sessions, tag) {
       let text = '';
       server.stdout.on('data', c => {
         text += c;
-        const m = /LISTENING (\d+)/.exec(text);
-        if (m) resolve(`http://127.0.0.1:${m[1]}/mcp`);
+        const m = /LISTENING (\d+) (\w+)/.exec(text);
+        if (!m) return;
+        if ((m[2] === 'patched') !== instrumented(variant)) reject(new Error(`server (${variant}) is ${m[2]}`));
+        else resolve(`http://127.0.0.1:${m[1]}/mcp`);
       });
       server.on('exit', code => reject(new Error(`server (${variant}) exited ${code}:\n${serverErr}`)));
     });
@@ -120,9 +122,13 @@ async function measure(variant, side, sessions, tag) {
     });
     let clientErr = '';
     client.stderr.on('data', c => (clientErr += c));
-    client.stdout.resume();
+    let clientOut = '';
+    client.stdout.on('data', c => (clientOut += c));
     const code = await new Promise(resolve => client.on('exit', resolve));
     if (code !== 0) throw new Error(`client (${variant}) exited ${code}:\n${clientErr.slice(-2000)}`);
+    // Both sides are what the variant says (a side that silently ran bare would measure nothing).
+    const result = JSON.parse(clientOut.trim().split('\n').pop());
+    if (result.patched !== instrumented(variant)) throw new Error(`client (${variant}): patched is ${result.patched}`);
   } finally {
     server.kill('SIGTERM');
     await serverExit;
