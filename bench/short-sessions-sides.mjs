@@ -21,6 +21,7 @@
 //   node bench/short-sessions-sides.mjs                                   the four pairs and the A/A, 6 rounds
 //   node bench/short-sessions-sides.mjs --build cut=/tmp/cut/src         a server pair `cut/bare` too
 //   node bench/short-sessions-sides.mjs --rounds 8 --sessions 1000 --warmup 300 --pairs forkwatch/bare,cut/bare
+//   node bench/short-sessions-sides.mjs --pairs bare-again,forkwatch/bare --server-node-args --no-maglev
 //
 // Writes bench/results/short-sessions-sides.json (or --out). Run `node scripts/build.mjs` first.
 import { spawn } from 'node:child_process';
@@ -81,8 +82,13 @@ const nodeArgs = build => [
 // A bare process runs from the forkwatch install too (its cwd only): nothing of forkwatch is loaded without --import.
 const cwdOf = build => installs.get(build) ?? installs.get('forkwatch');
 
+// --server-node-args '...': V8 or node options for every server process, bare and forkwatch alike (`--no-maglev`:
+// does forkwatch's cost depend on the tier its functions run in?).
+const serverNodeArgs = (value('--server-node-args', '') ?? '').split(' ').filter(Boolean);
+
 function run(file, build, extraEnv, onLine) {
-  const child = spawn(process.execPath, [...nodeArgs(build), join(here, 'short-sessions', file)], {
+  const extra = file === 'server.cjs' ? serverNodeArgs : [];
+  const child = spawn(process.execPath, [...extra, ...nodeArgs(build), join(here, 'short-sessions', file)], {
     cwd: cwdOf(build),
     env: { ...env, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
