@@ -328,25 +328,34 @@ const PARTS = {
   v8: r => r.clientThreads?.v8,
   other: r => r.clientThreads?.other,
 };
-const clientParts = Object.fromEntries(
-  config.variants
-    .filter(v => v !== 'bare')
-    .map(variant => [
-      variant,
-      Object.fromEntries(
-        Object.entries(PARTS).map(([part, of]) => [
-          part,
-          {
-            ratio: summarize(rounds.map(r => of(r.results[variant]) / of(baselineOf(r, variant)))),
-            bareUsPerSession: summarize(rounds.map(r => of(baselineOf(r, variant)) / config.sessions)).median,
-            deltaUsPerSession: summarize(
-              rounds.map(r => (of(r.results[variant]) - of(baselineOf(r, variant))) / config.sessions),
-            ).median,
-          },
-        ]),
-      ),
-    ]),
-);
+/** The server's CPU by thread group: its main thread, V8's helpers (compilers, GC), the rest. */
+const SERVER_PARTS = {
+  main: r => r.serverThreads?.main,
+  v8: r => r.serverThreads?.v8,
+  other: r => r.serverThreads?.other,
+};
+const partsOf = parts =>
+  Object.fromEntries(
+    config.variants
+      .filter(v => v !== 'bare')
+      .map(variant => [
+        variant,
+        Object.fromEntries(
+          Object.entries(parts).map(([part, of]) => [
+            part,
+            {
+              ratio: summarize(rounds.map(r => of(r.results[variant]) / of(baselineOf(r, variant)))),
+              bareUsPerSession: summarize(rounds.map(r => of(baselineOf(r, variant)) / config.sessions)).median,
+              deltaUsPerSession: summarize(
+                rounds.map(r => (of(r.results[variant]) - of(baselineOf(r, variant))) / config.sessions),
+              ).median,
+            },
+          ]),
+        ),
+      ]),
+  );
+const clientParts = partsOf(PARTS);
+const serverParts = partsOf(SERVER_PARTS);
 const result = {
   command: `node bench/short-sessions.mjs${args.length ? ` ${args.join(' ')}` : ''}`,
   startedAt: startedAt.toISOString(),
@@ -363,6 +372,7 @@ const result = {
   perVariant,
   comparisons,
   clientParts,
+  serverParts,
   profiles,
   rounds,
 };
@@ -391,14 +401,21 @@ for (const c of comparisons)
     `  ${`${c.variant} / bare`.padEnd(22)} client ${cell(c.client.ratio)} (${f(c.client.deltaUsPerSession.median, 0)} µs/session)` +
       `   server ${cell(c.server.ratio)} (${f(c.server.deltaUsPerSession.median, 0)} µs/session)`,
   );
-console.log("\nthe client's CPU by part (ratio median [IQR], difference per session):");
-for (const [variant, parts] of Object.entries(clientParts))
-  console.log(
-    `  ${variant.padEnd(12)} ` +
-      Object.entries(parts)
-        .map(([part, p]) => `${part} ${cell(p.ratio)} (${f(p.deltaUsPerSession, 0)} of ${f(p.bareUsPerSession, 0)} µs)`)
-        .join('  '),
-  );
+for (const [side, sideParts] of [
+  ['client', clientParts],
+  ['server', serverParts],
+]) {
+  console.log(`\nthe ${side}'s CPU by part (ratio median [IQR], difference per session):`);
+  for (const [variant, parts] of Object.entries(sideParts))
+    console.log(
+      `  ${variant.padEnd(12)} ` +
+        Object.entries(parts)
+          .map(
+            ([part, p]) => `${part} ${cell(p.ratio)} (${f(p.deltaUsPerSession, 0)} of ${f(p.bareUsPerSession, 0)} µs)`,
+          )
+          .join('  '),
+    );
+}
 for (const [variant, sides] of Object.entries(profiles)) {
   for (const [side, p] of Object.entries(sides)) {
     console.log(

@@ -96,6 +96,7 @@ async function main() {
       clientSystemUs: usage.system,
       clientThreads: spent.threads,
       serverCpuUs: serverAfter.cpuUs - serverBefore.cpuUs,
+      serverThreads: cpuSpent(serverBefore, serverAfter).threads,
       // GC pauses on each side's main thread in the timed window (outside-in/gc-pauses.cjs).
       clientGcUs: gcAfter - gcBefore,
       serverGcUs: serverAfter.gcUs - serverBefore.gcUs,

@@ -19,6 +19,7 @@ const { StreamableHTTPServerTransport } = require('@modelcontextprotocol/sdk/ser
 const { InMemoryEventStore } = require('@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js');
 const { z } = require('zod');
 const { gcPausedUs } = require('../outside-in/gc-pauses.cjs');
+const { cpuReading } = require('../outside-in/threads.cjs');
 
 const sessions = new Map();
 const TEXT = 'x'.repeat(64);
@@ -58,9 +59,9 @@ const httpServer = createServer(async (req, res) => {
     if (req.url?.startsWith('/cpu')) {
       if (req.url.includes('idle=1')) require('../outside-in/idle.cjs').switchOff();
       if (req.url.includes('gc=1')) globalThis.gc?.();
-      const { user, system } = process.cpuUsage();
+      const { cpuUs, threads } = cpuReading();
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ cpuUs: user + system, gcUs: gcPausedUs(), open: sessions.size }));
+      res.end(JSON.stringify({ cpuUs, threads, gcUs: gcPausedUs(), open: sessions.size }));
       return;
     }
     const body = req.method === 'POST' ? await readBody(req) : undefined;

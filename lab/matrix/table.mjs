@@ -38,7 +38,13 @@ export function cause(v) {
   }
   if (v.violations.includes('b')) {
     if (v.proof.client && !v.clientPaged) {
-      if (['go', 'rmcp', 'csharp'].includes(v.cell.ids))
+      // A gap on a live stream seen dense is exposure by design (core/density.ts liveGapOf): a numbering that looks
+      // dense per stream may be one counter for several streams, and a false page costs more than this one is worth.
+      if (has(c, /forkwatch_client_live_gaps_total/))
+        causes.push(
+          'b(client): a live gap on a per-stream numbering, counted as exposure (client_live_gaps), not as proof',
+        );
+      else if (['go', 'rmcp', 'csharp'].includes(v.cell.ids))
         causes.push(`b(client): ${v.cell.ids} ids: the loss they prove not counted (codec)`);
       else if (has(c, /cursor_dropped_after_inconclusive|inconclusive/))
         causes.push(
@@ -83,7 +89,7 @@ export function renderTable(verdicts, { combinations, ms, lanes, whole }) {
     'A cell: the app connects through the proxy to its origin process and opens its standalone stream; the origin sends ' +
       'events (a tool call), the fault breaks the stream and routes the reconnect, the origin sends more while the app ' +
       "is away, the app reconnects as the SDK does (a resume with Last-Event-ID, or without after a frame-less one, typescript-sdk #2499); then the tickers stop, the servers' delivery window passes and the app pings every process it " +
-      'reached, as a live app goes on talking. Many cells share one process pair (per deployment kind); a restart or a ' +
+      'reached, and again a window later, as a live app goes on talking (a request starts the window of events that went pending since the last one; the next one after it judges them). Many cells share one process pair (per deployment kind); a restart or a ' +
       "SIGKILL hands the origin's place to a spare started ahead. The id formats come from the event stores, which choose every id (lab/matrix/ids.mjs).",
     '',
     '| cells | lossy | paged | exposure | false pages | (a) violations | (b) violations | (c) violations |',

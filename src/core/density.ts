@@ -29,6 +29,17 @@ export function learnDensity(known: SequenceDensity, step: number): SequenceDens
 }
 
 /**
+ * Ids a live connection skipped that count as a gap: a step past one on a stream whose numbering was seen dense, in
+ * a format whose ids name their stream (a per-stream counter: go-sdk, rmcp, C#, `<stream>:<hex>`). Exposure, not
+ * proof: the events may have gone to a process this stream no longer reads (a split brain behind a shared store),
+ * or the numbering only looked dense. A format without a stream key (bare integers) is left out: one counter shared
+ * by a session's streams jumps on every stream but the busiest, and its gaps would be healthy traffic's.
+ */
+export function liveGapOf(known: SequenceDensity, step: number, streamKeyed: boolean): number {
+  return known === 'dense' && streamKeyed && step > 1 ? step - 1 : 0;
+}
+
+/**
  * Follows the ids of one connection, in order. The codec is picked once, from the connection's first id (`auto`
  * detects it then); a format without a dense sequence ends the watch, so most connections decode one id only.
  */
@@ -36,6 +47,15 @@ export class DensityWatch {
   private codec: EventIdCodec | undefined = undefined;
   private previous: DecodedEventId | undefined = undefined;
   private done = false;
+  /** Ids skipped by the last step, when they count as a gap (liveGapOf); read once by takeGap. */
+  private gap = 0;
+
+  /** The ids the last observed step skipped on a stream seen dense (see liveGapOf), then 0 until the next gap. */
+  takeGap(): number {
+    const gap = this.gap;
+    this.gap = 0;
+    return gap;
+  }
 
   constructor(private readonly setting: EventIdCodec | undefined) {}
 
@@ -56,7 +76,9 @@ export class DensityWatch {
     this.previous = decoded;
     // Another stream key on the same connection (a format that encodes it): no step to compare.
     if (previous === undefined || previous.stream !== decoded.stream) return known;
-    return learnDensity(known, decoded.sequence - (previous.sequence as number));
+    const step = decoded.sequence - (previous.sequence as number);
+    this.gap = liveGapOf(known, step, decoded.stream !== undefined);
+    return learnDensity(known, step);
   }
 
   private stop(known: SequenceDensity): SequenceDensity {

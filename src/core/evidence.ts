@@ -28,6 +28,7 @@ export type EvidenceSubject =
   | 'client_resume'
   | 'client_fork'
   | 'client_duplicate_events'
+  | 'client_live_gaps'
   | 'client_foreign_responses'
   | 'client_exchange'
   | 'client_reissue'
@@ -197,6 +198,14 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'an id delivered twice in the session: the log was not continued, what it lost is unknown',
     'a reconnect that returns to the first process after a fork',
     [LAB],
+  ),
+  row(
+    'client_live_gaps',
+    WHOLE_FAMILY,
+    'exposure',
+    'ids skipped on a live stream whose per-stream numbering was seen dense: events never received here, or a numbering that only looked dense',
+    'a split brain behind a shared store: the resume was continuous, later events went to a process the stream no longer reads',
+    ['test/client/global-counter-ids.test.ts'],
   ),
   row(
     'client_foreign_responses',

@@ -276,6 +276,15 @@ export const METRICS = {
     description: 'SSE frames whose event id had already been consumed in the session.',
     labels: { transport: CLIENT_TRANSPORTS },
   },
+  clientLiveGaps: {
+    otelName: 'forkwatch.client.live_gaps',
+    prometheusName: 'forkwatch_client_live_gaps_total',
+    kind: 'counter',
+    unit: '{gap}',
+    description:
+      'Sessions whose live SSE stream skipped event ids of a per-stream sequence it had seen dense (events sent to a process the stream no longer reads, or a numbering that only looked dense).',
+    labels: { transport: CLIENT_TRANSPORTS },
+  },
   clientForeignResponses: {
     otelName: 'forkwatch.client.foreign_responses',
     prometheusName: 'forkwatch_client_foreign_responses_total',
@@ -621,6 +630,7 @@ export const EVIDENCE_FAMILIES: Readonly<Record<EvidenceSubject, EvidenceFamily>
   client_resume: { metric: 'clientResumes', label: LABEL.outcome },
   client_fork: { metric: 'clientForks', label: LABEL.reason },
   client_duplicate_events: { metric: 'clientDuplicateEvents', label: undefined },
+  client_live_gaps: { metric: 'clientLiveGaps', label: undefined },
   client_foreign_responses: { metric: 'clientForeignResponses', label: undefined },
   client_exchange: { metric: 'clientExchanges', label: LABEL.outcome },
   client_reissue: { metric: 'clientReissues', label: LABEL.outcome },

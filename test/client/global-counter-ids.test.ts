@@ -18,37 +18,56 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, test } from 'vitest';
+import { FORK_REASONS } from '../../src/core/verdict';
 import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, setupForkwatch } from '../support/forkwatch';
 import { sample } from '../support/lab';
 
 interface StoredEvent {
   id: string;
+  seq: number;
   session: string;
   streamId: string;
   message: unknown;
 }
 
 /**
- * Events of every session in one log, numbered by one counter (`global`, as Redis INCR over the whole store) or by
- * a counter per session (`per-session`). `loseOnReplay` events right after the cursor are left out of the next
- * replay: a real loss the client cannot recover.
+ * Events of every session in one log, numbered by one counter (`global`, as Redis INCR over the whole store), by a
+ * counter per session (`per-session`), or by a counter per stream with ids `<stream>:<hex>` (`per-stream-hex`).
+ * `loseOnReplay` events right after the cursor are left out of the next replay: a real loss the client cannot
+ * recover.
  */
 class CountingStore {
   private readonly events: StoredEvent[] = [];
   private readonly counters = new Map<string, number>();
   loseOnReplay = 0;
 
-  constructor(private readonly numbering: 'global' | 'per-session') {}
+  constructor(private readonly numbering: 'global' | 'per-session' | 'per-stream-hex') {}
+
+  /** The next number of the counter `streamId` of `session` uses, taken as an event stored there would take it. */
+  private next(session: string, streamId: string): StoredEvent {
+    const key =
+      this.numbering === 'global' ? '' : this.numbering === 'per-session' ? session : `${session} ${streamId}`;
+    const seq = (this.counters.get(key) ?? 0) + 1;
+    this.counters.set(key, seq);
+    const id = this.numbering === 'per-stream-hex' ? `${streamId}:${seq.toString(16).padStart(16, '0')}` : String(seq);
+    return { id, seq, session, streamId, message: undefined };
+  }
+
+  /**
+   * Another process of the fleet stores an event of `streamId` in the shared log (it takes the stream's next number)
+   * and writes it to a connection the client no longer reads: a split brain. This process never delivers it.
+   */
+  storedElsewhere(session: string, streamId: string): void {
+    this.next(session, streamId);
+  }
 
   forSession(session: string) {
     return {
       storeEvent: async (streamId: string, message: unknown) => {
-        const key = this.numbering === 'global' ? '' : session;
-        const n = (this.counters.get(key) ?? 0) + 1;
-        this.counters.set(key, n);
-        this.events.push({ id: String(n), session, streamId, message });
-        return String(n);
+        const event = { ...this.next(session, streamId), message };
+        this.events.push(event);
+        return event.id;
       },
       getStreamIdForEventId: async (id: string) => this.find(session, id)?.streamId,
       replayEventsAfter: async (
@@ -60,7 +79,7 @@ class CountingStore {
         let lose = this.loseOnReplay;
         this.loseOnReplay = 0;
         for (const e of this.events) {
-          if (e.session !== session || e.streamId !== from.streamId || Number(e.id) <= Number(cursor)) continue;
+          if (e.session !== session || e.streamId !== from.streamId || e.seq <= from.seq) continue;
           if (lose-- > 0) continue;
           await send(e.id, e.message as never);
         }
@@ -165,6 +184,8 @@ async function connect(url: string, server: { sessions: Map<string, ServerSessio
 
 const resumes = METRICS.clientResumes.prometheusName;
 const skipped = METRICS.clientResumeSkippedEvents.prometheusName;
+const liveGaps = METRICS.clientLiveGaps.prometheusName;
+const forks = METRICS.clientForks.prometheusName;
 const t = { transport: 'streamable_http' };
 
 describe('integer ids: density learned from the live stream, not assumed', () => {
@@ -197,6 +218,8 @@ describe('integer ids: density learned from the live stream, not assumed', () =>
     expect(sample(text, resumes, { ...t, outcome: 'resumed' })).toBe(2);
     // Nothing recorded at all (a histogram without a recording has no series): no gap, and no false 0 either.
     expect(sample(text, `${skipped}_sum`) ?? 0).toBe(0);
+    // The live streams stepped by two from the start: never seen dense, and integers name no stream.
+    expect(sample(text, liveGaps, t)).toBe(0);
     expect(sample(text, `${skipped}_count`) ?? 0).toBe(0);
     for (const span of fw.spans('forkwatch.client.resume')) {
       const first = span.events.find(e => e.name === 'forkwatch.resume.first_frame')!.attributes!;
@@ -223,5 +246,65 @@ describe('integer ids: density learned from the live stream, not assumed', () =>
     expect(sample(text, resumes, { ...t, outcome: 'resumed' })).toBe(1);
     expect(sample(text, `${skipped}_sum`)).toBe(2);
     expect(sample(text, `${skipped}_count`)).toBe(1);
+  }, 30_000);
+});
+
+describe('live gaps: ids skipped on a live stream seen dense (exposure)', () => {
+  test('per-stream counters: an id another process took after steps of one counts one live gap, and pages nothing', async () => {
+    fw = setupForkwatch({ verdictTimeoutMs: 3000 }, [streamableHttpClient]);
+    const store = new CountingStore('per-stream-hex');
+    const server = await startServer(store);
+    cleanups.push(server.close);
+    const a = await connect(server.url, server);
+    for (let n = 1; n <= 3; n++) await server.notify(a.session, n);
+    await waitFor('the live events', () => a.received.length === 3);
+    expect(sample(await fw.metrics(), liveGaps, t)).toBe(0);
+    // A split brain: the next id of the standalone stream went to a process the stream no longer reads.
+    store.storedElsewhere(a.session, '_GET_stream');
+    for (let n = 4; n <= 5; n++) await server.notify(a.session, n);
+    await waitFor('the events after the gap', () => a.received.length === 5);
+    // A second gap in the same session: its numbering is sparse from the first, so it is not counted again.
+    store.storedElsewhere(a.session, '_GET_stream');
+    await server.notify(a.session, 6);
+    await waitFor('the event after the second gap', () => a.received.length === 6);
+    const text = await fw.metrics();
+    expect(sample(text, liveGaps, t)).toBe(1);
+    for (const reason of FORK_REASONS) expect(sample(text, forks, { ...t, reason })).toBe(0);
+    expect(sample(text, resumes, { ...t, outcome: 'forked' })).toBe(0);
+  }, 30_000);
+
+  test('per-stream counters, a drop and a replay that loses nothing: no live gap', async () => {
+    fw = setupForkwatch({ verdictTimeoutMs: 3000 }, [streamableHttpClient]);
+    const store = new CountingStore('per-stream-hex');
+    const server = await startServer(store);
+    cleanups.push(server.close);
+    const a = await connect(server.url, server);
+    for (let n = 1; n <= 3; n++) await server.notify(a.session, n);
+    await waitFor('the live events', () => a.received.length === 3);
+    server.cut(a.session);
+    for (let n = 4; n <= 6; n++) await server.notify(a.session, n);
+    await waitFor('the replay', () => a.received.length === 6);
+    for (let n = 7; n <= 8; n++) await server.notify(a.session, n);
+    await waitFor('the live events after it', () => a.received.length === 8);
+    await fw.waitForSpans('forkwatch.client.resume', 1);
+    const text = await fw.metrics();
+    expect(a.received).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(sample(text, resumes, { ...t, outcome: 'resumed' })).toBe(1);
+    expect(sample(text, liveGaps, t)).toBe(0);
+  }, 30_000);
+
+  test("integer ids of one counter per session jump by the session's other streams: no live gap", async () => {
+    fw = setupForkwatch({ verdictTimeoutMs: 3000 }, [streamableHttpClient]);
+    const store = new CountingStore('per-session');
+    const server = await startServer(store);
+    cleanups.push(server.close);
+    const a = await connect(server.url, server);
+    for (let n = 1; n <= 3; n++) await server.notify(a.session, n);
+    await waitFor('the live events', () => a.received.length === 3);
+    // A request stream of the session takes the next number (its response): the standalone stream jumps by one.
+    store.storedElsewhere(a.session, 'a-request-stream');
+    for (let n = 4; n <= 5; n++) await server.notify(a.session, n);
+    await waitFor('the events after the jump', () => a.received.length === 5);
+    expect(sample(await fw.metrics(), liveGaps, t)).toBe(0);
   }, 30_000);
 });

@@ -67,7 +67,8 @@ export interface ResumedStreamInit {
 export const CURSORLESS_SETTLE_MS = 250;
 
 /** Metric attributes, shared: nothing is allocated per duplicate. */
-const DUPLICATE_ATTRS: Readonly<Record<ClientTransportLabel, { transport: ClientTransportLabel }>> = {
+/** Metric attributes per transport, shared: nothing allocated per event. */
+const TRANSPORT_ATTRS: Readonly<Record<ClientTransportLabel, { transport: ClientTransportLabel }>> = {
   streamable_http: { transport: 'streamable_http' },
   sse: { transport: 'sse' },
 };
@@ -250,12 +251,19 @@ export class ResumedStream implements StreamObserverHooks, StreamGate {
     this.forkError = this.init.reportFork(info);
   }
 
-  /** An event reached the application: a second delivery of one id in the session is a duplicate. */
+  /**
+   * An event reached the application: a second delivery of one id in the session is a duplicate, and ids skipped
+   * on a stream seen dense are a live gap (core/density.ts: exposure, at most once a session, since the session's
+   * numbering is sparse from then on).
+   */
   consume(id: string, now: number): void {
     const session = this.init.session;
     session.density = this.density.observe(id, session.density);
+    if (this.density.takeGap() > 0) {
+      this.runtime.instruments.clientLiveGaps.add(1, TRANSPORT_ATTRS[this.init.transport]);
+    }
     if (session.consume(eventIdKey(id), now)) {
-      this.runtime.instruments.clientDuplicateEvents.add(1, DUPLICATE_ATTRS[this.init.transport]);
+      this.runtime.instruments.clientDuplicateEvents.add(1, TRANSPORT_ATTRS[this.init.transport]);
     }
   }
 
