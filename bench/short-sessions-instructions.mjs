@@ -26,6 +26,9 @@
 //   node bench/short-sessions-instructions.mjs                 100 sessions per side (about 10 minutes)
 //   node bench/short-sessions-instructions.mjs --sessions 200 --small 20 --side client --before DIR
 //   node bench/short-sessions-instructions.mjs --side server --keep-listings DIR   each process's listing by function
+//   node bench/short-sessions-instructions.mjs --side server --simulate cache,branch   callgrind's cache and branch
+//        simulators too: first-level and last-level misses (I1mr, D1mr, …) and mispredicted branches (Bcm, Bim) per
+//        session, for a cost that is not more instructions (issue 50's eighth pass)
 //
 // Needs valgrind (Debian: apt-get install valgrind). Writes bench/results/short-sessions-instructions.json (or --out).
 // Run `node scripts/build.mjs` first.
@@ -51,6 +54,9 @@ const config = {
 };
 const out = value('--out', join(here, 'results', 'short-sessions-instructions.json'));
 const keepListings = value('--keep-listings', undefined);
+/** `--simulate cache,branch`: callgrind's simulators, whose events are counted beside the instructions. */
+const simulate = (value('--simulate', '') ?? '').split(',').filter(Boolean);
+for (const sim of simulate) if (sim !== 'cache' && sim !== 'branch') throw new Error(`--simulate cache|branch: ${sim}`);
 if (keepListings !== undefined) mkdirSync(keepListings, { recursive: true });
 /** V8's heap (its garbage collector, the allocator's slow paths), by the names of its functions in callgrind's listing. */
 const GC_FUNCTION =
@@ -86,6 +92,7 @@ async function measure(variant, side, sessions, tag) {
     'valgrind',
     '--tool=callgrind',
     '--smc-check=all-non-file',
+    ...simulate.map(sim => `--${sim}-sim=yes`),
     `--callgrind-out-file=${file}`,
     process.execPath,
     '--single-threaded',
@@ -143,8 +150,20 @@ function readListing(file) {
     .map(f => join(dirname(file), f));
   let total = 0;
   let gc = 0;
+  /** Every event of the listing (Ir first; the simulators' misses and mispredictions with --simulate), in all. */
+  const events = {};
   for (const f of files) {
     const listing = execFileSync('callgrind_annotate', ['--threshold=100', f], { maxBuffer: 1 << 28 }).toString();
+    const names = /^Events shown:\s+(.*)$/m.exec(listing)?.[1].trim().split(/\s+/) ?? [];
+    const totals = listing.split('\n').find(l => l.includes('PROGRAM TOTALS')) ?? '';
+    const counts = totals
+      .trim()
+      .split(/\s+/)
+      .filter(t => /^[\d,]+$/.test(t))
+      .map(t => Number(t.replaceAll(',', '')));
+    names.forEach((name, i) => {
+      events[name] = (events[name] ?? 0) + (counts[i] ?? 0);
+    });
     // --keep-listings DIR: each process's listing by function, for diffing two variants function by function.
     if (keepListings !== undefined) {
       writeFileSync(join(keepListings, `${basename(f)}.txt`), listing);
@@ -163,7 +182,7 @@ function readListing(file) {
     }
     rmSync(f);
   }
-  return { total, gc };
+  return { total, gc, events };
 }
 
 /** Runs `jobs` two at a time (instructions do not depend on the load, but the runs take minutes each). */
@@ -203,7 +222,12 @@ for (const side of config.sides) {
     const large = at(config.small + config.sessions);
     const total = (large.total - small.total) / config.sessions;
     const gc = (large.gc - small.gc) / config.sessions;
-    perSession[side][variant] = { total, gc, rest: total - gc };
+    const simulated = Object.fromEntries(
+      Object.keys(large.events)
+        .filter(e => e !== 'Ir')
+        .map(e => [e, (large.events[e] - (small.events[e] ?? 0)) / config.sessions]),
+    );
+    perSession[side][variant] = { total, gc, rest: total - gc, simulated };
   }
 }
 
@@ -221,6 +245,17 @@ for (const side of config.sides) {
     console.log(
       `  ${variant.padEnd(11)} ${M(r.total).padStart(9)} ${M(r.gc).padStart(9)} ${M(r.rest).padStart(9)}   ` +
         `all ${f(r.total / base.total)}  the rest ${f(r.rest / base.rest)}`,
+    );
+  }
+  if (simulate.length === 0) continue;
+  console.log(`${side}: the simulators' events per session (${simulate.join(', ')}) and the ratio to bare`);
+  for (const variant of config.variants) {
+    const sim = rows[variant].simulated;
+    console.log(
+      `  ${variant.padEnd(11)} ` +
+        Object.entries(sim)
+          .map(([e, n]) => `${e} ${Math.round(n)} (${f(n / (base.simulated[e] || Number.NaN))})`)
+          .join('  '),
     );
   }
 }
