@@ -182,6 +182,22 @@ async function connect(url: string, server: { sessions: Map<string, ServerSessio
   return { session, received };
 }
 
+/** forkwatch on the client, a server on `store` numbered as given, and one session connected to it. */
+async function oneSession(numbering: 'global' | 'per-session' | 'per-stream-hex') {
+  const forkwatch = setupForkwatch({ verdictTimeoutMs: 3000 }, [streamableHttpClient]);
+  fw = forkwatch;
+  const store = new CountingStore(numbering);
+  const server = await startServer(store);
+  cleanups.push(server.close);
+  const a = await connect(server.url, server);
+  /** Notifications `from`..`to` on the session's standalone stream, until the client has `to` of them in all. */
+  const notifyUpTo = async (from: number, to: number, what: string) => {
+    for (let n = from; n <= to; n++) await server.notify(a.session, n);
+    await waitFor(what, () => a.received.length === to);
+  };
+  return { forkwatch, store, server, a, notifyUpTo };
+}
+
 const resumes = METRICS.clientResumes.prometheusName;
 const skipped = METRICS.clientResumeSkippedEvents.prometheusName;
 const liveGaps = METRICS.clientLiveGaps.prometheusName;
@@ -229,19 +245,14 @@ describe('integer ids: density learned from the live stream, not assumed', () =>
   }, 30_000);
 
   test('a per-session counter whose replay loses two events: the two are counted', async () => {
-    fw = setupForkwatch({ verdictTimeoutMs: 3000 }, [streamableHttpClient]);
-    const store = new CountingStore('per-session');
-    const server = await startServer(store);
-    cleanups.push(server.close);
-    const a = await connect(server.url, server);
-    for (let n = 1; n <= 3; n++) await server.notify(a.session, n);
-    await waitFor('the live events', () => a.received.length === 3);
+    const { forkwatch, store, server, a, notifyUpTo } = await oneSession('per-session');
+    await notifyUpTo(1, 3, 'the live events');
     server.cut(a.session);
     store.loseOnReplay = 2;
     for (let n = 4; n <= 6; n++) await server.notify(a.session, n);
     await waitFor('the replay', () => a.received.length === 4);
-    await fw.waitForSpans('forkwatch.client.resume', 1);
-    const text = await fw.metrics();
+    await forkwatch.waitForSpans('forkwatch.client.resume', 1);
+    const text = await forkwatch.metrics();
     expect(a.received).toEqual([1, 2, 3, 6]);
     expect(sample(text, resumes, { ...t, outcome: 'resumed' })).toBe(1);
     expect(sample(text, `${skipped}_sum`)).toBe(2);
@@ -251,60 +262,41 @@ describe('integer ids: density learned from the live stream, not assumed', () =>
 
 describe('live gaps: ids skipped on a live stream seen dense (exposure)', () => {
   test('per-stream counters: an id another process took after steps of one counts one live gap, and pages nothing', async () => {
-    fw = setupForkwatch({ verdictTimeoutMs: 3000 }, [streamableHttpClient]);
-    const store = new CountingStore('per-stream-hex');
-    const server = await startServer(store);
-    cleanups.push(server.close);
-    const a = await connect(server.url, server);
-    for (let n = 1; n <= 3; n++) await server.notify(a.session, n);
-    await waitFor('the live events', () => a.received.length === 3);
-    expect(sample(await fw.metrics(), liveGaps, t)).toBe(0);
+    const { forkwatch, store, a, notifyUpTo } = await oneSession('per-stream-hex');
+    await notifyUpTo(1, 3, 'the live events');
+    expect(sample(await forkwatch.metrics(), liveGaps, t)).toBe(0);
     // A split brain: the next id of the standalone stream went to a process the stream no longer reads.
     store.storedElsewhere(a.session, '_GET_stream');
-    for (let n = 4; n <= 5; n++) await server.notify(a.session, n);
-    await waitFor('the events after the gap', () => a.received.length === 5);
+    await notifyUpTo(4, 5, 'the events after the gap');
     // A second gap in the same session: its numbering is sparse from the first, so it is not counted again.
     store.storedElsewhere(a.session, '_GET_stream');
-    await server.notify(a.session, 6);
-    await waitFor('the event after the second gap', () => a.received.length === 6);
-    const text = await fw.metrics();
+    await notifyUpTo(6, 6, 'the event after the second gap');
+    const text = await forkwatch.metrics();
     expect(sample(text, liveGaps, t)).toBe(1);
     for (const reason of FORK_REASONS) expect(sample(text, forks, { ...t, reason })).toBe(0);
     expect(sample(text, resumes, { ...t, outcome: 'forked' })).toBe(0);
   }, 30_000);
 
   test('per-stream counters, a drop and a replay that loses nothing: no live gap', async () => {
-    fw = setupForkwatch({ verdictTimeoutMs: 3000 }, [streamableHttpClient]);
-    const store = new CountingStore('per-stream-hex');
-    const server = await startServer(store);
-    cleanups.push(server.close);
-    const a = await connect(server.url, server);
-    for (let n = 1; n <= 3; n++) await server.notify(a.session, n);
-    await waitFor('the live events', () => a.received.length === 3);
+    const { forkwatch, server, a, notifyUpTo } = await oneSession('per-stream-hex');
+    await notifyUpTo(1, 3, 'the live events');
     server.cut(a.session);
     for (let n = 4; n <= 6; n++) await server.notify(a.session, n);
     await waitFor('the replay', () => a.received.length === 6);
-    for (let n = 7; n <= 8; n++) await server.notify(a.session, n);
-    await waitFor('the live events after it', () => a.received.length === 8);
-    await fw.waitForSpans('forkwatch.client.resume', 1);
-    const text = await fw.metrics();
+    await notifyUpTo(7, 8, 'the live events after it');
+    await forkwatch.waitForSpans('forkwatch.client.resume', 1);
+    const text = await forkwatch.metrics();
     expect(a.received).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     expect(sample(text, resumes, { ...t, outcome: 'resumed' })).toBe(1);
     expect(sample(text, liveGaps, t)).toBe(0);
   }, 30_000);
 
   test("integer ids of one counter per session jump by the session's other streams: no live gap", async () => {
-    fw = setupForkwatch({ verdictTimeoutMs: 3000 }, [streamableHttpClient]);
-    const store = new CountingStore('per-session');
-    const server = await startServer(store);
-    cleanups.push(server.close);
-    const a = await connect(server.url, server);
-    for (let n = 1; n <= 3; n++) await server.notify(a.session, n);
-    await waitFor('the live events', () => a.received.length === 3);
+    const { forkwatch, store, a, notifyUpTo } = await oneSession('per-session');
+    await notifyUpTo(1, 3, 'the live events');
     // A request stream of the session takes the next number (its response): the standalone stream jumps by one.
     store.storedElsewhere(a.session, 'a-request-stream');
-    for (let n = 4; n <= 5; n++) await server.notify(a.session, n);
-    await waitFor('the events after the jump', () => a.received.length === 5);
-    expect(sample(await fw.metrics(), liveGaps, t)).toBe(0);
+    await notifyUpTo(4, 5, 'the events after the jump');
+    expect(sample(await forkwatch.metrics(), liveGaps, t)).toBe(0);
   }, 30_000);
 });

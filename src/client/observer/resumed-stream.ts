@@ -66,7 +66,6 @@ export interface ResumedStreamInit {
  */
 export const CURSORLESS_SETTLE_MS = 250;
 
-/** Metric attributes, shared: nothing is allocated per duplicate. */
 /** Metric attributes per transport, shared: nothing allocated per event. */
 const TRANSPORT_ATTRS: Readonly<Record<ClientTransportLabel, { transport: ClientTransportLabel }>> = {
   streamable_http: { transport: 'streamable_http' },
