@@ -5,7 +5,8 @@
 // The matrix's judge: what was lost (what the servers sent against what the app received), which side could
 // prove it, what forkwatch counted on each side (deltas of its Prometheus scrapes), and the three invariants:
 //   (a) no page-read signal on a lossless run;
-//   (b) every loss provable from a side is counted (a page-read signal) by that side;
+//   (b) every loss provable from a side is counted (a page-read signal) by that side, and events a living
+//       store-less server wrote to a connection that died (no proof either way) are at least exposure on it;
 //   (c) every lossy run is at least exposure on the client.
 // Page-read signals are the series the pack's critical (paging) alerts read: alerts/forkwatch-alerts.rules.yml
 // (ForkwatchResumeLossBudgetBurn, ForkwatchClientResultsLost, ForkwatchServerCrossSessionReplay,
@@ -129,9 +130,11 @@ export function clientProof(cell, received, lostKeys, sentByKey) {
 /**
  * Can a server prove it? A lost event was sent by a process still there to judge it (not the origin a restart or
  * SIGKILL took away before its delivery window ran): it knows it stored or wrote the event and never delivered it.
+ * Not an event a store-less process wrote to a connection that then died (`writtenLive`): whether those bytes were
+ * read, no process can tell and nothing can replay them (the server counts them in_flight, exposure).
  */
-export function serverProof(cell, lostKeys, goneTags) {
-  const provable = [...lostKeys].filter(k => !goneTags.has(k.split(':')[0]));
+export function serverProof(cell, lostKeys, goneTags, writtenLive = new Set()) {
+  const provable = [...lostKeys].filter(k => !goneTags.has(k.split(':')[0]) && !writtenLive.has(k));
   return provable.length ? `${provable.length} lost events sent by a process that lived to judge them` : undefined;
 }
 
@@ -153,11 +156,22 @@ export function judge(record) {
   const serverExposure = total(server.exposure) > 0;
   const proof = {
     client: lossy ? clientProof(record.cell, record.received, lostKeys, sentByKey) : undefined,
-    server: lossy ? serverProof(record.cell, lostKeys, new Set(record.goneTags ?? [])) : undefined,
+    server: lossy
+      ? serverProof(record.cell, lostKeys, new Set(record.goneTags ?? []), new Set(record.writtenLive ?? []))
+      : undefined,
   };
+  // Lost events a living store-less process wrote to a connection that died: no proof, but never silent there.
+  const goneTags = new Set(record.goneTags ?? []);
+  const inFlight = (record.writtenLive ?? []).filter(k => lostKeys.has(k) && !goneTags.has(k.split(':')[0]));
   const violations = [];
   if (!lossy && (clientPaged || serverPaged)) violations.push('a');
-  if (lossy && ((proof.client && !clientPaged) || (proof.server && !serverPaged))) violations.push('b');
+  if (
+    lossy &&
+    ((proof.client && !clientPaged) ||
+      (proof.server && !serverPaged) ||
+      (inFlight.length > 0 && !serverPaged && !serverExposure))
+  )
+    violations.push('b');
   if (lossy && !clientPaged && !clientExposure) violations.push('c');
   return {
     name: record.cell.name,
@@ -172,6 +186,7 @@ export function judge(record) {
     clientExposure,
     serverExposure,
     proof,
+    inFlight: inFlight.length,
     violations,
     counted: { client: record.client, server: record.server },
     error: record.error,

@@ -6,8 +6,9 @@
 // node:http on 127.0.0.1 port 0, instrumented by forkwatch on the real OpenTelemetry SDK. Many cells share it: each
 // session's cell comes in its URL (`/mcp/<base64url JSON>`), so one process serves every behaviour, id format and
 // traffic. Configured by MATRIX_SERVER (JSON): { tag, storeUrl, shared, deliveryWindowMs }.
-// stdout: `LISTENING <port>`, then `SENT <cell> <key>` for every notification the app sends (the ground truth of
-// what the server sent, read by the worker as it happens, so a SIGKILL loses none of it).
+// stdout: `LISTENING <port>`, then `SENT <cell> <key> [live]` for every notification the app sends (the ground truth
+// of what the server sent, read by the worker as it happens, so a SIGKILL loses none of it; `live`: a store-less
+// process wrote it to a connected standalone stream).
 // GET /__matrix/telemetry: forkwatch's Prometheus text; POST /__matrix/quiet: stop every ticker.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -71,7 +72,11 @@ function mcpServer(cell, session) {
   const server = new McpServer({ name: `matrix-${config.tag}`, version: '1.0.0' }, { capabilities: { logging: {} } });
   const notify = (extra, data = {}) => {
     const key = `${config.tag}:${++notes}`;
-    process.stdout.write(`SENT ${cell.id} ${key}\n`);
+    // A store-less process writes an event to its standalone stream's connection, or nowhere: `live` when the
+    // connection is mapped as it sends (what it wrote to a connection that then died, nobody can prove lost).
+    const core = session.transport?._webStandardTransport ?? session.transport;
+    const live = cell.behaviour === 'none' && !extra && core?._streamMapping?.has?.('_GET_stream') === true;
+    process.stdout.write(`SENT ${cell.id} ${key}${live ? ' live' : ''}\n`);
     const notification = {
       method: 'notifications/message',
       params: { level: 'info', data: { key, origin: config.tag, ...data } },

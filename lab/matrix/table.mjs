@@ -54,6 +54,8 @@ export function cause(v) {
     }
     if (v.proof.server && !v.serverPaged)
       causes.push('b(server): lost events a living process sent, not counted by it');
+    if (v.inFlight > 0 && !v.serverPaged && !v.serverExposure)
+      causes.push('b(server): events a store-less process wrote to a connection that died, not even exposure on it');
   }
   if (v.violations.includes('a')) causes.push('a: false page');
   return causes.join('; ');

@@ -43,6 +43,7 @@ const { LoggingMessageNotificationSchema } = require('@modelcontextprotocol/sdk/
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 const storeService = await startStoreService();
 const sent = new Map(); // cell id -> keys
+const writtenLive = new Map(); // cell id -> keys a store-less process wrote to a connected standalone stream
 const stored = new Map(); // cell id -> { key, log, eventId }
 let processes = 0;
 
@@ -78,9 +79,11 @@ function startServer(shared) {
         const line = buffer.slice(0, nl);
         buffer = buffer.slice(nl + 1);
         nl = buffer.indexOf('\n');
-        const [word, cellId, rest] = line.split(' ');
-        if (word === 'SENT') bucket(sent, cellId).push(rest);
-        else if (word === 'STORED')
+        const [word, cellId, rest, how] = line.split(' ');
+        if (word === 'SENT') {
+          bucket(sent, cellId).push(rest);
+          if (how === 'live') bucket(writtenLive, cellId).push(rest);
+        } else if (word === 'STORED')
           bucket(stored, cellId).push(JSON.parse(line.slice(word.length + cellId.length + 2)));
         else if (word === 'LISTENING') {
           clearTimeout(timer);
@@ -220,6 +223,7 @@ async function runCell(cell, index) {
   return {
     cell: { ...cell, name: cellName(cell) },
     sent: sent.get(id) ?? [],
+    writtenLive: writtenLive.get(id) ?? [],
     stored: stored.get(id) ?? [],
     received,
     goneTags,

@@ -126,7 +126,7 @@ export function sloRecordingRules(config: ForkwatchConfig): RuleSpec[] {
         ? {
             comment:
               `Server delivery SLI: of the events servers stored or wrote, the share that never reached a live client\n` +
-              `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}); abandoned (the client went away for good) is not loss.\n` +
+              `(reason ${SERVER_UNDELIVERED_LOSS_REASONS.join('|')}); ${valuesWith('server_undelivered', 'exposure').join(' and ')} are exposure, not loss.\n` +
               `With a shared event store, events a replica stored and did not replay count only past what other\n` +
               `replicas replayed that was not pending on them (over the window plus ${config.sharedStoreReplayLag}).\n` +
               `With fleet delivery marks (fleetDelivery), the events no replica delivered, each claimed by one replica.`,

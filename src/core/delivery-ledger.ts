@@ -19,7 +19,8 @@
  *   settles all of them, since what was written before the drop came either before the client's cursor or in the
  *   replay. Otherwise they count like other pending events, but only when the stream has no event stored after the
  *   drop: those are the firmer evidence, and the in-flight ones may all have been read (a clean cut has none in
- *   flight). Only the standalone stream: a client that drops a request stream may simply have given up on it.
+ *   flight). Without an event store nothing can replay them or prove them lost: they count at once as `in_flight`,
+ *   exposure. Only the standalone stream: a client that drops a request stream may simply have given up on it.
  *
  * When they count as undelivered, and with which reason, is delivery-rules.ts: one pure function and its table.
  *
@@ -122,6 +123,8 @@ class PendingStream {
 class RecentWrites {
   readonly times: number[] = [];
   next = 0;
+  /** An event store held the last of them (a session keeps its store, or its lack of one, for its life). */
+  replayable = true;
 }
 
 /** A session's account, opaque outside the ledger: held by the session's key (LedgerSessionKey). */
@@ -196,7 +199,7 @@ export class DeliveryLedger<K extends LedgerSessionKey> {
     const account = this.account(key, now);
     if (event.open) {
       // Written to a connection here: the client is reading from this process.
-      if (event.standalone && event.replayable) rememberWrite(account, now);
+      if (event.standalone) rememberWrite(account, now, event.replayable);
       const pending = account.pending;
       // Per live event, with nothing pending (the rule): a timestamp. Otherwise the activity may start windows.
       if (pending === undefined) {
@@ -221,7 +224,7 @@ export class DeliveryLedger<K extends LedgerSessionKey> {
   /**
    * The client's connection for the session's standalone stream dropped (the other end closed it; the server did
    * not end it). Its writes of the last `inflightMs`, and the `unwritten` events stored for it whose write had not
-   * come yet, become pending as in flight.
+   * come yet, become pending as in flight; with no event store behind them, they count `in_flight` at once.
    */
   connectionDropped(key: K, streamId: string, now: number, unwritten = 0): void {
     const account = this.accountOf(key);
@@ -232,13 +235,15 @@ export class DeliveryLedger<K extends LedgerSessionKey> {
       behind.dueAt = undefined;
     }
     if (account === undefined) return;
-    const writes = account.recent?.times;
+    const recent = account.recent;
     // Events stored for the connection whose write had not come yet are in flight as much as the last writes.
     let inflight = Math.max(0, unwritten);
-    if (writes !== undefined) for (const at of writes) if (now - at <= this.options.inflightMs) inflight++;
+    if (recent !== undefined) for (const at of recent.times) if (now - at <= this.options.inflightMs) inflight++;
     account.recent = undefined;
     if (inflight === 0) return;
-    this.pendingStream(key, account, streamId, STANDALONE_REPLAYABLE, now).inflight += inflight;
+    // Without an event store no replay can settle them and no later fact can prove them lost: exposure, now.
+    if (recent !== undefined && !recent.replayable) this.safeReport(key, 'in_flight', inflight);
+    else this.pendingStream(key, account, streamId, STANDALONE_REPLAYABLE, now).inflight += inflight;
   }
 
   private pendingStream(
@@ -455,9 +460,10 @@ export function probeDeliveryLedger<K extends LedgerSessionKey>(ledger: Delivery
 }
 
 /** The time of a live write on the standalone stream, in the session's ring of the last INFLIGHT_WRITES_KEPT. */
-function rememberWrite(account: SessionAccount, now: number): void {
+function rememberWrite(account: SessionAccount, now: number, replayable: boolean): void {
   account.recent ??= new RecentWrites();
   const recent = account.recent;
+  recent.replayable = replayable;
   recent.times[recent.next] = now;
   const next = recent.next + 1;
   recent.next = next === INFLIGHT_WRITES_KEPT ? 0 : next;

@@ -25,8 +25,11 @@
  *   window (30 s) is ten times the SDK's full retry schedule and its maximum reconnect delay.
  */
 
-/** Mirrors SERVER_UNDELIVERED_REASONS in names.ts (the core imports nothing from outside). */
-export type UndeliveredReason = 'stream_moved' | 'no_listener' | 'dropped' | 'abandoned';
+/**
+ * Mirrors SERVER_UNDELIVERED_REASONS in names.ts (the core imports nothing from outside). `in_flight` is no rule's:
+ * the ledger counts it at the drop itself (delivery-ledger.ts, connectionDropped).
+ */
+export type UndeliveredReason = 'stream_moved' | 'no_listener' | 'dropped' | 'abandoned' | 'in_flight';
 
 /**
  * What happened to a session with pending streams: `request` (any method but GET) and `live_write` (an event of the

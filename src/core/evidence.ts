@@ -306,6 +306,15 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     true,
   ),
   row(
+    'server_undelivered',
+    'in_flight',
+    'exposure',
+    'written live with no event store at most inflightMs before the client dropped the standalone connection: bytes in a proxy or socket die with it, and nothing can replay or vouch for them',
+    'a store-less server behind a proxy that cuts streams',
+    ['test/server/delivery-ledger.test.ts', 'test/core/delivery-ledger.test.ts'],
+    true,
+  ),
+  row(
     'server_shared_unreplayed',
     'stream_moved',
     'proven_loss',

@@ -57,9 +57,10 @@ export const SERVER_BOUNDARY_OUTCOMES = [
 
 /**
  * Why an event a server transport stored (or wrote) never reached a client from this process. Loss reasons page
- * through the server delivery SLO; `abandoned` (the client went away for good) never does.
+ * through the server delivery SLO; `abandoned` (the client went away for good) and `in_flight` (written with no
+ * event store just before the client's connection dropped: read or not, nobody can tell) never do.
  */
-export const SERVER_UNDELIVERED_REASONS = ['stream_moved', 'no_listener', 'dropped', 'abandoned'] as const;
+export const SERVER_UNDELIVERED_REASONS = ['stream_moved', 'no_listener', 'dropped', 'abandoned', 'in_flight'] as const;
 export type ServerUndeliveredReason = (typeof SERVER_UNDELIVERED_REASONS)[number];
 /** The undelivered reasons that are loss to a live client (the server delivery SLO's bad events). */
 export const SERVER_UNDELIVERED_LOSS_REASONS = valuesWith(

@@ -280,6 +280,31 @@ describe('DeliveryLedger', () => {
     expect(reports).toEqual({ abandoned: 1 });
   });
 
+  test('in flight without an event store: in_flight (exposure) at the drop itself; never pending, never a loss', () => {
+    const { l, reports } = ledger({ inflightMs: 100 });
+    const s = {};
+    const LIVE_NO_STORE = { open: true, replayable: false, standalone: true };
+    l.listenerOpened(s, 0);
+    l.stored(s, '_GET_stream', LIVE_NO_STORE, 10); // long delivered
+    l.stored(s, '_GET_stream', LIVE_NO_STORE, 920);
+    l.stored(s, '_GET_stream', LIVE_NO_STORE, 950);
+    l.stored(s, 'req-1', { ...LIVE_NO_STORE, standalone: false }, 960); // a request stream: not watched
+    l.connectionDropped(s, '_GET_stream', 1000);
+    expect(reports).toEqual({ in_flight: 2 });
+    expect(probeDeliveryLedger(l).pendingEvents(s)).toBe(0);
+    // Sent while the client is away: nowhere to go, the firmer evidence, judged as before.
+    l.stored(s, '_GET_stream', { ...LIVE_NO_STORE, open: false }, 1010);
+    l.activity(s, 1100);
+    l.activity(s, 1100 + WINDOW);
+    expect(reports).toEqual({ in_flight: 2, dropped: 1 });
+    // A fresh connection, quiet past inflightMs, then dropped: nothing in flight.
+    l.listenerOpened(s, 3000);
+    l.stored(s, '_GET_stream', LIVE_NO_STORE, 3010);
+    l.connectionDropped(s, '_GET_stream', 3200);
+    l.closed(s, 4000);
+    expect(reports).toEqual({ in_flight: 2, dropped: 1 });
+  });
+
   test('in flight: at most INFLIGHT_WRITES_KEPT per drop; a new connection forgets the writes of the old one', () => {
     const { l } = ledger();
     const s = {};
@@ -394,7 +419,8 @@ describe('DeliveryLedger properties', () => {
         let now = 0;
         let pendingStored = 0;
         let inflightAdded = 0;
-        let liveWrites: number[] = [];
+        let inflightExposed = 0;
+        let liveWrites: { at: number; replayable: boolean }[] = [];
         let settledByReplay = 0;
         for (const st of steps) {
           if (st.kind === 'store') {
@@ -405,7 +431,7 @@ describe('DeliveryLedger properties', () => {
               now,
             );
             if (!st.open) pendingStored++;
-            else if (st.stream === 0 && st.replayable) liveWrites.push(now);
+            else if (st.stream === 0) liveWrites.push({ at: now, replayable: st.replayable });
           } else if (st.kind === 'activity') l.activity(s, now);
           else if (st.kind === 'get') {
             l.listenerOpened(s, now);
@@ -416,15 +442,19 @@ describe('DeliveryLedger properties', () => {
             settledByReplay += before - probeDeliveryLedger(l).pendingEvents(s);
           } else if (st.kind === 'sweep') l.sweep(now);
           else if (st.kind === 'drop') {
-            // The model: the last INFLIGHT_WRITES_KEPT live standalone writes, those within inflightMs of the drop.
+            // The model: the last INFLIGHT_WRITES_KEPT live standalone writes, those within inflightMs of the drop;
+            // pending with a store (the last write's), reported at once as in_flight without one.
             const kept = liveWrites.slice(-INFLIGHT_WRITES_KEPT);
-            inflightAdded += kept.filter(at => now - at <= l.options.inflightMs).length;
+            const inflight = kept.filter(w => now - w.at <= l.options.inflightMs).length;
+            if (kept.at(-1)?.replayable === false) inflightExposed += inflight;
+            else inflightAdded += inflight;
             liveWrites = [];
             l.connectionDropped(s, 's0', now);
           } else now += st.ms;
         }
         if (close) l.closed(s, now);
-        const total = Object.values(reported).reduce((a, b) => a + (b ?? 0), 0);
+        expect(reported.in_flight ?? 0).toBe(inflightExposed);
+        const total = Object.values(reported).reduce((a, b) => a + (b ?? 0), 0) - inflightExposed;
         // Events stored while pending are each accounted once; in-flight ones count only where no stored event does.
         const accounted = total + settledByReplay + probeDeliveryLedger(l).pendingEvents(s);
         expect(accounted).toBeLessThanOrEqual(pendingStored + inflightAdded);
@@ -440,7 +470,8 @@ describe('DeliveryLedger properties', () => {
         let current: Step['kind'] | 'close' = 'wait';
         const reportedDuring: string[] = [];
         const l = new DeliveryLedger<object>({ windowMs: WINDOW, maxPendingStreams: 3 }, (_k, reason) => {
-          if (reason !== 'abandoned') reportedDuring.push(current === 'store' ? 'store' : current);
+          if (reason !== 'abandoned' && reason !== 'in_flight')
+            reportedDuring.push(current === 'store' ? 'store' : current);
         });
         const s = {};
         let now = 0;

@@ -83,6 +83,7 @@ describe('one evidence model, one table', () => {
     expect(SERVER_UNDELIVERED_LOSS_REASONS).toEqual(['stream_moved', 'no_listener', 'dropped']);
     expect(SERVER_UNDELIVERED_REASONS.filter(r => evidenceOf('server_undelivered', r) === 'exposure')).toEqual([
       'abandoned',
+      'in_flight',
     ]);
   });
 

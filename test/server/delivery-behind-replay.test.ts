@@ -48,7 +48,7 @@ async function counts(): Promise<Record<string, number>> {
     ]),
   );
 }
-const none = { stream_moved: 0, no_listener: 0, dropped: 0, abandoned: 0 };
+const none = { stream_moved: 0, no_listener: 0, dropped: 0, abandoned: 0, in_flight: 0 };
 
 const ping = () =>
   new Request('http://127.0.0.1/mcp', {

@@ -45,7 +45,7 @@ async function counts(): Promise<Record<string, number>> {
     ]),
   );
 }
-const none = { stream_moved: 0, no_listener: 0, dropped: 0, abandoned: 0 };
+const none = { stream_moved: 0, no_listener: 0, dropped: 0, abandoned: 0, in_flight: 0 };
 
 function post(body: unknown, sessionId = 'session-1'): Request {
   return new Request('http://127.0.0.1/mcp', {
@@ -249,6 +249,49 @@ describe.each([
     await transport.handleRequest(ping());
     await talkAfterWindow(transport);
     expect(await counts()).toEqual({ ...none, stream_moved: 3 });
+  });
+
+  test('no event store, in flight: events written just before the client dropped the connection are in_flight (exposure), never a loss', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(undefined);
+    const get = droppableGet();
+    const stream = await transport.handleRequest(get.request);
+    for (let n = 1; n <= 3; n++) await transport.send(notification(n));
+    expect((await readFrames(stream.body, { count: 3 })).length).toBe(3); // written to the wire
+    get.drop(); // read or not: without ids the client cannot say, and nothing can replay them
+    await fw.settle();
+    expect(await counts()).toEqual({ ...none, in_flight: 3 });
+    expect(delivery().pendingEvents(transport)).toBe(0);
+    await transport.send(notification(4)); // sent while the client is away: nowhere to go
+    await transport.handleRequest(ping());
+    await waitUntil(() => delivery().streamsInWindow() === 0, { intervalMs: 20, what: 'the window to end' });
+    await transport.handleRequest(ping()); // alive here past the window
+    expect(await counts()).toEqual({ ...none, in_flight: 3, dropped: 1 });
+  });
+
+  test('no event store: a drop after a quiet stretch, and a DELETE, count nothing in flight', async () => {
+    fw = setupForkwatch({ deliveryWindowMs: WINDOW_MS }, module);
+    const transport = transportWith(undefined);
+    const get = droppableGet();
+    const stream = await transport.handleRequest(get.request);
+    await transport.send(notification(1));
+    expect((await readFrames(stream.body, { count: 1 })).length).toBe(1);
+    await new Promise(resolve => setTimeout(resolve, delivery().options.inflightMs + 50));
+    get.drop();
+    const again = droppableGet();
+    const second = await transport.handleRequest(again.request);
+    await transport.send(notification(2));
+    expect((await readFrames(second.body, { count: 1 })).length).toBe(1);
+    const res = await transport.handleRequest(
+      new Request('http://127.0.0.1/mcp', {
+        method: 'DELETE',
+        headers: { 'mcp-session-id': 'session-1', 'mcp-protocol-version': '2025-11-25' },
+      }),
+    );
+    expect(res.status).toBe(200); // the server ends the stream: not a drop
+    again.drop();
+    await fw.settle();
+    expect(await counts()).toEqual(none);
   });
 
   /** A store whose storeEvent answers only when released, as one across the network does (Redis in the fleet). */

@@ -48,7 +48,7 @@ describe('delivery ledger in the fork lab (servers instrumented only)', () => {
     const r = await runLab('healthy', options);
     expect(r.lost).toEqual([]);
     expect(sample(r.servers.A!.metrics, resumes, { ...t, outcome: 'replayed' })).toBe(1);
-    expect(reasons(r.servers.A!)).toEqual({ stream_moved: 0, no_listener: 0, dropped: 0, abandoned: 0 });
+    expect(reasons(r.servers.A!)).toEqual({ stream_moved: 0, no_listener: 0, dropped: 0, abandoned: 0, in_flight: 0 });
     expect(serverSignals(r)).toBe(0);
   });
 
@@ -85,7 +85,13 @@ describe('delivery ledger in the fork lab (servers instrumented only)', () => {
     expect(r.httpLog.filter(e => e.kind === 'resume')).toEqual([]);
     const lost = r.emittedTotal - r.receivedTotal;
     expect(lost).toBe(4);
-    expect(reasons(r.servers.B!)).toEqual({ stream_moved: 0, no_listener: lost, dropped: 0, abandoned: 0 });
+    expect(reasons(r.servers.B!)).toEqual({
+      stream_moved: 0,
+      no_listener: lost,
+      dropped: 0,
+      abandoned: 0,
+      in_flight: 0,
+    });
     expect(lossEvents(r.servers.A!)).toBe(0);
   });
 
@@ -93,7 +99,7 @@ describe('delivery ledger in the fork lab (servers instrumented only)', () => {
     const r = await runLab('no-get-stream', options);
     expect(r.httpLog.filter(e => e.kind === 'get').map(e => e.status)).toEqual([405]);
     expect(r.lost).toEqual([1, 2, 3]);
-    expect(reasons(r.servers.A!)).toEqual({ stream_moved: 0, no_listener: 3, dropped: 0, abandoned: 0 });
+    expect(reasons(r.servers.A!)).toEqual({ stream_moved: 0, no_listener: 3, dropped: 0, abandoned: 0, in_flight: 0 });
   });
 
   test.each([

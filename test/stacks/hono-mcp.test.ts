@@ -101,6 +101,34 @@ describe('@hono/mcp', () => {
   );
 
   test(
+    'no event store: a cut right after writes is in_flight (exposure), never a loss; events sent while away are dropped',
+    async () => {
+      const server = await startStackServer('hono-mcp', SCRIPT, { eventStore: 'none' });
+      const session = new RawMcpSession(server.url);
+      await session.initialize();
+      const stream = await session.openGet();
+      await session.callTool('emit', { count: 3 });
+      await stream.waitForMessages(3); // the client has all three
+      stream.close(); // and the connection drops right after: without ids or a store, nobody can tell
+      await new Promise(r => setTimeout(r, 300)); // the server sees the close
+      await session.callTool('emit', { count: 2 }); // nowhere to go
+      const again = await session.openGet(); // no cursor: the ids a store would give do not exist
+      expect(again.status).toBe(200);
+      // The session goes on talking past the window: the two sent while away are lost, the three written are not.
+      await new Promise(r => setTimeout(r, DELIVERY_WINDOW_MS + 300));
+      const text = await server.counted(undelivered, { reason: 'dropped' }, 2, () =>
+        session.callTool('emit', { count: 0 }),
+      );
+      again.close();
+      expect(nonZero(text, undelivered).sort()).toEqual([
+        'forkwatch_server_undelivered_events_total{transport="streamable_http",reason="dropped"} 2',
+        'forkwatch_server_undelivered_events_total{transport="streamable_http",reason="in_flight"} 3',
+      ]);
+    },
+    TEST_MS,
+  );
+
+  test(
     'healthy: a resume after a dropped GET replays the events after the cursor, counted replayed',
     async () => {
       const server = await startStackServer('hono-mcp', SCRIPT);

@@ -159,7 +159,7 @@ describe('tmcp', () => {
   );
 
   test(
-    'healthy: 20 notifications on an open stream, and a stream cut and reopened with nothing sent meanwhile, count nothing undelivered',
+    'healthy: 20 notifications on an open stream, and a quiet stream cut and reopened, count nothing undelivered; a cut right after writes is in_flight (exposure), never a loss',
     async () => {
       const server = await startStackServer('tmcp', SCRIPT);
       const session = new RawMcpSession(server.url);
@@ -168,6 +168,8 @@ describe('tmcp', () => {
       expect(stream.status).toBe(200);
       await broadcast(session, 20);
       await stream.waitForMessages(20);
+      // Quiet past inflightMs (500 ms) before the cut, as a balancer's idle timeout: nothing was in flight.
+      await new Promise(r => setTimeout(r, 700));
       stream.close();
       await new Promise(r => setTimeout(r, 300)); // the server sees the close
       const again = await reopen(session);
@@ -179,9 +181,25 @@ describe('tmcp', () => {
       await broadcast(session, 1);
       await again.waitForMessages(2);
       const text = await server.counted(events, { transport: 'streamable_http' }, 22);
-      again.close();
       expect(sample(text, events, { transport: 'streamable_http' })).toBe(22);
       expect(nonZero(text, undelivered)).toEqual([]);
+      // Then cut right after three writes the client read: tmcp keeps no store, and whether those bytes arrived the
+      // server cannot tell. Exposure at the drop; the session talking past the window proves no loss of them.
+      await new Promise(r => setTimeout(r, 700));
+      await broadcast(session, 3);
+      await again.waitForMessages(5);
+      again.close();
+      await new Promise(r => setTimeout(r, 300)); // the server sees the close
+      const third = await reopen(session);
+      expect(third.status).toBe(200);
+      await new Promise(r => setTimeout(r, DELIVERY_WINDOW_MS + 300));
+      await broadcast(session, 1);
+      await third.waitForMessages(1);
+      const after = await server.counted(events, { transport: 'streamable_http' }, 26);
+      third.close();
+      expect(nonZero(after, undelivered)).toEqual([
+        'forkwatch_server_undelivered_events_total{transport="streamable_http",reason="in_flight"} 3',
+      ]);
     },
     TEST_MS,
   );

@@ -158,9 +158,11 @@ export class HonoSessionObserver {
       if (related !== undefined || response) return; // a request stream's: written or kept by the transport
       const open = this.standalone !== undefined;
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
-      // Written live, or neither written nor stored. Recorded as replayable all the same: the stream's events keep
-      // one kind in the ledger (a change of kind ends the wait as abandoned), and no replay here ever settles them.
-      this.facts.eventSent(STANDALONE, storedEventOf(open, true, true));
+      // Written live, or neither written nor stored. With a store, recorded as replayable all the same: the stream's
+      // events keep one kind in the ledger (a change of kind ends the wait as abandoned), and no replay here ever
+      // settles them. Without one (known from the constructor), nothing can replay what a dropped connection took:
+      // its last writes are in_flight (exposure), not pending for a resume that cannot come.
+      this.facts.eventSent(STANDALONE, storedEventOf(open, this.hasEventStore !== false, true));
     } catch (error) {
       this.failed(error);
     }
