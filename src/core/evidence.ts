@@ -311,7 +311,7 @@ export const EVIDENCE_RULES: readonly EvidenceRow[] = [
     'exposure',
     'written live with no event store at most inflightMs before the client dropped the standalone connection: bytes in a proxy or socket die with it, and nothing can replay or vouch for them',
     'a store-less server behind a proxy that cuts streams',
-    ['test/server/delivery-ledger.test.ts', 'test/core/delivery-ledger.test.ts'],
+    ['test/server/delivery-ledger.test.ts', 'test/core/delivery-ledger.test.ts', 'test/stacks/hono-mcp.test.ts'],
     true,
   ),
   row(

@@ -160,8 +160,9 @@ export class HonoSessionObserver {
       this.runtime.instruments.serverEvents.add(1, TRANSPORT_ATTRS);
       // Written live, or neither written nor stored. With a store, recorded as replayable all the same: the stream's
       // events keep one kind in the ledger (a change of kind ends the wait as abandoned), and no replay here ever
-      // settles them. Without one (known from the constructor), nothing can replay what a dropped connection took:
-      // its last writes are in_flight (exposure), not pending for a resume that cannot come.
+      // settles them. Without one (known from the constructor) they are what they are: an event with no connection
+      // is `dropped`, and a dropped connection's last writes `in_flight` (exposure), not pending for a resume that
+      // cannot come (a session talking on would have counted them `stream_moved`, a page, read or not).
       this.facts.eventSent(STANDALONE, storedEventOf(open, this.hasEventStore !== false, true));
     } catch (error) {
       this.failed(error);
