@@ -154,15 +154,14 @@ export function judge(record) {
   const serverPaged = total(server.page) > 0;
   const clientExposure = total(client.exposure) > 0;
   const serverExposure = total(server.exposure) > 0;
+  const goneTags = new Set(record.goneTags ?? []);
+  const writtenLive = new Set(record.writtenLive ?? []);
   const proof = {
     client: lossy ? clientProof(record.cell, record.received, lostKeys, sentByKey) : undefined,
-    server: lossy
-      ? serverProof(record.cell, lostKeys, new Set(record.goneTags ?? []), new Set(record.writtenLive ?? []))
-      : undefined,
+    server: lossy ? serverProof(record.cell, lostKeys, goneTags, writtenLive) : undefined,
   };
   // Lost events a living store-less process wrote to a connection that died: no proof, but never silent there.
-  const goneTags = new Set(record.goneTags ?? []);
-  const inFlight = (record.writtenLive ?? []).filter(k => lostKeys.has(k) && !goneTags.has(k.split(':')[0]));
+  const inFlight = [...writtenLive].filter(k => lostKeys.has(k) && !goneTags.has(k.split(':')[0]));
   const violations = [];
   if (!lossy && (clientPaged || serverPaged)) violations.push('a');
   if (
