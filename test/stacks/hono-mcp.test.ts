@@ -129,6 +129,40 @@ describe('@hono/mcp', () => {
   );
 
   test(
+    'no event store, healthy: a quiet cut and reconnect count nothing; a client that then crashes counts no loss',
+    async () => {
+      const server = await startStackServer('hono-mcp', SCRIPT, { eventStore: 'none' });
+      const session = new RawMcpSession(server.url);
+      await session.initialize();
+      const stream = await session.openGet();
+      await session.callTool('emit', { count: 3 });
+      await stream.waitForMessages(3);
+      await new Promise(r => setTimeout(r, 700)); // quiet past inflightMs (500 ms): nothing in flight at the cut
+      stream.close();
+      await new Promise(r => setTimeout(r, 300)); // the server sees the close
+      const again = await session.openGet();
+      await session.callTool('emit', { count: 1 });
+      await again.waitForMessages(1);
+      // The session talks on past the window: nothing was pending, nothing is judged.
+      await new Promise(r => setTimeout(r, DELIVERY_WINDOW_MS + 300));
+      await session.callTool('emit', { count: 1 });
+      await again.waitForMessages(2);
+      const text = await server.counted(events, { transport: 'streamable_http' }, 5);
+      expect(nonZero(text, undelivered)).toEqual([]);
+      // Then a quiet cut, one event with nowhere to go, and the client never comes back (a crash): no loss is
+      // judged for a session that shows no sign of life here.
+      await new Promise(r => setTimeout(r, 700));
+      again.close();
+      await new Promise(r => setTimeout(r, 300));
+      await session.callTool('emit', { count: 1 }); // its last request, before the crash
+      await new Promise(r => setTimeout(r, 2 * DELIVERY_WINDOW_MS + 300));
+      const after = await server.counted(events, { transport: 'streamable_http' }, 6);
+      expect(nonZero(after, undelivered)).toEqual([]);
+    },
+    TEST_MS,
+  );
+
+  test(
     'healthy: a resume after a dropped GET replays the events after the cursor, counted replayed',
     async () => {
       const server = await startStackServer('hono-mcp', SCRIPT);
