@@ -3,16 +3,16 @@
  * Copyright The forkwatch Authors
  * SPDX-License-Identifier: Apache-2.0
  */
-// The server-side ablation builds of issue 50's tenth pass, made again from a build/src: each is a copy of the build
-// with one text edit of the SDK server patch's compiled JavaScript (an experiment only, never shipped), so a later pass
-// can measure the same cuts beside its own build:
+// The ablation builds of issue 50's tenth pass, the server's and the client's, made again from a build/src: each is a
+// copy of the build with text edits of its compiled JavaScript (an experiment only, never shipped), so a later pass can
+// measure the same cuts beside its own build (server cuts as `NAME/bare` pairs, client cuts as `bare/NAME`):
 //
 //   node scripts/build.mjs && node bench/ablations.mjs .tmp/ablations
 //   node bench/short-sessions-sides.mjs --rounds 16 --sessions 200 --warmup 20 \
 //     --build pass=.tmp/ablations/pass/src --build twice-copy=.tmp/ablations/twice-copy/src \
 //     --pairs bare-again,forkwatch/bare,pass/bare,twice-copy/bare
 //
-// A build named `inert…` patches nothing (short-sessions-sides.mjs then expects its server unpatched). Every edit must
+// A build named `inert…` patches nothing on its side (short-sessions-sides.mjs then checks that side is unpatched). Every edit must
 // find its text exactly once: a build that changed under it fails here, not in a measurement of the wrong thing.
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -179,6 +179,47 @@ export const ABLATIONS = {
     ],
   },
 };
+
+/** The client's cuts (measured as `bare/NAME` pairs): the wire observer and the SDK client patch apart. */
+const NO_WIRE_OBSERVER = {
+  file: 'lifecycle/instrumentation.js',
+  find: '        if (this._removeFetchObserver || this.getConfig().observeFetch === false)\n            return;',
+  replace: '        return;',
+};
+const NO_CLIENT_PATCH = {
+  file: 'client/patches/streamable-http-client.js',
+  find: 'function patchStreamableHttpClient(proto, runtime, wrap) {\n',
+  replace: 'function patchStreamableHttpClient(proto, runtime, wrap) {\n    return;\n',
+};
+Object.assign(ABLATIONS, {
+  'client-no-wire': {
+    why: "the SDK client patched, undici's channels not observed (no wire observer)",
+    edits: [NO_WIRE_OBSERVER],
+  },
+  'inert-client': {
+    why: 'the SDK client not patched: the wire observer alone sees its session GETs',
+    edits: [NO_CLIENT_PATCH],
+  },
+  'inert-client-no-wire': {
+    why: 'forkwatch loaded on the client, nothing patched or observed',
+    edits: [NO_CLIENT_PATCH, NO_WIRE_OBSERVER],
+  },
+  'inert-client-noop-channels': {
+    why: "nothing patched; undici's create, headers and error channels subscribed by functions that do nothing",
+    edits: [
+      NO_CLIENT_PATCH,
+      {
+        file: 'client/wire/undici-channels.js',
+        find: '    global[INSTALLED] = true;\n    const observer = new ChannelObserver(runtime);\n    observer.subscribe();\n',
+        replace: `    global[INSTALLED] = true;
+    const noop = () => {};
+    for (const name of ['undici:request:create', 'undici:request:headers', 'undici:request:error']) diagnosticsChannel.subscribe(name, noop);
+    const observer = { unsubscribe() {} };
+`,
+      },
+    ],
+  },
+});
 
 /** Writes `<out>/<name>/src` for each ablation (all, or `names`), from `from` (default: this repository's build/src). */
 export function makeAblations(out, { from = join(root, 'build', 'src'), names = Object.keys(ABLATIONS) } = {}) {
