@@ -221,6 +221,39 @@ Object.assign(ABLATIONS, {
   },
 });
 
+/**
+ * Not a cut: the wire observer as built, its handlers timed from inside (bench/wire-handler-time.mjs reads the
+ * `WIRETIME` lines it writes to stderr at exit: each call's handler, request method and nanoseconds).
+ */
+ABLATIONS['timed-wire'] = {
+  why: 'the wire observer as built, each of its channel handlers timed from inside (stderr at exit)',
+  edits: [
+    {
+      file: 'client/wire/undici-channels.js',
+      find: `    guard(what, fn) {
+        return message => {
+            try {
+                fn(message);
+            }`,
+      replace: `    guard(what, fn) {
+        return message => {
+            const start = process.hrtime.bigint();
+            try {
+                fn(message);
+                const took = Number(process.hrtime.bigint() - start);
+                (globalThis.__forkwatchWireTimes ??= []).push(\`\${what}|\${message?.request?.method}|\${took}\`);
+            }`,
+    },
+    {
+      file: 'client/wire/undici-channels.js',
+      find: 'function installUndiciChannelObserver(runtime) {\n',
+      replace: `function installUndiciChannelObserver(runtime) {
+    process.on('exit', () => process.stderr.write(\`WIRETIME \${JSON.stringify(globalThis.__forkwatchWireTimes ?? [])}\\n\`));
+`,
+    },
+  ],
+};
+
 /** Writes `<out>/<name>/src` for each ablation (all, or `names`), from `from` (default: this repository's build/src). */
 export function makeAblations(out, { from = join(root, 'build', 'src'), names = Object.keys(ABLATIONS) } = {}) {
   const made = {};
