@@ -50,3 +50,26 @@ test('an edit whose text is not in the build exactly once fails, naming the coun
   expect(() => makeAblations(join(out, 'doubled'), { from: altered, names: ['inert'] })).toThrow(/2 times, not once/);
   expect(() => makeAblations(join(out, 'unknown'), { from: build, names: ['nothing'] })).toThrow(/no ablation nothing/);
 });
+
+test('the server cuts patch what they say: inert nothing, pass every method by a pass-through, pass-requests two', () => {
+  const wrapsOf = (name: string) => {
+    const load = createRequire(join(made[name]!, 'index.js'));
+    const { patchWebStandardStreamableHttpServer } = load(join(made[name]!, 'server', 'stacks', 'sdk', 'patch.js'));
+    const wrapped: string[] = [];
+    const proto: Record<string, unknown> = {};
+    const wrap = (target: Record<string, unknown>, method: string, wrapper: (f: unknown) => unknown) => {
+      wrapped.push(method);
+      target[method] = wrapper(function (this: unknown, ...args: unknown[]) {
+        return [this, ...args];
+      });
+    };
+    patchWebStandardStreamableHttpServer(proto, { enabled: true }, wrap);
+    return { wrapped, proto };
+  };
+  expect(wrapsOf('inert').wrapped).toEqual([]);
+  const pass = wrapsOf('pass');
+  expect(pass.wrapped).toEqual(['handleRequest', 'handleGetRequest', 'replayEvents', 'writeSSEEvent', 'send', 'close']);
+  const self = {};
+  expect((pass.proto.send as (...a: unknown[]) => unknown).call(self, 1, 2)).toEqual([self, 1, 2]);
+  expect(wrapsOf('pass-requests').wrapped).toEqual(['handleRequest', 'handleGetRequest']);
+});
