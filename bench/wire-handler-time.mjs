@@ -70,9 +70,10 @@ try {
   client.stdout.on('data', c => (out += c));
   client.stderr.on('data', c => (err += c));
   const code = await new Promise(resolve => client.on('exit', resolve));
+  if (code !== 0) throw new Error(`the timed client exited ${code}: ${err.slice(-2000)}`);
   const result = JSON.parse(out.trim().split('\n').pop() ?? '{}');
   const line = err.split('\n').find(l => l.startsWith('WIRETIME '));
-  if (code !== 0 || !result.patched || !line) throw new Error(`the timed client failed (${code}): ${err.slice(-2000)}`);
+  if (!result.patched || !line) throw new Error(`the timed client was not patched or timed: ${err.slice(-2000)}`);
 
   const calls = JSON.parse(line.slice('WIRETIME '.length)).slice(skip);
   const byKind = new Map();
