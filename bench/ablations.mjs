@@ -222,6 +222,32 @@ Object.assign(ABLATIONS, {
 });
 
 /**
+ * Not forkwatch at all: `register` only keeps BALLAST_KB (default 2,000) kilobytes of small objects with a closure
+ * each, about what forkwatch keeps in a server's heap after the warm-up (25.2 against 23.2 MB, the tenth pass): does a
+ * larger heap alone cost what forkwatch costs? (The eleventh pass: 2 MB nothing, 4 MB a third of forkwatch's step.)
+ */
+ABLATIONS['inert-ballast'] = {
+  why: 'no forkwatch: register keeps BALLAST_KB kilobytes (default 2,000) of small objects with closures, nothing else',
+  edits: [
+    {
+      file: 'register.js',
+      find: '"use strict";\n',
+      replace: `"use strict";
+{
+    const keep = [];
+    for (let i = 0; i < Number(process.env.BALLAST_KB ?? 2000) * 5; i++) {
+        const name = \`item-\${i}\`;
+        keep.push({ name, at: i, fn: () => name + i });
+    }
+    globalThis.__forkwatchBallast = keep;
+}
+return;
+`,
+    },
+  ],
+};
+
+/**
  * Not a cut: the wire observer as built, its handlers timed from inside (bench/wire-handler-time.mjs reads the
  * `WIRETIME` lines it writes to stderr at exit: each call's handler, request method and nanoseconds).
  */

@@ -73,3 +73,22 @@ test('the server cuts patch what they say: inert nothing, pass every method by a
   expect((pass.proto.send as (...a: unknown[]) => unknown).call(self, 1, 2)).toEqual([self, 1, 2]);
   expect(wrapsOf('pass-requests').wrapped).toEqual(['handleRequest', 'handleGetRequest']);
 });
+
+test('inert-ballast keeps BALLAST_KB of heap and loads nothing of forkwatch', () => {
+  const src = made['inert-ballast']!;
+  const load = createRequire(join(src, 'index.js'));
+  const before = process.env.BALLAST_KB;
+  process.env.BALLAST_KB = '10';
+  try {
+    // The test of every cut loaded it once with the default already: load it again.
+    delete load.cache[load.resolve(join(src, 'register.js'))];
+    load(join(src, 'register.js'));
+  } finally {
+    if (before === undefined) delete process.env.BALLAST_KB;
+    else process.env.BALLAST_KB = before;
+  }
+  const ballast = (globalThis as { __forkwatchBallast?: unknown[] }).__forkwatchBallast;
+  expect(ballast).toHaveLength(50);
+  delete (globalThis as { __forkwatchBallast?: unknown[] }).__forkwatchBallast;
+  expect(Object.keys(load.cache).filter(file => file.startsWith(src) && !file.endsWith('register.js'))).toEqual([]);
+});

@@ -13,7 +13,6 @@
  *
  * Once per session id of a transport. An `initialize` is never counted: a client that starts over knows it did.
  */
-import type { StreamableHttpClientTransportLike } from '../../shared/internal-types';
 import type { ClientRevivedReason } from '../../shared/names';
 import { type SettlementObserver, observeSettlement } from '../../shared/observed-promise';
 import type { ForkwatchRuntime } from '../../shared/runtime';
