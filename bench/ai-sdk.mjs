@@ -51,7 +51,8 @@ const server = spawn(process.execPath, [join(here, 'ai-sdk-server.cjs')], { stdi
 const port = await new Promise((resolve, reject) => {
   let text = '';
   server.stdout.on('data', chunk => {
-    const m = /LISTENING (\d+)/.exec((text += chunk));
+    text += chunk;
+    const m = /LISTENING (\d+)/.exec(text);
     if (m) resolve(Number(m[1]));
   });
   server.once('exit', code => reject(new Error(`bench server exited ${code}`)));

@@ -69,7 +69,9 @@ const profileDir = join(snapshot, 'profile');
 const profiled = await run('sdk+forkwatch', sessions, ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]);
 const profile = JSON.parse(readFileSync(join(profileDir, readdirSync(profileDir)[0]), 'utf8'));
 const selfUs = new Map();
-profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+profile.samples.forEach((id, i) => {
+  selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 let forkwatchUs = 0;
 let metricsSdkUs = 0;
 for (const node of profile.nodes) {

@@ -93,7 +93,7 @@ for (let round = 0; round < rounds; round++) {
   for (const v of order) results[v] = await run(v);
   perRound.push(results);
   process.stderr.write(
-    `round ${round + 1}/${rounds}: ${variants.map(v => `${v} ${JSON.stringify(results[v], (k, n) => (typeof n === 'number' ? Math.round(n) : n))}`).join(', ')}\n`,
+    `round ${round + 1}/${rounds}: ${variants.map(v => `${v} ${JSON.stringify(results[v], (_key, n) => (typeof n === 'number' ? Math.round(n) : n))}`).join(', ')}\n`,
   );
 }
 server.close();

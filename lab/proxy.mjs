@@ -115,7 +115,9 @@ export async function startProxy(upstreams, initialRoutes = { post: 'A', get: 'A
     res.on('close', () => {
       // The client went away: do not leave the upstream stream hanging.
       if (!entry.cut) upstreamReq.destroy();
-      streams.forEach(s => s.res === res && streams.delete(s));
+      streams.forEach(s => {
+        if (s.res === res) streams.delete(s);
+      });
     });
     req.pipe(upstreamReq);
   });

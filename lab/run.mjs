@@ -170,15 +170,15 @@ for (const name of chosen) {
     console.log(`                        onerror: ${red('StreamForkDetected')}`);
   console.log(`                        after the drop: ${statuses.join(dim(', ')) || 'no reconnect'}`);
   const attempts = report.spans.filter(s => s.name === 'forkwatch.client.resume');
-  attempts.forEach((span, i) =>
+  attempts.forEach((span, i) => {
     console.log(
       `  ${i === 0 ? 'what forkwatch says ' : '                    '}  resume ${i + 1}: ${describeAttempt(span)}`,
-    ),
-  );
+    );
+  });
   if (duplicates) console.log(`                        duplicate events counted: ${duplicates}`);
-  describeServers(report).forEach((line, i) =>
-    console.log(`  ${i === 0 ? "the servers' view   " : '                    '}  ${line}`),
-  );
+  describeServers(report).forEach((line, i) => {
+    console.log(`  ${i === 0 ? "the servers' view   " : '                    '}  ${line}`);
+  });
   if (report.serverStory) console.log(`                        ${dim(report.serverStory)}`);
   const silentLoss =
     report.lost.length > 0 && report.httpLog.filter(e => e.kind === 'resume').every(e => e.status === 200);

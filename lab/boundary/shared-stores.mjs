@@ -30,7 +30,11 @@ function deployStoreFactory(redisPort) {
     // The client connects in the background; every call waits for it.
     for (const name of ['storeEvent', 'replayEventsAfter', 'getStreamIdForEventId']) {
       const method = store[name];
-      if (typeof method === 'function') store[name] = async (...args) => (await connected, method.apply(store, args));
+      if (typeof method === 'function')
+        store[name] = async (...args) => {
+          await connected;
+          return method.apply(store, args);
+        };
     }
     return store;
   };
@@ -116,7 +120,10 @@ export function createSharedStoreFactory({ backend = 'memory', redisPort, keys =
   // session (the store must know the session to key by it).
   let shared;
   return sessionId => {
-    if (keys === 'sdk') return (shared ??= new SharedLogStore(log, undefined, 'sdk'));
+    if (keys === 'sdk') {
+      shared ??= new SharedLogStore(log, undefined, 'sdk');
+      return shared;
+    }
     return new SharedLogStore(log, sessionId, keys);
   };
 }

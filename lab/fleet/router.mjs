@@ -27,8 +27,10 @@ export async function startRouter({ policy = 'sticky' } = {}) {
 
   const countsOf = session => {
     let c = counts.get(session);
-    if (!c)
-      counts.set(session, (c = { resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, gets: 0, replicas: [] }));
+    if (!c) {
+      c = { resumes: 0, cursorless: 0, duplicates: 0, failovers: 0, gets: 0, replicas: [] };
+      counts.set(session, c);
+    }
     return c;
   };
   const liveNames = () => [...replicas.keys()];
@@ -133,7 +135,10 @@ export async function startRouter({ policy = 'sticky' } = {}) {
         }
         const stream = { res, upstreamReq, cutNext: undefined, cutTimer: undefined };
         let set = streams.get(session);
-        if (!set) streams.set(session, (set = new Set()));
+        if (!set) {
+          set = new Set();
+          streams.set(session, set);
+        }
         set.add(stream);
         const forget = () => {
           clearTimeout(stream.cutTimer);

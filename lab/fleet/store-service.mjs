@@ -10,7 +10,10 @@ export async function startStoreService({ maxIdleMs = 10 * 60_000 } = {}) {
   const logs = new Map(); // session -> { events: [{ id, streamId, message }], touched }
   const log = session => {
     let l = logs.get(session);
-    if (!l) logs.set(session, (l = { events: [], touched: 0 }));
+    if (!l) {
+      l = { events: [], touched: 0 };
+      logs.set(session, l);
+    }
     l.touched = Date.now();
     return l;
   };

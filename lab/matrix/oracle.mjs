@@ -133,7 +133,7 @@ export function clientProof(cell, received, lostKeys, sentByKey) {
  * Not an event a store-less process wrote to a connection that then died (`writtenLive`): whether those bytes were
  * read, no process can tell and nothing can replay them (the server counts them in_flight, exposure).
  */
-export function serverProof(cell, lostKeys, goneTags, writtenLive = new Set()) {
+export function serverProof(_cell, lostKeys, goneTags, writtenLive = new Set()) {
   const provable = [...lostKeys].filter(k => !goneTags.has(k.split(':')[0]) && !writtenLive.has(k));
   return provable.length ? `${provable.length} lost events sent by a process that lived to judge them` : undefined;
 }

@@ -172,7 +172,7 @@ const httpServer = createServer(async (req, res) => {
     }
     const body = req.method === 'POST' ? await readBody(req) : undefined;
     if (cell.behaviour === 'stateless') return await stateless(cell, req, res, body);
-    let sessionId = req.headers['mcp-session-id'];
+    const sessionId = req.headers['mcp-session-id'];
     let session = sessionId ? sessions.get(sessionId) : undefined;
     if (!session && !sessionId && req.method === 'POST') session = await createSession(cell);
     else if (!session && sessionId && cell.behaviour === 'revival') {

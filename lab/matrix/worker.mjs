@@ -49,7 +49,10 @@ let processes = 0;
 
 const bucket = (map, id) => {
   let list = map.get(id);
-  if (!list) map.set(id, (list = []));
+  if (!list) {
+    list = [];
+    map.set(id, list);
+  }
   return list;
 };
 
@@ -116,7 +119,7 @@ const pairFor = cell => {
   return pairs[shared];
 };
 
-async function waitFor(what, predicate, timeoutMs) {
+async function waitFor(_what, predicate, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (!predicate()) {
     if (Date.now() > deadline) return false;

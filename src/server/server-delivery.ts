@@ -62,6 +62,7 @@ const isSharedReason = (reason: ServerUndeliveredReason): reason is ServerShared
 export class ServerDelivery {
   private readonly ledger: DeliveryLedger<DeliverySession>;
   /** Sweeps run so far (read through probeServerDelivery). */
+  // biome-ignore lint/correctness/noUnusedPrivateClassMembers: probeServerDelivery reads it by element access
   private sweeps = 0;
   private timer: ReturnType<typeof setTimeout> | undefined = undefined;
   private readonly tickMs: number;

@@ -20,7 +20,7 @@ export const PROBE_USER_AGENT = 'forkwatch-probe';
 
 /** True for a request made by `forkwatch probe` (or its exporter). */
 export function isProbeUserAgent(userAgent: string | undefined): boolean {
-  return userAgent !== undefined && userAgent.startsWith(`${PROBE_USER_AGENT}/`);
+  return userAgent?.startsWith(`${PROBE_USER_AGENT}/`) ?? false;
 }
 
 export const CLIENT_TRANSPORTS = ['streamable_http', 'sse'] as const;

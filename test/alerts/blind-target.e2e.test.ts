@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
-import { type FixtureServer, startFixture } from '../probe/fixtures/servers';
+import { startFixture } from '../probe/fixtures/servers';
 import {
   BIN,
   type PrometheusInstance,

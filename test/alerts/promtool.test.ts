@@ -196,14 +196,14 @@ async function runMutated(
     const doc = parseDocument(await readFile(join(ALERTS_DIR, ALERT_FILE), 'utf8'));
     const groups = doc.toJS().groups as { rules: AlertRule[] }[];
     let changed = 0;
-    groups.forEach((g, gi) =>
+    groups.forEach((g, gi) => {
       g.rules.forEach((r, ri) => {
         const patch = r.alert ? mutate(r) : undefined;
         if (!patch) return;
         for (const [k, v] of Object.entries(patch)) doc.setIn(['groups', gi, 'rules', ri, k], v);
         changed++;
-      }),
-    );
+      });
+    });
     const recordingFile = join(ALERTS_DIR, 'forkwatch-recording.rules.yml');
     const recording = await readFile(recordingFile, 'utf8');
     const mutatedRecording = mutateRecording ? mutateRecording(recording) : recording;

@@ -8,6 +8,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import * as diagnosticsChannel from 'node:diagnostics_channel';
+import type { ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import * as streamableHttp from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -32,7 +33,14 @@ import { sample } from '../support/lab';
 import { type ScriptedServer, frame, openSse, startScriptedServer } from '../support/scripted-mcp-server';
 
 const { StreamableHTTPClientTransport } = streamableHttp;
-const proto = StreamableHTTPClientTransport.prototype as any;
+/** A transport method as the prototype holds it: shimmer marks a wrapper with `__wrapped` and `__original`. */
+type TransportMethod = ((this: unknown, ...args: unknown[]) => unknown) & {
+  __wrapped?: boolean;
+  __original?: TransportMethod;
+};
+const proto = StreamableHTTPClientTransport.prototype as unknown as Record<string, TransportMethod> & {
+  _handleSseStream: TransportMethod;
+};
 const originalHandleSseStream = proto._handleSseStream;
 const spans = new InMemorySpanExporter();
 const tracerProvider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spans)] });
@@ -102,7 +110,7 @@ async function connect() {
 }
 
 /** The first GET streams `frames` then drops the connection; the resume GET plays `resume`. */
-function dropThenResume(frames: string, resume: (res: any) => void) {
+function dropThenResume(frames: string, resume: (res: ServerResponse) => void) {
   server.scripts.push(
     res => {
       openSse(res);
@@ -159,9 +167,9 @@ describe('verdicts in-process', () => {
     // wrapper of fetch where the runtime's undici publishes no body chunks (Node 22).
     expect(diagnosticsChannel.channel('undici:request:bodyChunkReceived').hasSubscribers).toBe(false);
     expect(diagnosticsChannel.channel('undici:request:create').hasSubscribers).toBe(true);
-    expect((globalThis.fetch as any)[Symbol.for('forkwatch.fetch-observer')] === true).toBe(
-      !undiciPublishesBodyChunks(process.versions.undici),
-    );
+    expect(
+      (globalThis.fetch as unknown as Record<symbol, unknown>)[Symbol.for('forkwatch.fetch-observer')] === true,
+    ).toBe(!undiciPublishesBodyChunks(process.versions.undici));
     dropThenResume(frame('7', 1), res => {
       openSse(res);
       res.write(frame('8', 2));
@@ -408,7 +416,11 @@ describe('configuration and privacy', () => {
   });
 
   test('bad settings get a diagnostic and safe defaults', () => {
-    const i = instrument({ codec: 'nope' as any, verdictTimeoutMs: -5, onFork: 'explode' as any });
+    const i = instrument({
+      codec: 'nope' as unknown as ForkwatchInstrumentationConfig['codec'],
+      verdictTimeoutMs: -5,
+      onFork: 'explode' as unknown as ForkwatchInstrumentationConfig['onFork'],
+    });
     expect(i.settings).toMatchObject({ verdictTimeoutMs: 10_000, onFork: 'record' });
     expect(i.settings.codec.name).toBe('auto');
     expect(warnings.join('\n')).toMatch(/unknown codec/);
@@ -478,7 +490,7 @@ describe('patching', () => {
     instrumentation.disable();
     expect(proto._handleSseStream).toBe(originalHandleSseStream);
     for (const m of ['_startOrAuthSse', '_scheduleReconnection', '_commonHeaders'])
-      expect(proto[m].__wrapped).toBeUndefined();
+      expect(proto[m]!.__wrapped).toBeUndefined();
     instrumentation.enable();
     instrumentation.manuallyInstrument(streamableHttp);
     expect(proto._handleSseStream.__wrapped).toBe(true);

@@ -6,7 +6,7 @@
  * The legacy HTTP+SSE transport (2024-11-05): the real SDK SSEServerTransport and SSEClientTransport on
  * 127.0.0.1, through the fork lab's proxy, which really drops the GET stream.
  */
-import { createServer } from 'node:http';
+import { type ServerResponse, createServer } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import * as sseClient from '@modelcontextprotocol/sdk/client/sse.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -45,7 +45,7 @@ async function scrape() {
 }
 
 /** A 2024-11-05 server: a new session per GET, as the SDK's SSEServerTransport does. `retry` speeds the test. */
-async function startLegacyServer(extra?: (res: any) => void) {
+async function startLegacyServer(extra?: (res: ServerResponse) => void) {
   const transports = new Map<string, SSEServerTransport>();
   const server = createServer(async (req, res) => {
     if (req.method === 'GET') {
@@ -85,8 +85,15 @@ afterEach(async () => {
   await meterProvider.shutdown();
 });
 
+/** The lab proxy (lab/proxy.mjs, untyped): what this file reads of it. */
+interface LabProxy {
+  url: string;
+  log: { method: string; lastEventId?: string }[];
+  close(): Promise<void>;
+}
+
 async function connectThroughProxy(upstream: string) {
-  const proxy = await startProxy({ A: upstream, B: upstream });
+  const proxy: LabProxy = await startProxy({ A: upstream, B: upstream });
   closers.push(() => proxy.close());
   const transport = new sseClient.SSEClientTransport(new URL(`${proxy.url}/sse`));
   const client = new Client({ name: 'legacy-app', version: '1.0.0' });
@@ -103,7 +110,7 @@ test('an EventSource reconnect lands in a new server session: forked, stream_cha
   const { proxy, client } = await connectThroughProxy(await startLegacyServer());
   await client.ping();
   await fetch(`${proxy.url}/__lab/cut`, { method: 'POST', body: JSON.stringify({ midFrame: false }) });
-  await waitFor('the reconnect GET', () => proxy.log.filter((e: any) => e.method === 'GET').length >= 2);
+  await waitFor('the reconnect GET', () => proxy.log.filter(e => e.method === 'GET').length >= 2);
   await waitFor('the verdict', () => spans.getFinishedSpans().length === 1);
   const text = await scrape();
   expect(sample(text, METRICS.clientForks.prometheusName, { transport: 'sse', reason: 'stream_changed' })).toBe(1);
@@ -116,9 +123,9 @@ test('a held event id is dropped by the SDK on reconnect: forked, cursor_dropped
   const { proxy, notifications } = await connectThroughProxy(upstream);
   await waitFor('the event with id 41', () => notifications.length >= 1);
   await fetch(`${proxy.url}/__lab/cut`, { method: 'POST', body: JSON.stringify({ midFrame: false }) });
-  await waitFor('the reconnect GET', () => proxy.log.filter((e: any) => e.method === 'GET').length >= 2);
+  await waitFor('the reconnect GET', () => proxy.log.filter(e => e.method === 'GET').length >= 2);
   await waitFor('the verdict', () => spans.getFinishedSpans().length >= 1);
-  const reconnect = proxy.log.filter((e: any) => e.method === 'GET')[1];
+  const reconnect = proxy.log.filter(e => e.method === 'GET')[1]!;
   expect(reconnect.lastEventId).toBeUndefined(); // what reached the server
   const text = await scrape();
   expect(sample(text, METRICS.clientForks.prometheusName, { transport: 'sse', reason: 'cursor_dropped' })).toBe(1);

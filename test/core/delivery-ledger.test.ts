@@ -206,7 +206,9 @@ describe('DeliveryLedger', () => {
   test('the session cap forgets the oldest sessions with pending events as abandoned', () => {
     const { l, reports } = ledger({ maxSessions: 2 });
     const sessions = [{}, {}, {}];
-    sessions.forEach((s, i) => l.stored(s, 'req-1', STORED, i));
+    sessions.forEach((s, i) => {
+      l.stored(s, 'req-1', STORED, i);
+    });
     expect(probeDeliveryLedger(l).sessionsWithPending).toBe(2);
     expect(reports).toEqual({ abandoned: 1 });
     expect(probeDeliveryLedger(l).pendingEvents(sessions[0]!)).toBe(0);

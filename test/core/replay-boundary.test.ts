@@ -60,7 +60,9 @@ describe('EventOwnerTable', () => {
   test('a slot taken by a later event is a miss for the earlier one, never a wrong owner', () => {
     const table = new EventOwnerTable(4);
     const ids = Array.from({ length: 200 }, (_, i) => `id-${i}`);
-    ids.forEach((id, i) => table.record(hashEventId(id), (i % 7) + 1));
+    ids.forEach((id, i) => {
+      table.record(hashEventId(id), (i % 7) + 1);
+    });
     let known = 0;
     ids.forEach((id, i) => {
       const owner = table.ownerOf(hashEventId(id));

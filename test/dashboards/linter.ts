@@ -58,7 +58,11 @@ function templateRule(name: string): Rule {
 }
 
 function eachTarget(d: Dashboard, fn: (panel: Panel, expr: string, targetIdx: number) => void) {
-  for (const panel of panelsOf(d)) (panel.targets ?? []).forEach((t, i) => fn(panel, t.expr ?? '', i));
+  for (const panel of panelsOf(d)) {
+    (panel.targets ?? []).forEach((t, i) => {
+      fn(panel, t.expr ?? '', i);
+    });
+  }
 }
 
 function requiredMatcherRule(label: string): Rule {

@@ -332,7 +332,11 @@ export async function playBothWays(
 /** What eventsource-parser, fed the way the SDK feeds it (a streaming UTF-8 TextDecoder), reads as the last id. */
 export function referenceLastId(chunks: Uint8Array[]): string | undefined {
   let last: string | undefined;
-  const parser = createParser({ onEvent: e => (e.id ? (last = e.id) : undefined) });
+  const parser = createParser({
+    onEvent: e => {
+      if (e.id) last = e.id;
+    },
+  });
   const decoder = new TextDecoder();
   for (const chunk of chunks) parser.feed(decoder.decode(chunk, { stream: true }));
   parser.feed(decoder.decode());

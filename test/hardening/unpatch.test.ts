@@ -11,6 +11,7 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { isWrapped } from '@opentelemetry/instrumentation';
 import { context, propagation } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -110,7 +111,7 @@ describe.each([
       client.onerror = () => {};
       await client.connect(transport);
       const onmessage = transport.onmessage;
-      transport.onmessage = (message: any, extra: unknown) => {
+      transport.onmessage = (message: { params?: { data?: { n?: unknown } } }, extra: unknown) => {
         if (typeof message?.params?.data?.n === 'number') received.push(message.params.data.n);
         onmessage?.call(transport, message, extra);
       };
@@ -147,7 +148,7 @@ describe.each([
     const { Client } = req('@modelcontextprotocol/sdk/client/index.js');
     const { McpServer } = req('@modelcontextprotocol/sdk/server/mcp.js');
     const { SSEServerTransport } = req('@modelcontextprotocol/sdk/server/sse.js');
-    const transports = new Map<string, any>();
+    const transports = new Map<string, SSEServerTransport>();
     const http = createServer(async (request, res) => {
       if (request.method === 'GET') {
         const transport = new SSEServerTransport('/messages', res);
@@ -170,7 +171,10 @@ describe.each([
 
     /** One session whose GET stream the proxy cuts once; resolves when the EventSource has reconnected. */
     const session = async () => {
-      const proxy = await startProxy({ A: upstream, B: upstream });
+      const proxy: { url: string; log: { method: string }[]; close(): Promise<void> } = await startProxy({
+        A: upstream,
+        B: upstream,
+      });
       cleanups.push(() => proxy.close());
       const client = new Client({ name: 'legacy-app', version: '1.0.0' });
       client.onerror = () => {};
@@ -178,7 +182,7 @@ describe.each([
       cleanups.push(() => client.close().catch(() => {}));
       await client.ping();
       await fetch(`${proxy.url}/__lab/cut`, { method: 'POST', body: JSON.stringify({ midFrame: false }) });
-      await waitFor('the reconnect GET', () => proxy.log.filter((e: any) => e.method === 'GET').length >= 2);
+      await waitFor('the reconnect GET', () => proxy.log.filter(e => e.method === 'GET').length >= 2);
       return client;
     };
 

@@ -10,6 +10,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { expect, test } from 'vitest';
 import { METRICS } from '../../src/shared/names';
 import { LabEventStore, requireFrom, setupForkwatch } from '../server/support';
@@ -43,7 +44,7 @@ test('2025-era sessions and 2026-07-28 per-request traffic on one process: each 
   const modern = createLabHandler();
   t.cleanups.push(() => modern.handler.close());
   let modernRequests = 0;
-  let legacy: any;
+  let legacy: NodeStreamableHTTPServerTransport | undefined;
   const router = createServer(async (req, res) => {
     if (req.headers['mcp-protocol-version'] === MODERN) {
       modernRequests++;
@@ -53,7 +54,7 @@ test('2025-era sessions and 2026-07-28 per-request traffic on one process: each 
       legacy = new nodeSdk.NodeStreamableHTTPServerTransport({
         sessionIdGenerator: () => 'legacy-session-1',
         eventStore: new LabEventStore({ idFormat: 'integer' }),
-      });
+      }) as NodeStreamableHTTPServerTransport;
       const server = new serverSdk.McpServer({ name: 'dual-era-legacy', version: '1.0.0' });
       server.registerTool(
         'echo',

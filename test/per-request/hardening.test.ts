@@ -27,7 +27,11 @@ const patched = () => [
 test('an observer that throws everywhere changes nothing for the app: calls, cuts, listens and publishes work', async () => {
   t.fw = setupForkwatch({}, serverSdk);
   const errors: unknown[] = [];
-  const instrumentation = t.fw.instrumentation as any;
+  // The private instruments every patch records through, and the diag logger it reports its failures to.
+  const instrumentation = t.fw.instrumentation as unknown as {
+    _instruments: object;
+    _diag: Record<'error' | 'warn' | 'debug' | 'info', (...args: unknown[]) => void>;
+  };
   // Every instrument throws: each patch must catch it.
   instrumentation._instruments = new Proxy(
     {},

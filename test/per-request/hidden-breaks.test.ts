@@ -27,6 +27,7 @@ import { leasePort } from '../support/prometheus';
 import { type Balancer, startBalancer } from './balancer';
 import {
   type Cutter,
+  type LabClient,
   type Replica,
   connectClient,
   serverSdk,
@@ -235,7 +236,7 @@ afterAll(() => {
 /** Calls `name` through `client`, cuts `cutter` once the tool runs; resolves whether the call still succeeded. */
 async function callAndCut(
   replica: Replica,
-  client: any,
+  client: LabClient,
   cutter: Cutter,
   name: string,
   args: object,
@@ -315,7 +316,7 @@ describe('issue 40: breaks the server hears late or never, and breaks that lose 
   test('closes the server sees: loopback, a late close notice, HAProxy with and without abortonclose', async () => {
     const fw = setupForkwatch({ perRequest: { reissueWindowMs: WINDOW_MS } }, serverSdk);
     const started: { close(): Promise<unknown> }[] = [];
-    const clients: any[] = [];
+    const clients: LabClient[] = [];
     const client = async (url: string) => {
       const c = await connectClient(url);
       clients.push(c);
@@ -557,7 +558,7 @@ describe('issue 40: breaks the server hears late or never, and breaks that lose 
   test('behind HAProxy without abortonclose, declared (perRequest.balancerHidesCloses)', async () => {
     const fw = setupForkwatch({ perRequest: { reissueWindowMs: WINDOW_MS, balancerHidesCloses: true } }, serverSdk);
     const started: { close(): Promise<unknown> }[] = [];
-    const clients: any[] = [];
+    const clients: LabClient[] = [];
     try {
       const a = await startReplica();
       started.push(a);

@@ -12,7 +12,18 @@ import { heldClaims } from '../../src/client/observer/patched-transport-scope';
 import { METRICS, type MetricKey, labelCombinations } from '../../src/shared/names';
 import { setupForkwatch } from '../server/support';
 import { sampleOne } from '../support/lab';
-import { clientSdk, connectClient, serverSdk, startCutter, startReplica, until, useTestResources } from './support';
+import {
+  type Cutter,
+  type LabClient,
+  type Replica,
+  clientSdk,
+  connectClient,
+  serverSdk,
+  startCutter,
+  startReplica,
+  until,
+  useTestResources,
+} from './support';
 
 /** The process's fetch before forkwatch wraps it: what an app's own fetch reaches without the global observer. */
 const unobservedFetch = globalThis.fetch;
@@ -33,7 +44,7 @@ async function lab(fetch: typeof globalThis.fetch) {
 const metric = async (name: string, labels: Record<string, string> = {}) =>
   sampleOne(await t.fw!.metrics(), name, labels) ?? 0;
 
-async function cutOneCall(replica: any, cutter: any, client: any) {
+async function cutOneCall(replica: Replica, cutter: Cutter, client: LabClient) {
   await client.callTool({ name: 'write_record', arguments: { ms: 1, key: 'ok' } });
   const call = client.callTool({ name: 'write_record', arguments: { ms: 200, key: 'cut' } }).catch(() => 'lost');
   await until(() => replica.truth.executions.write_record === 2, 'the call to start');

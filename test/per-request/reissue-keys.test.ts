@@ -19,7 +19,6 @@ import { sampleOne } from '../support/lab';
 import { MODERN, serverSdk, until, useTestResources } from './support';
 
 const t = useTestResources();
-const { z } = require('zod');
 const nodeSdk = require('@modelcontextprotocol/node');
 
 /** A server whose tools/call takes any tool name (as a proxy's does) and whose resource template takes any URI. */
@@ -113,8 +112,11 @@ test('999,000-character tool names and URIs: the re-issue window keeps a few doz
   t.cleanups.push(() => server.close());
   const reissues = async (idempotency: string) =>
     sampleOne(await t.fw!.metrics(), METRICS.serverProbableReissues.prometheusName, { idempotency }) ?? 0;
-  const brokenKeys = () =>
-    [...(perRequestServerOf(t.fw!.instrumentation) as any).reissues.window.entries.keys()] as string[];
+  // The observer's private re-issue window, by correlation key: what it keeps of each broken exchange.
+  type WithReissues = { reissues: { window: { entries: Map<string, unknown> } } };
+  const brokenKeys = () => [
+    ...(perRequestServerOf(t.fw!.instrumentation) as unknown as WithReissues).reissues.window.entries.keys(),
+  ];
 
   const CALLS = 6;
   for (let n = 0; n < CALLS; n++) {

@@ -14,6 +14,7 @@ import { sampleOne } from '../support/lab';
 import {
   connectClient,
   type Cutter,
+  type LabClient,
   MODERN,
   type Replica,
   serverSdk,
@@ -65,7 +66,7 @@ async function signals(): Promise<Record<string, number>> {
 }
 
 /** Cuts the connection once the call is running on the server. */
-async function callAndCut(replica: Replica, cutter: Cutter, client: any, name: string, args: object) {
+async function callAndCut(replica: Replica, cutter: Cutter, client: LabClient, name: string, args: object) {
   const before = replica.truth.executions[name] ?? 0;
   const call = client.callTool({ name, arguments: args }).then(
     (r: unknown) => ({ ok: true, r }),

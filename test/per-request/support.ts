@@ -16,6 +16,13 @@ import {
   connect,
   createServer as createNetServer,
 } from 'node:net';
+import type {
+  CallToolRequestOptions,
+  CallToolResult,
+  Client,
+  ContentBlock,
+  TextContent,
+} from '@modelcontextprotocol/client';
 import { afterEach, expect } from 'vitest';
 import { METRICS } from '../../src/shared/names';
 import { type Forkwatch, requireFrom, setupForkwatch } from '../server/support';
@@ -301,8 +308,19 @@ export async function startCutter(
   };
 }
 
+/**
+ * The real 2.x client as these tests drive it. Every lab tool answers with a text block first, so a tool result's
+ * `content[0].text` is typed as the tests read it; `arguments` is any object, as the tests hand it on.
+ */
+export type LabClient = Omit<Client, 'callTool'> & {
+  callTool(
+    params: { name: string; arguments?: object },
+    options?: CallToolRequestOptions,
+  ): Promise<Omit<CallToolResult, 'content'> & { content: [TextContent, ...ContentBlock[]] }>;
+};
+
 /** The real 2.x client, pinned to 2026-07-28; `transport` goes to its StreamableHTTPClientTransport (e.g. `fetch`). */
-export async function connectClient(url: string, transport: object = {}): Promise<any> {
+export async function connectClient(url: string, transport: object = {}): Promise<LabClient> {
   const client = new clientSdk.Client(
     { name: 'per-request-lab-client', version: '1.0.0' },
     { versionNegotiation: { mode: { pin: MODERN } } },

@@ -24,7 +24,7 @@ const BROKEN_WALL_MS = 15_000;
 const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029]/;
 /** How every line of the human report starts: the probe's own words, never the server's. */
 const OWN_LINE =
-  /^(|forkwatch probe http:\/\/127\.0\.0\.1:\d+\/mcp|  protocol .*|  cursor ".*|  request stream \(POST responses\): .*|  standalone GET stream.*: .*|  (PASS|FAIL|UNTESTED|N\/A) .*|           (evidence|fix): .*|  resumes that did not resume:|    #\d+ .*|    … \d+ more .*|  note: .*|verdict: (RESUMABLE|NOT RESUMABLE|COULD NOT TEST|NOT APPLICABLE) \(exit [012]\)|  (A client|Clients|The probe|There is) .*)$/;
+  /^(|forkwatch probe http:\/\/127\.0\.0\.1:\d+\/mcp| {2}protocol .*| {2}cursor ".*| {2}request stream \(POST responses\): .*| {2}standalone GET stream.*: .*| {2}(PASS|FAIL|UNTESTED|N\/A) .*| {11}(evidence|fix): .*| {2}resumes that did not resume:| {4}#\d+ .*| {4}… \d+ more .*| {2}note: .*|verdict: (RESUMABLE|NOT RESUMABLE|COULD NOT TEST|NOT APPLICABLE) \(exit [012]\)| {2}(A client|Clients|The probe|There is) .*)$/;
 
 interface Run {
   ms: number;

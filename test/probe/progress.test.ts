@@ -7,9 +7,10 @@ import { describe, expect, test } from 'vitest';
 import { runPipelined } from '../../src/cli/probe/pipeline';
 import { progressLine } from '../../src/cli/probe/progress';
 
-function stream(isTTY: boolean, columns?: number) {
+/** `columns` given (even as undefined) is the terminal's; left out, 60. */
+function stream(isTTY: boolean, ...rest: [columns?: number]) {
   const writes: string[] = [];
-  return { isTTY, columns: arguments.length > 1 ? columns : 60, writes, write: (text: string) => writes.push(text) };
+  return { isTTY, columns: rest.length > 0 ? rest[0] : 60, writes, write: (text: string) => writes.push(text) };
 }
 
 describe('progress line', () => {

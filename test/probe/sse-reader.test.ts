@@ -78,7 +78,11 @@ describe('SseReader', () => {
 
   test('no frame before the deadline is a timeout; comments are counted; the stream stays readable', async () => {
     let controller!: ReadableStreamDefaultController<Uint8Array>;
-    const body = new ReadableStream<Uint8Array>({ start: c => void (controller = c) });
+    const body = new ReadableStream<Uint8Array>({
+      start: c => {
+        controller = c;
+      },
+    });
     const reader = new SseReader(body);
     controller.enqueue(encoder.encode(': keepalive\n\n'));
     const started = Date.now();

@@ -108,7 +108,16 @@ describe('what a register-instrumented app really exports', () => {
   });
 
   test('OTEL_METRICS_EXPORTER=prometheus,otlp: every OTLP metric, named the Collector way, is a family of the direct scrape', async () => {
-    const payloads: any[] = [];
+    /** What this test reads of an OTLP/JSON metrics export. */
+    interface OtlpJsonMetrics {
+      resourceMetrics: {
+        scopeMetrics: {
+          scope: { name: string };
+          metrics: { name: string; unit?: string; histogram?: object; sum?: { isMonotonic?: boolean } }[];
+        }[];
+      }[];
+    }
+    const payloads: OtlpJsonMetrics[] = [];
     const receiver = createServer((req, res) => {
       let body = '';
       req.on('data', c => (body += c));
@@ -141,9 +150,9 @@ describe('what a register-instrumented app really exports', () => {
 
       const exported = payloads
         .flatMap(p => p.resourceMetrics)
-        .flatMap((rm: any) => rm.scopeMetrics)
-        .filter((sm: any) => sm.scope.name === 'forkwatch')
-        .flatMap((sm: any) => sm.metrics);
+        .flatMap(rm => rm.scopeMetrics)
+        .filter(sm => sm.scope.name === 'forkwatch')
+        .flatMap(sm => sm.metrics);
       const byName = new Map<string, { unit: string; type: OtlpMetricType }>();
       for (const m of exported) {
         const type: OtlpMetricType = m.histogram ? 'histogram' : m.sum?.isMonotonic ? 'monotonic_counter' : 'gauge';

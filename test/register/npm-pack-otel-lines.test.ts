@@ -70,7 +70,11 @@ async function otelCopies(cwd: string): Promise<Record<string, string[]>> {
   for (const line of new Set(stdout.split('\n'))) {
     const [, id] = line.split(':');
     const match = /^(@opentelemetry\/[^@]+)@(.+)$/.exec(id ?? '');
-    if (match) (copies[match[1]!] ??= []).push(match[2]!);
+    if (match) {
+      const name = match[1]!;
+      copies[name] ??= [];
+      copies[name].push(match[2]!);
+    }
   }
   return copies;
 }

@@ -518,9 +518,33 @@ describe('standard variables', () => {
     expect(proc.stdout()).toBe('');
   });
 
+  /** What these tests read of an OTLP/JSON metrics export. */
+  interface OtlpJsonMetrics {
+    resourceMetrics: {
+      scopeMetrics: {
+        metrics: {
+          name: string;
+          sum?: {
+            dataPoints: {
+              attributes: { key: string; value: { stringValue?: string } }[];
+              asInt?: number | string;
+              asDouble?: number;
+            }[];
+          };
+        }[];
+      }[];
+    }[];
+  }
+  /** What these tests read of an OTLP/JSON traces export. */
+  interface OtlpJsonTraces {
+    resourceSpans: { scopeSpans: { spans: { name: string }[] }[] }[];
+  }
+  /** What these tests read of a Zipkin v2 span list. */
+  type ZipkinSpans = { name: string }[];
+
   /** An HTTP server on 127.0.0.1 that keeps every JSON body posted to it. */
   async function jsonReceiver() {
-    const received: { path: string; body: any }[] = [];
+    const received: { path: string; body: unknown }[] = [];
     const server = createHttpServer((req, res) => {
       let body = '';
       req.on('data', c => (body += c));
@@ -551,8 +575,8 @@ describe('standard variables', () => {
       });
       expect(await proc.done()).toMatchObject({ lost: 0, patched: true });
       expect(await proc.exited).toEqual({ code: 0, signal: null });
-      const spans = received.filter(r => r.path === '/api/v2/spans').flatMap(r => r.body);
-      expect(spans.map((s: any) => s.name)).toContain('forkwatch.client.resume');
+      const spans = received.filter(r => r.path === '/api/v2/spans').flatMap(r => r.body as ZipkinSpans);
+      expect(spans.map(s => s.name)).toContain('forkwatch.client.resume');
       expect(proc.stdout()).toBe('');
       expect(proc.forkwatchLines()).toEqual([]);
     } finally {
@@ -583,18 +607,18 @@ describe('standard variables', () => {
 
       const metrics = received
         .filter(r => r.path === '/v1/metrics')
-        .flatMap(r => r.body.resourceMetrics.flatMap((rm: any) => rm.scopeMetrics));
-      const resumes = metrics.flatMap((sm: any) => sm.metrics).find((m: any) => m.name === 'forkwatch.client.resumes');
-      const point = resumes.sum.dataPoints.find(
-        (p: any) =>
-          p.attributes.some((a: any) => a.key === 'outcome' && a.value.stringValue === 'resumed') &&
-          p.attributes.some((a: any) => a.key === 'transport' && a.value.stringValue === 'streamable_http'),
+        .flatMap(r => (r.body as OtlpJsonMetrics).resourceMetrics.flatMap(rm => rm.scopeMetrics));
+      const resumes = metrics.flatMap(sm => sm.metrics).find(m => m.name === 'forkwatch.client.resumes');
+      const point = resumes!.sum!.dataPoints.find(
+        p =>
+          p.attributes.some(a => a.key === 'outcome' && a.value.stringValue === 'resumed') &&
+          p.attributes.some(a => a.key === 'transport' && a.value.stringValue === 'streamable_http'),
       );
-      expect(Number(point.asInt ?? point.asDouble)).toBe(1);
+      expect(Number(point!.asInt ?? point!.asDouble)).toBe(1);
       const spans = received
         .filter(r => r.path === '/v1/traces')
-        .flatMap(r => r.body.resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans)));
-      expect(spans.map((s: any) => s.name)).toContain('forkwatch.client.resume');
+        .flatMap(r => (r.body as OtlpJsonTraces).resourceSpans.flatMap(rs => rs.scopeSpans.flatMap(ss => ss.spans)));
+      expect(spans.map(s => s.name)).toContain('forkwatch.client.resume');
     } finally {
       close();
     }

@@ -13,11 +13,28 @@ import type { ForkwatchInstrumentationConfig } from '../../src/shared/types';
 
 const req = requireFrom();
 
+/** What the lab drives of a line's StreamableHTTPClientTransport: the same in 1.x and 2.x. */
+export interface LabTransport {
+  readonly sessionId: string | undefined;
+  terminateSession(): Promise<void>;
+}
+
+/** What the lab drives of a line's Client: the same calls in 1.x and 2.x (the lab's tools answer with text first). */
+export interface LabClient {
+  onerror?: (error: Error) => void;
+  connect(transport: LabTransport): Promise<void>;
+  listTools(): Promise<unknown>;
+  callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<{
+    content: [{ type: string; text: string }, ...unknown[]];
+  }>;
+  close(): Promise<void>;
+}
+
 export interface ClientLine {
   label: string;
   module: object;
-  Client: new (info: object, options?: object) => any;
-  Transport: new (url: URL, options?: object) => any;
+  Client: new (info: object, options?: object) => LabClient;
+  Transport: new (url: URL, options?: object) => LabTransport;
 }
 
 export interface ServerLine {

@@ -178,7 +178,7 @@ describe('never in the way', () => {
           },
         }) as unknown as Tracer,
     };
-    fw.instrumentation.setTracerProvider(broken as any);
+    fw.instrumentation.setTracerProvider(broken);
     const counters = fw.instrumentation.instruments;
     counters.serverEvents.add = () => {
       thrown.events++;

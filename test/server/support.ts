@@ -40,7 +40,10 @@ export const notification = (n: number) => ({
 
 /** A session transport that claims session `sessionId` without an initialize (the lab's hydration). */
 export function hydrate<T extends object>(transport: T, sessionId = 'session-1'): T {
-  const core = ((transport as any)._webStandardTransport ?? transport) as any;
+  // The SDK's private session state, on the web-standard transport a Node transport wraps (or on the transport itself).
+  type SessionState = { sessionId?: string; _initialized?: boolean };
+  const core = ((transport as { _webStandardTransport?: SessionState })._webStandardTransport ??
+    transport) as SessionState;
   core.sessionId = sessionId;
   core._initialized = true;
   return transport;

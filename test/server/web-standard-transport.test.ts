@@ -327,7 +327,7 @@ describe('recording wrapper', () => {
     fw = setupForkwatch({}, v1);
     const store = new LabEventStore({ idFormat: 'integer', unknownCursor: 'empty' });
     const slow = store.replayEventsAfter.bind(store);
-    store.replayEventsAfter = async (cursor: string, { send }: any) =>
+    store.replayEventsAfter = async (cursor: string, { send }: { send: (id: string, m: unknown) => Promise<void> }) =>
       slow(cursor, {
         send: async (id: string, m: unknown) => {
           await new Promise(r => setTimeout(r, 5));

@@ -128,9 +128,11 @@ describe('@hono/mcp StreamableHTTPTransport construction', () => {
     while (!body.includes('"data":2')) body += new TextDecoder().decode((await reader.read()).value);
     expect(body).not.toContain('"data":1');
     const deadline = Date.now() + 5000;
-    let replayed: number | undefined;
-    while ((replayed = sampleOne(await fw.metrics(), RESUMES, { outcome: 'replayed' })) !== 1 && Date.now() < deadline)
+    let replayed = sampleOne(await fw.metrics(), RESUMES, { outcome: 'replayed' });
+    while (replayed !== 1 && Date.now() < deadline) {
       await fw.settle();
+      replayed = sampleOne(await fw.metrics(), RESUMES, { outcome: 'replayed' });
+    }
     await reader.cancel();
     await mcp.close();
     expect(replayed).toBe(1);

@@ -345,13 +345,13 @@ export async function copyRuleFiles(
     const override = opts.forOverride;
     if (override !== undefined) {
       const groups = doc.toJS().groups as { rules: { alert?: string; for?: string }[] }[];
-      groups.forEach((g, gi) =>
+      groups.forEach((g, gi) => {
         g.rules.forEach((r, ri) => {
           if (r.alert === undefined || r.for === undefined) return;
           const value = typeof override === 'string' ? override : override(r.alert, r.for);
           doc.setIn(['groups', gi, 'rules', ri, 'for'], value);
-        }),
-      );
+        });
+      });
     }
     const target = join(dir, basename(file));
     await writeFile(target, doc.toString());

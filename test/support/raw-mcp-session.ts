@@ -13,11 +13,21 @@ export interface RawFrame {
   data: string;
 }
 
+/** A JSON-RPC message as it arrived on a stream (a notification's `params.data` is what the test server sent). */
+export interface RawMessage {
+  jsonrpc?: string;
+  id?: string | number;
+  method?: string;
+  params?: { data?: Record<string, unknown> } & Record<string, unknown>;
+  result?: unknown;
+  error?: unknown;
+}
+
 export interface OpenStream {
   status: number;
   frames: RawFrame[];
   /** Frames that carry a JSON-RPC message (not priming frames or comments). */
-  messages(): { id?: string; message: any }[];
+  messages(): { id?: string; message: RawMessage }[];
   waitForMessages(count: number, timeoutMs?: number): Promise<void>;
   close(): void;
 }
@@ -47,7 +57,7 @@ export class RawMcpSession {
   }
 
   /** Sends a request and returns its result (from a JSON body or the SSE stream of the response). */
-  async request(method: string, params: object = {}): Promise<any> {
+  async request(method: string, params: object = {}): Promise<unknown> {
     const id = this.nextId++;
     const res = await this.post({ jsonrpc: '2.0', id, method, params });
     if (!res.ok) throw new Error(`${method}: HTTP ${res.status} ${await res.text()}`);
@@ -76,7 +86,7 @@ export class RawMcpSession {
     await res.arrayBuffer();
   }
 
-  callTool(name: string, args: object): Promise<any> {
+  callTool(name: string, args: object): Promise<unknown> {
     return this.request('tools/call', { name, arguments: args });
   }
 
@@ -90,12 +100,15 @@ export class RawMcpSession {
     });
     const frames: RawFrame[] = [];
     const waiters = new Set<() => void>();
-    if (res.ok && res.body) void readInto(res.body, frames, () => waiters.forEach(w => w()));
+    const wake = () => {
+      for (const w of waiters) w();
+    };
+    if (res.ok && res.body) void readInto(res.body, frames, wake);
     else await res.arrayBuffer().catch(() => {});
     const messages = () =>
       frames
         .filter(f => f.data.startsWith('{'))
-        .map(f => ({ ...(f.id ? { id: f.id } : {}), message: JSON.parse(f.data) }));
+        .map(f => ({ ...(f.id ? { id: f.id } : {}), message: JSON.parse(f.data) as RawMessage }));
     return {
       status: res.status,
       frames,
@@ -126,8 +139,7 @@ async function readInto(body: ReadableStream<Uint8Array>, frames: RawFrame[], on
   try {
     for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
       buffer += decoder.decode(chunk, { stream: true }).replace(/\r\n?/g, '\n');
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) !== -1) {
+      for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
         const [frame] = parseFrames(`${block}\n\n`);

@@ -85,7 +85,10 @@ export function parseMetricFamilies(text: string): Map<string, MetricFamily> {
     owner.seriesNames.add(seriesName);
     for (const [label, value] of parseLabels(sample[2] ?? '')) {
       let values = owner.labels.get(label);
-      if (!values) owner.labels.set(label, (values = new Set()));
+      if (!values) {
+        values = new Set();
+        owner.labels.set(label, values);
+      }
       values.add(value);
     }
   }
